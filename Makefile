@@ -1,0 +1,27 @@
+# The two commands of the README: `make run` (the main job) and `make test` (every test).
+CARGO ?= cargo
+
+.PHONY: run test loom fmt-check clippy bench
+
+run:
+	$(CARGO) run --release -p irqlab -- demo
+
+# Unit, property and integration tests of every crate, then the loom model checks.
+test:
+	$(CARGO) test --workspace
+	$(MAKE) loom
+
+# loom explores every interleaving of the posted-descriptor protocol; it needs --cfg loom
+# and its own target directory so it does not invalidate the normal build.
+loom:
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p irqlab-core --release --test loom_posted
+
+fmt-check:
+	$(CARGO) fmt --all --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+bench:
+	$(CARGO) bench -p irqlab-core
+	$(CARGO) bench -p irqlab-sim
