@@ -1,1 +1,210 @@
-//! (being written)
+//! One face for the per-queue adaptive moderators (net_dim, rdma_dim, irq-am), so the
+//! engines drive them alike: feed each interrupt/poll round, program the level asked for
+//! (asynchronously, like the kernel's work item), acknowledge, and read debugfs-style state.
+//!
+//! GSIM is not here: it is a per-CPU software delay, not a per-queue device setting, and
+//! lives in [`crate::gsim`]. [`Moderator::new`] returns `None` for `ModeratorKind::None`
+//! and `ModeratorKind::Gsim` alike; use [`is_per_cpu`] to tell them apart.
+
+use std::fmt;
+
+use crate::ModeratorKind;
+use crate::dim::{
+    CqPeriodMode, Dim, DimCounters, DimError, DimSample, IRQ_AM_DEFAULT_NR_EVENTS, IrqAm,
+    NET_DIM_DEF_PROFILE_CQE, NetDirection, Profile, RDMA_DIM_PROFILES, RDMA_DIM_START_PROFILE,
+    TuneState,
+};
+
+/// "Program level `level` = `profile` into the device, then call [`Moderator::ack`]."
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LevelRequest {
+    pub level: usize,
+    pub profile: Profile,
+}
+
+/// Debugfs-style counters of one moderator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModerationCounters {
+    pub events: u64,
+    pub windows: u64,
+    pub decisions: u64,
+    pub level_changes: u64,
+    pub samples_ignored: u64,
+    /// Program requests handed out (irq-am also re-programs on an edge).
+    pub programs: u64,
+}
+
+/// A custom table that no moderator can use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModeratorError {
+    pub kind: ModeratorKind,
+    pub cause: DimError,
+}
+
+impl fmt::Display for ModeratorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} moderator: {}", self.kind, self.cause)
+    }
+}
+
+impl std::error::Error for ModeratorError {}
+
+/// True for the per-CPU mechanism (GSIM) that [`Moderator`] does not cover.
+pub fn is_per_cpu(kind: ModeratorKind) -> bool {
+    kind == ModeratorKind::Gsim
+}
+
+#[derive(Clone, Debug)]
+enum Engine {
+    /// net_dim fed from running counters: packets = completions (NVMe has no packets).
+    NetDim {
+        dim: Dim,
+        ctr: DimSample,
+    },
+    RdmaDim(Dim),
+    IrqAm(IrqAm),
+}
+
+/// A per-queue adaptive moderator.
+#[derive(Clone, Debug)]
+pub struct Moderator {
+    kind: ModeratorKind,
+    engine: Engine,
+    events: u64,
+}
+
+impl Moderator {
+    /// Build the moderator for `kind`. `table` replaces the kernel table (net_dim: RX CQE;
+    /// rdma_dim: rdma_dim_prof; irq-am, which had no table of its own: rdma_dim_prof).
+    /// net_dim starts at profile 1 (0 for a one-level table), the others at level 0.
+    pub fn new(
+        kind: ModeratorKind,
+        table: Option<&[Profile]>,
+    ) -> Result<Option<Moderator>, ModeratorError> {
+        let err = |cause| ModeratorError { kind, cause };
+        let engine = match kind {
+            ModeratorKind::None | ModeratorKind::Gsim => return Ok(None),
+            ModeratorKind::NetDim => {
+                let dim = match table {
+                    None => Dim::net(NetDirection::Rx, CqPeriodMode::StartFromCqe),
+                    Some(t) => {
+                        let start = NET_DIM_DEF_PROFILE_CQE.min(t.len().saturating_sub(1));
+                        Dim::new(t.to_vec(), start, TuneState::ParkingOnTop).map_err(err)?
+                    }
+                };
+                Engine::NetDim {
+                    dim,
+                    ctr: DimSample::default(),
+                }
+            }
+            ModeratorKind::RdmaDim => Engine::RdmaDim(match table {
+                None => Dim::rdma(),
+                Some(t) => Dim::new(t.to_vec(), RDMA_DIM_START_PROFILE, TuneState::GoingRight)
+                    .map_err(err)?,
+            }),
+            ModeratorKind::IrqAm => {
+                let levels = table.unwrap_or(&RDMA_DIM_PROFILES).to_vec();
+                Engine::IrqAm(IrqAm::new(levels, IRQ_AM_DEFAULT_NR_EVENTS, 0).map_err(err)?)
+            }
+        };
+        Ok(Some(Moderator {
+            kind,
+            engine,
+            events: 0,
+        }))
+    }
+
+    /// One interrupt or poll round at `now_ns` that reaped `completions` CQEs carrying
+    /// `bytes`. Returns the level to program when the moderator decides to move.
+    pub fn on_event(&mut self, now_ns: u64, completions: u32, bytes: u64) -> Option<LevelRequest> {
+        self.events += 1;
+        let program = match &mut self.engine {
+            Engine::NetDim { dim, ctr } => {
+                // dim_update_sample(cq.event_ctr, packets, bytes): wrapping counters.
+                ctr.time_ns = now_ns;
+                ctr.event_ctr = ctr.event_ctr.wrapping_add(1);
+                ctr.pkt_ctr = ctr.pkt_ctr.wrapping_add(completions);
+                ctr.byte_ctr = ctr.byte_ctr.wrapping_add(bytes as u32);
+                dim.net_dim(*ctr)
+            }
+            Engine::RdmaDim(dim) => dim.rdma_dim(now_ns, u64::from(completions)),
+            Engine::IrqAm(am) => {
+                am.add_comps(u64::from(completions));
+                am.add_event(now_ns)
+            }
+        };
+        program.then(|| LevelRequest {
+            level: self.level(),
+            profile: self.profile(),
+        })
+    }
+
+    /// The device now runs the requested level: measuring starts again.
+    pub fn ack(&mut self) {
+        match &mut self.engine {
+            Engine::NetDim { dim, .. } | Engine::RdmaDim(dim) => dim.work_done(),
+            Engine::IrqAm(am) => am.program_done(),
+        }
+    }
+
+    pub fn kind(&self) -> ModeratorKind {
+        self.kind
+    }
+
+    /// `curr_level` / `profile_ix`.
+    pub fn level(&self) -> usize {
+        match &self.engine {
+            Engine::NetDim { dim, .. } | Engine::RdmaDim(dim) => dim.profile_ix(),
+            Engine::IrqAm(am) => am.level(),
+        }
+    }
+
+    pub fn profile(&self) -> Profile {
+        match &self.engine {
+            Engine::NetDim { dim, .. } | Engine::RdmaDim(dim) => dim.profile(),
+            Engine::IrqAm(am) => am.profile(),
+        }
+    }
+
+    pub fn levels(&self) -> &[Profile] {
+        match &self.engine {
+            Engine::NetDim { dim, .. } | Engine::RdmaDim(dim) => dim.profiles(),
+            Engine::IrqAm(am) => am.levels(),
+        }
+    }
+
+    /// The tune state as the debugfs file would name it.
+    pub fn tune_state(&self) -> &'static str {
+        match &self.engine {
+            Engine::NetDim { dim, .. } | Engine::RdmaDim(dim) => dim.tune_state().as_str(),
+            Engine::IrqAm(am) => am.tune_state().as_str(),
+        }
+    }
+
+    /// True between a [`LevelRequest`] and its [`Moderator::ack`].
+    pub fn awaiting_ack(&self) -> bool {
+        match &self.engine {
+            Engine::NetDim { dim, .. } | Engine::RdmaDim(dim) => {
+                dim.state() == crate::dim::DimState::ApplyNewProfile
+            }
+            Engine::IrqAm(am) => am.state() == crate::dim::IrqAmState::ProgramModeration,
+        }
+    }
+
+    pub fn counters(&self) -> ModerationCounters {
+        let (c, programs): (DimCounters, u64) = match &self.engine {
+            Engine::NetDim { dim, .. } | Engine::RdmaDim(dim) => {
+                (dim.counters(), dim.counters().level_changes)
+            }
+            Engine::IrqAm(am) => (am.counters(), am.programs()),
+        };
+        ModerationCounters {
+            events: self.events,
+            windows: c.windows,
+            decisions: c.decisions,
+            level_changes: c.level_changes,
+            samples_ignored: c.samples_ignored,
+            programs,
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The `Moderator` facade and property tests: levels stay in range for any input, and
+//! irq_poll never overspends its budget by more than one weight nor loses an instance.
+
+use irqlab_core::ModeratorKind;
+use irqlab_core::dim::{NET_DIM_RX_CQE_PROFILES, Profile, RDMA_DIM_PROFILES};
+use irqlab_core::irq_poll::IrqPollCpu;
+use irqlab_core::moderator::{Moderator, is_per_cpu};
+use proptest::prelude::*;
+
+#[test]
+fn built_from_the_policy_kind() {
+    for kind in [ModeratorKind::None, ModeratorKind::Gsim] {
+        assert!(Moderator::new(kind, None).unwrap().is_none());
+    }
+    assert!(is_per_cpu(ModeratorKind::Gsim) && !is_per_cpu(ModeratorKind::NetDim));
+    let net = Moderator::new(ModeratorKind::NetDim, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (net.level(), net.levels()),
+        (1, &NET_DIM_RX_CQE_PROFILES[..])
+    );
+    assert_eq!(net.tune_state(), "parking_on_top");
+    let rdma = Moderator::new(ModeratorKind::RdmaDim, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!((rdma.level(), rdma.tune_state()), (0, "going_right"));
+    let am = Moderator::new(ModeratorKind::IrqAm, None).unwrap().unwrap();
+    assert_eq!(
+        (am.levels(), am.tune_state()),
+        (&RDMA_DIM_PROFILES[..], "going_up")
+    );
+    let custom = [Profile::new(0, 1), Profile::new(50, 32)];
+    let m = Moderator::new(ModeratorKind::NetDim, Some(&custom))
+        .unwrap()
+        .unwrap();
+    assert_eq!(m.profile(), Profile::new(50, 32));
+    let err = Moderator::new(ModeratorKind::IrqAm, Some(&[])).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("irq_am moderator: moderation table is empty")
+    );
+}
+
+#[test]
+fn requests_wait_for_the_ack_and_are_counted() {
+    let mut m = Moderator::new(ModeratorKind::RdmaDim, None)
+        .unwrap()
+        .unwrap();
+    let mut now = 1_000_000;
+    let mut requests = vec![];
+    // Growing completions per window: rdma_dim climbs one level per window.
+    for w in 0..4u32 {
+        for _ in 0..70 {
+            now += 15_000;
+            if let Some(r) = m.on_event(now, 4 + 2 * w, 4096) {
+                requests.push(r);
+            }
+        }
+        if m.awaiting_ack() {
+            m.ack();
+        }
+    }
+    assert!(!requests.is_empty());
+    assert_eq!(requests[0].level, 1);
+    assert_eq!(requests[0].profile, RDMA_DIM_PROFILES[1]);
+    let c = m.counters();
+    assert_eq!(c.events, 280);
+    assert_eq!(c.programs, requests.len() as u64);
+    assert!(
+        c.samples_ignored > 0,
+        "events after a request, before its ack"
+    );
+}
+
+fn kinds() -> impl Strategy<Value = ModeratorKind> {
+    prop_oneof![
+        Just(ModeratorKind::NetDim),
+        Just(ModeratorKind::RdmaDim),
+        Just(ModeratorKind::IrqAm)
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn moderator_levels_stay_in_range(
+        kind in kinds(),
+        table_len in 1usize..12,
+        custom in any::<bool>(),
+        events in prop::collection::vec((0u64..200_000, 0u32..600, 0u64..1_000_000, any::<bool>()), 1..2_000),
+    ) {
+        let table: Vec<Profile> = (0..table_len).map(|i| Profile::new(i as u16 * 8, 1 << i.min(15))).collect();
+        let mut m = Moderator::new(kind, custom.then_some(&table[..])).unwrap().unwrap();
+        let mut now = 0u64;
+        for (dt, comps, bytes, ack) in events {
+            now += dt;
+            if let Some(r) = m.on_event(now, comps, bytes) {
+                prop_assert!(r.level < m.levels().len());
+                prop_assert_eq!(r.profile, m.levels()[r.level]);
+            }
+            prop_assert!(m.level() < m.levels().len());
+            if ack && m.awaiting_ack() {
+                m.ack();
+            }
+        }
+    }
+
+    #[test]
+    fn irq_poll_spends_at_most_one_weight_over_budget_and_loses_nobody(
+        weights in prop::collection::vec(1u32..200, 1..6),
+        runs in prop::collection::vec(
+            (prop::collection::vec((0u32..=100, any::<bool>()), 0..40), prop::collection::vec(0usize..6, 0..6), any::<bool>()),
+            1..30,
+        ),
+    ) {
+        let mut cpu = IrqPollCpu::default();
+        let ids: Vec<_> = weights.iter().map(|&w| cpu.init(w).unwrap()).collect();
+        let max_weight = u64::from(*weights.iter().max().unwrap());
+        for (jiffy, (polls, scheds, tick)) in (0u64..).zip(runs) {
+            for s in scheds {
+                if let Some(&id) = ids.get(s) {
+                    cpu.sched(id).unwrap();
+                }
+            }
+            cpu.start_softirq(jiffy).unwrap();
+            let mut polls = polls.into_iter();
+            let mut spent = 0u64;
+            loop {
+                // A tick mid-run, when asked for, after the first poll.
+                let now = if tick && spent > 0 { jiffy + 1 } else { jiffy };
+                let Some((id, weight)) = cpu.next_poll(now).unwrap() else { break };
+                // Once the script runs out the drivers find nothing left and complete.
+                let (pct, complete) = polls.next().unwrap_or((0, true));
+                let work = weight * pct / 100; // work never exceeds weight
+                cpu.poll_done(id, work, complete && work < weight).unwrap();
+                spent += u64::from(work);
+            }
+            let (_, _, work) = cpu.finish().unwrap();
+            prop_assert_eq!(work, spent);
+            prop_assert!(spent < u64::from(irqlab_core::irq_poll::IRQ_POLL_BUDGET) + max_weight);
+            // Every scheduled instance is listed exactly once; nothing else is listed.
+            let listed: Vec<_> = cpu.listed().collect();
+            for &id in &ids {
+                let n = listed.iter().filter(|&&x| x == id).count();
+                prop_assert_eq!(n, usize::from(cpu.is_scheduled(id)));
+            }
+        }
+    }
+}
