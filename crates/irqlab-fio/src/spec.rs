@@ -94,7 +94,8 @@ pub struct JobSpec {
     /// Minimum completions reaped per reap call (`iodepth_batch_complete_min`; 0 means
     /// check without waiting).
     pub iodepth_batch_complete_min: u32,
-    /// Maximum completions reaped per reap call (defaults to iodepth when unset).
+    /// Maximum completions reaped per reap call (fio's default: equal to the minimum, and
+    /// at least 1), capped at iodepth.
     pub iodepth_batch_complete_max: u32,
     pub numjobs: u32,
     /// CPUs from `cpus_allowed`, sorted and deduplicated; None means any CPU.

@@ -1,7 +1,14 @@
 //! Run results shared by both engines, and every format they are written in.
 
+mod fio_stats;
 mod model;
+mod num2str;
 
 pub use model::{
     CpuReport, DirReport, Engine, HostMeasures, JobReport, Latency, RunReport, VectorReport,
 };
+
+pub mod fio_json;
+pub mod proc_interrupts;
+pub mod text;
+pub mod trace;

@@ -1,0 +1,477 @@
+//! Job files as users write them, and the errors they get for mistakes.
+
+use irqlab_fio::{CpusPolicy, IoEngine, JobSpec, RwMode, parse_file, parse_str};
+use std::path::{Path, PathBuf};
+
+/// The shape of ecosystem.md §1.5: two globals, a repeated section name, bare flags,
+/// `filename=a:b`, trailing comments.
+const REALISTIC: &str = "\
+; irqlab example
+[global]
+ioengine=io_uring
+direct=1
+bs=4k
+time_based
+runtime=30
+ramp_time=2s
+group_reporting
+filename=/dev/nvme0n1:/dev/nvme1n1   ; two disks
+
+[randread]
+rw=randread
+iodepth=32
+numjobs=4
+cpus_allowed=0-3
+cpus_allowed_policy=split
+hipri
+
+[randread]
+rw=randread:8
+iodepth=1
+
+[global]
+ioengine=libaio
+iodepth_batch_submit=8
+iodepth_batch_complete_min=0
+iodepth_batch_complete_max=16
+
+# the last job sees both globals
+[mixed]
+readwrite=randrw
+rwmixwrite=30
+bs=8k,16k
+iodepth=64
+";
+
+fn parse(text: &str) -> Vec<JobSpec> {
+    parse_str(text, Path::new("jobs/a.fio")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(text: &str) -> String {
+    parse_str(text, Path::new("jobs/a.fio"))
+        .expect_err("the job file should be rejected")
+        .to_string()
+}
+
+#[test]
+fn realistic_file() {
+    let jobs = parse(REALISTIC);
+    assert_eq!(jobs.len(), 3);
+
+    let a = &jobs[0];
+    assert_eq!(a.name, "randread");
+    assert_eq!((a.file.as_path(), a.line), (Path::new("jobs/a.fio"), 12));
+    assert_eq!(a.ioengine, IoEngine::IoUring);
+    assert_eq!(a.rw, RwMode::RandRead);
+    assert_eq!(a.bs, 4096);
+    assert_eq!(a.iodepth, 32);
+    // fio defaults: iodepth_batch=1, iodepth_batch_complete_min=1, max = min (init.c).
+    assert_eq!(a.iodepth_batch_submit, 1);
+    assert_eq!(a.iodepth_batch_complete_min, 1);
+    assert_eq!(a.iodepth_batch_complete_max, 1);
+    assert_eq!(a.numjobs, 4);
+    assert_eq!(a.cpus_allowed, Some(vec![0, 1, 2, 3]));
+    assert_eq!(a.cpus_allowed_policy, CpusPolicy::Split);
+    assert_eq!(a.clone_cpus(5), Some(vec![1]));
+    assert_eq!(a.filenames, vec!["/dev/nvme0n1", "/dev/nvme1n1"]);
+    assert_eq!(a.runtime_ns, Some(30_000_000_000));
+    assert_eq!(a.ramp_time_ns, 2_000_000_000);
+    assert!(a.time_based && a.hipri && a.direct && a.group_reporting);
+    assert_eq!(a.size, None);
+    assert_eq!(a.number_ios, None);
+    // Globals first, then the job's own, fio's option names, bare flags empty.
+    assert_eq!(a.options[0], ("ioengine".into(), "io_uring".into()));
+    assert!(a.options.contains(&("time_based".into(), String::new())));
+    assert_eq!(a.options.last(), Some(&("hipri".into(), String::new())));
+
+    let b = &jobs[1];
+    assert_eq!(b.name, "randread");
+    assert_eq!(b.line, 20);
+    assert_eq!(b.rw, RwMode::RandRead);
+    assert_eq!(b.iodepth, 1);
+    assert!(!b.hipri);
+    assert_eq!(
+        b.ioengine,
+        IoEngine::IoUring,
+        "the second [global] is below it"
+    );
+
+    let c = &jobs[2];
+    assert_eq!(c.ioengine, IoEngine::Libaio);
+    assert_eq!(c.rw, RwMode::RandRw { read_pct: 70 });
+    assert_eq!(c.bs, 8192, "mixed jobs take the read size of bs=READ,WRITE");
+    assert_eq!(c.iodepth, 64);
+    assert_eq!(c.iodepth_batch_submit, 8);
+    assert_eq!(c.iodepth_batch_complete_min, 0);
+    assert_eq!(c.iodepth_batch_complete_max, 16);
+    assert!(c.direct && c.time_based, "first [global] still applies");
+    assert!(c.options.contains(&("rw".into(), "randrw".into())));
+}
+
+#[test]
+fn defaults_and_fixups() {
+    let j = &parse("[j]\nfilename=f\n")[0];
+    assert_eq!(j.ioengine, IoEngine::Psync);
+    assert_eq!(j.rw, RwMode::Read);
+    assert_eq!((j.bs, j.iodepth, j.numjobs), (4096, 1, 1));
+    assert!(!j.direct && !j.time_based && j.cpus_allowed.is_none());
+
+    // Sync engines keep one I/O in flight whatever iodepth says.
+    let j = &parse("[j]\nfilename=f\nioengine=sync\niodepth=16\n")[0];
+    assert_eq!((j.ioengine, j.iodepth), (IoEngine::Psync, 1));
+
+    // init.c: iodepth_batch 0 or above iodepth becomes iodepth; max below min is raised.
+    let j = &parse(
+        "[j]\nfilename=f\nioengine=libaio\niodepth=8\niodepth_batch=0\n\
+         iodepth_batch_complete_min=4\niodepth_batch_complete_max=2\n",
+    )[0];
+    assert_eq!(j.iodepth_batch_submit, 8);
+    assert_eq!(j.iodepth_batch_complete_min, 4);
+    assert_eq!(j.iodepth_batch_complete_max, 4);
+    let j = &parse("[j]\nfilename=f\nioengine=libaio\niodepth=8\niodepth_batch=64\n")[0];
+    assert_eq!(j.iodepth_batch_submit, 8);
+
+    // Write-only jobs use the write size; buffered negates direct; loops multiply size.
+    let j =
+        &parse("[j]\nfilename=f\nrw=write\nbs=4k,64k\ndirect=1\nbuffered\nsize=1m\nloops=3\n")[0];
+    assert_eq!(j.bs, 65536);
+    assert!(!j.direct);
+    assert_eq!(j.size, Some(3 << 20));
+
+    // Bare `direct` means 1, `hipri=0` turns it off, rwmixread applies to rw.
+    let j = &parse("[j]\nfilename=f\ndirect\nioengine=pvsync2\nhipri=0\nrw=rw\nrwmixread=80\n")[0];
+    assert!(j.direct && !j.hipri);
+    assert_eq!(j.rw, RwMode::ReadWrite { read_pct: 80 });
+
+    // runtime=0 and number_ios=0 mean no limit; time suffixes; kb_base=1000.
+    let j = &parse("[j]\nfilename=f\nruntime=0\nnumber_ios=0\nramp_time=500ms\n")[0];
+    assert_eq!(
+        (j.runtime_ns, j.number_ios, j.ramp_time_ns),
+        (None, None, 500_000_000)
+    );
+    let j = &parse("[j]\nkb_base=1000\nfilename=f\nbs=4k\nsize=4KiB\n")[0];
+    assert_eq!((j.bs, j.size), (4000, Some(4096)));
+
+    // name= renames the job; `filename=a\:b` keeps the colon; [global2] is a global.
+    let j = &parse("[global2]\nfilename=a\\:b\n[j]\nname=renamed\n")[0];
+    assert_eq!(j.name, "renamed");
+    assert_eq!(j.filenames, vec!["a:b"]);
+}
+
+#[test]
+fn accepted_but_ignored_options() {
+    let j = &parse(
+        "[j]\nfilename=f\nthread\nnorandommap\nrandrepeat=0\nrandom_generator=lfsr\n\
+         refill_buffers\ninvalidate=1\nstonewall\nnew_group\ndescription=a test\n",
+    )[0];
+    assert_eq!(j.options.len(), 10);
+    assert!(err("[j]\nfilename=f\nrandom_generator=mt\n").starts_with("jobs/a.fio:3: "));
+}
+
+#[test]
+fn errors_name_file_and_line() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[j]\nfilename=f\n\n\n\n\niodepht=4\n",
+            "jobs/a.fio:7: unknown or unsupported option 'iodepht'; expected one of name, ioengine,",
+        ),
+        (
+            "[j]\nfilename=f\nbs=4q\n",
+            "jobs/a.fio:3: bs=4q is not a size; expected a number with an optional k/m/g/t suffix (e.g. 4k)",
+        ),
+        (
+            "[j]\nfilename=f\niodepth=0\n",
+            "jobs/a.fio:3: iodepth=0 is out of range; expected at least 1",
+        ),
+        (
+            "[j]\nfilename=f\nnumjobs=0\n",
+            "jobs/a.fio:3: numjobs=0 is out of range",
+        ),
+        (
+            "[j]\nfilename=f\nbs=0\n",
+            "jobs/a.fio:3: bs=0 is out of range",
+        ),
+        (
+            "[j]\nfilename=f\nrwmixread=101\n",
+            "jobs/a.fio:3: rwmixread=101 is out of range",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=spdk\n",
+            "jobs/a.fio:3: ioengine=spdk is not a supported ioengine",
+        ),
+        (
+            "[j]\nfilename=f\nrw=trim\n",
+            "jobs/a.fio:3: rw=trim is not supported",
+        ),
+        (
+            "[j]\nfilename=f\nrw=sideways\n",
+            "jobs/a.fio:3: rw=sideways is not an I/O pattern",
+        ),
+        (
+            "[j]\nfilename=f\nruntime=1.5s\n",
+            "jobs/a.fio:3: runtime=1.5s is not a time",
+        ),
+        (
+            "[j]\nfilename=f\ndirect=true\n",
+            "jobs/a.fio:3: direct=true is not a boolean; expected 0 or 1",
+        ),
+        (
+            "[j]\nfilename=f\niodepth\n",
+            "jobs/a.fio:3: option 'iodepth' needs a value",
+        ),
+        (
+            "[j]\nfilename=f\ncpus_allowed=3-1\n",
+            "jobs/a.fio:3: cpus_allowed=3-1 is not a CPU list",
+        ),
+        (
+            "[j]\nfilename=f\ncpus_allowed_policy=both\n",
+            "jobs/a.fio:3: cpus_allowed_policy=both",
+        ),
+        (
+            "[j]\nfilename=f\nsqthread_poll=1\n",
+            "jobs/a.fio:3: unsupported option 'sqthread_poll'",
+        ),
+        (
+            "[j]\nfilename=f\n=3\n",
+            "jobs/a.fio:3: '=3' has no option name",
+        ),
+        (
+            "rw=read\n[j]\n",
+            "jobs/a.fio:1: 'rw=read' is outside of any [section]",
+        ),
+        ("[j\n", "jobs/a.fio:1: '[j' is not a section header"),
+        ("[ ]\n", "jobs/a.fio:1: empty section name"),
+        (
+            "[global]\nbs=1\n\n[j]\nrw=read\n",
+            "jobs/a.fio:4: job 'j' has no filename; expected filename=PATH",
+        ),
+        (
+            "[j]\nfilename=f\ntime_based\n",
+            "jobs/a.fio:1: job 'j' is time_based but has no runtime",
+        ),
+        (
+            "[j]\nfilename=f\nhipri\nioengine=libaio\n",
+            "jobs/a.fio:3: hipri is not an option of ioengine=libaio",
+        ),
+        // A bad option in a trailing [global] with no job below is still reported.
+        (
+            "[j]\nfilename=f\n[global]\nbs=zz\n",
+            "jobs/a.fio:4: bs=zz is not a size",
+        ),
+        ("[global]\nfilename=f\n", "jobs/a.fio: no jobs"),
+        (
+            "[j]\nfilename=f\nkb_base=512\n",
+            "jobs/a.fio:3: kb_base=512 is not a unit base",
+        ),
+    ];
+    for (text, want) in cases {
+        let got = err(text);
+        assert!(
+            got.starts_with(want),
+            "for {text:?}\n got: {got}\nwant: {want}..."
+        );
+    }
+    assert!(err("[j]\nfilename=f\niodepht=4\n").ends_with("(did you mean 'iodepth'?)"));
+}
+
+#[test]
+fn missing_file() {
+    let e = parse_file(Path::new("jobs/does-not-exist.fio")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "jobs/does-not-exist.fio: cannot read: No such file or directory"
+    );
+    assert_eq!(e.line(), None);
+}
+
+/// A fresh directory under the system temp dir for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("irqlab-fio-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("inc")).unwrap();
+    dir
+}
+
+#[test]
+fn includes_nest_and_resolve_relative_to_the_including_file() {
+    let dir = scratch("include");
+    std::fs::write(
+        dir.join("inc/common.fio"),
+        "ioengine=libaio\ninclude deeper.fio\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("inc/deeper.fio"), "; nested\niodepth=16\n").unwrap();
+    std::fs::write(
+        dir.join("main.fio"),
+        "[global]\nfilename=/dev/x\ninclude inc/common.fio\n[j]\nrw=randread\n",
+    )
+    .unwrap();
+    let jobs = parse_file(&dir.join("main.fio")).unwrap();
+    assert_eq!(jobs[0].ioengine, IoEngine::Libaio);
+    assert_eq!(jobs[0].iodepth, 16);
+
+    // Errors inside an included file name that file and its line.
+    std::fs::write(dir.join("inc/bad.fio"), "\nbs=4q\n").unwrap();
+    std::fs::write(
+        dir.join("bad.fio"),
+        "[j]\nfilename=f\ninclude inc/bad.fio\n",
+    )
+    .unwrap();
+    let e = parse_file(&dir.join("bad.fio")).unwrap_err();
+    assert_eq!(e.file(), dir.join("inc/bad.fio"));
+    assert_eq!(e.line(), Some(2));
+
+    // Included files may not contain sections.
+    std::fs::write(dir.join("inc/sect.fio"), "bs=4k\n[oops]\n").unwrap();
+    std::fs::write(
+        dir.join("sect.fio"),
+        "[j]\nfilename=f\ninclude inc/sect.fio\n",
+    )
+    .unwrap();
+    let e = parse_file(&dir.join("sect.fio")).unwrap_err();
+    assert_eq!(
+        (e.file(), e.line()),
+        (dir.join("inc/sect.fio").as_path(), Some(2))
+    );
+
+    // A missing include names the including line.
+    std::fs::write(dir.join("miss.fio"), "[j]\nfilename=f\ninclude nope.fio\n").unwrap();
+    let e = parse_file(&dir.join("miss.fio")).unwrap_err().to_string();
+    assert!(e.contains("miss.fio:3: cannot read included file"), "{e}");
+
+    // A directory (or device) is refused rather than read.
+    std::fs::write(dir.join("dir.fio"), "[j]\nfilename=f\ninclude inc\n").unwrap();
+    let e = parse_file(&dir.join("dir.fio")).unwrap_err().to_string();
+    assert!(
+        e.contains("dir.fio:3: included ") && e.contains("is not a regular file"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn include_cycles_are_caught() {
+    let dir = scratch("cycle");
+    std::fs::write(dir.join("a.fio"), "[j]\nfilename=f\ninclude inc/b.fio\n").unwrap();
+    std::fs::write(dir.join("inc/b.fio"), "bs=4k\ninclude c.fio\n").unwrap();
+    std::fs::write(dir.join("inc/c.fio"), "include ../a.fio\n").unwrap();
+    let e = parse_file(&dir.join("a.fio")).unwrap_err();
+    assert!(e.what().starts_with("include cycle: "), "{e}");
+    assert_eq!(
+        (e.file(), e.line()),
+        (dir.join("inc/c.fio").as_path(), Some(1))
+    );
+
+    std::fs::write(dir.join("self.fio"), "[j]\nfilename=f\ninclude self.fio\n").unwrap();
+    let e = parse_file(&dir.join("self.fio")).unwrap_err();
+    assert!(e.what().starts_with("include cycle: "), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    const TOKENS: &[&str] = &[
+        "[global]",
+        "[job]",
+        "[job]",
+        "[",
+        "]",
+        "[]",
+        "rw=randrw",
+        "rw=",
+        "bs=4k",
+        "bs=4k,8k",
+        "bs=,",
+        "iodepth=0",
+        "iodepth=99999999999",
+        "iodepth=1k",
+        "numjobs=2",
+        "filename=a:b",
+        "filename=\\:",
+        "filename=:",
+        "cpus_allowed=0-3",
+        "cpus_allowed=4-",
+        "cpus_allowed=,",
+        "runtime=10s",
+        "runtime=1d",
+        "ramp_time=99999999999999d",
+        "size=1p",
+        "loops=99999",
+        "time_based",
+        "hipri",
+        "direct",
+        "direct=2",
+        "ioengine=io_uring",
+        "ioengine=pvsync2",
+        "include",
+        "include ",
+        "include nope.fio",
+        "${HOME}",
+        "${",
+        "$ncpus",
+        "=",
+        "==",
+        ";",
+        "#",
+        "rwmixread=50",
+        "rwmixwrite=101",
+        "kb_base=1000",
+        "iodepth_batch_complete_max=0",
+        "number_ios=1",
+        "name=",
+        "  ",
+        "\t",
+        "é",
+        "\u{0}",
+    ];
+
+    fn line_soup() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            (
+                prop::sample::select(TOKENS),
+                prop::sample::select(TOKENS),
+                prop::bool::ANY,
+            ),
+            0..24,
+        )
+        .prop_map(|lines| {
+            lines
+                .into_iter()
+                .map(|(a, b, glue)| {
+                    if glue {
+                        format!("{a}{b}")
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text(text in any::<String>()) {
+            let _ = parse_str(&text, Path::new("fuzz.fio"));
+        }
+
+        #[test]
+        fn plausible_token_soup(text in line_soup()) {
+            match parse_str(&text, Path::new("fuzz.fio")) {
+                Ok(jobs) => {
+                    for j in jobs {
+                        prop_assert!(j.iodepth >= 1 && j.numjobs >= 1 && j.bs > 0);
+                        prop_assert!(!j.filenames.is_empty());
+                        prop_assert!(j.iodepth_batch_submit >= 1);
+                        prop_assert!(j.iodepth_batch_submit <= j.iodepth);
+                        prop_assert!(j.iodepth_batch_complete_max <= j.iodepth);
+                        prop_assert!(j.iodepth_batch_complete_min <= j.iodepth_batch_complete_max);
+                    }
+                }
+                Err(e) => prop_assert!(e.to_string().starts_with("fuzz.fio")),
+            }
+        }
+    }
+}

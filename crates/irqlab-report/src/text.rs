@@ -1,0 +1,346 @@
+//! fio's normal output (stat.c show_thread_status_normal, show_group_stats), followed by
+//! what fio cannot show: where the interrupts went and what they cost.
+
+use crate::fio_stats::{self, GroupDir, LAT_LABELS_M, LAT_LABELS_NU};
+use crate::num2str::{Unit, num2str};
+use crate::{DirReport, Engine, JobReport, Latency, RunReport};
+use std::fmt::Write;
+
+/// fio's default `significant_figures`.
+const SIG_FIGS: usize = 4;
+
+/// The whole report. Deterministic for [`Engine::Simulated`]: no wall-clock time.
+pub fn render(r: &RunReport) -> String {
+    let mut out = String::new();
+    header(&mut out, r);
+    for job in &r.jobs {
+        job_status(&mut out, r, job);
+    }
+    for gid in fio_stats::group_ids(&r.jobs) {
+        group_status(&mut out, r, gid);
+    }
+    irqlab_section(&mut out, r);
+    out
+}
+
+fn engine_line(e: Engine) -> &'static str {
+    match e {
+        Engine::Simulated => "simulated",
+        Engine::RealThreads => "real threads",
+    }
+}
+
+fn header(out: &mut String, r: &RunReport) {
+    let _ = writeln!(
+        out,
+        "irqlab-{}: engine={}, platform={}, seed={}",
+        env!("CARGO_PKG_VERSION"),
+        engine_line(r.engine),
+        r.platform,
+        r.seed
+    );
+    let policy: Vec<String> = r.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let _ = writeln!(out, "policy: {}", policy.join(", "));
+}
+
+fn job_status(out: &mut String, r: &RunReport, job: &JobReport) {
+    // stat.c: "%s: (groupid=%d, jobs=%d): err=%2d: pid=%d: <ctime>"; the engine stands in
+    // for the time so simulated output is the same on every run.
+    let _ = writeln!(
+        out,
+        "{}: (groupid={}, jobs=1): err= 0: pid=0: {}",
+        job.name,
+        job.groupid,
+        engine_line(r.engine)
+    );
+    for (name, d) in [("read", &job.read), ("write", &job.write)] {
+        if d.total_ios > 0 || d.io_bytes > 0 {
+            ddir_status(out, name, d);
+        }
+    }
+    lat_distribution(out, job);
+    let _ = writeln!(
+        out,
+        "  cpu          : usr={:3.2}%, sys={:3.2}%, ctx={}, majf=0, minf=0",
+        job.usr_cpu_pct(),
+        job.sys_cpu_pct(),
+        job.ctx
+    );
+    let d = fio_stats::depth_dist(&job.iodepth_level);
+    let _ = writeln!(
+        out,
+        "  IO depths    : 1={:3.1}%, 2={:3.1}%, 4={:3.1}%, 8={:3.1}%, 16={:3.1}%, 32={:3.1}%, >=64={:3.1}%",
+        d[0], d[1], d[2], d[3], d[4], d[5], d[6]
+    );
+    let _ = writeln!(
+        out,
+        "     issued rwts: total={},{},0,0 short=0,0,0,0 dropped=0,0,0,0",
+        job.read.total_ios, job.write.total_ios
+    );
+    out.push('\n');
+}
+
+/// stat.c show_ddir_status.
+fn ddir_status(out: &mut String, name: &str, d: &DirReport) {
+    let bw = d.bw_bytes() as u64;
+    let iops = d.iops() as u64;
+    let _ = writeln!(
+        out,
+        "  {name}: IOPS={}, BW={} ({})({}/{}msec)",
+        num2str(iops, SIG_FIGS, false, Unit::None),
+        num2str(bw, SIG_FIGS, true, Unit::BytePerSec),
+        num2str(bw, SIG_FIGS, false, Unit::BytePerSec),
+        num2str(d.io_bytes, SIG_FIGS, true, Unit::Byte),
+        fio_stats::runtime_ms(d)
+    );
+    for (label, lat) in [("slat", &d.slat), ("clat", &d.clat), (" lat", &d.lat)] {
+        if lat.count() > 0 {
+            display_lat(out, label, lat);
+        }
+    }
+    if d.clat.count() > 0 {
+        clat_percentiles(out, &d.clat);
+    }
+}
+
+/// stat.c display_lat with stat.h nsec_to_msec / nsec_to_usec scaling.
+fn display_lat(out: &mut String, name: &str, lat: &Latency) {
+    let (mut min, mut max, mut mean, mut dev) = (lat.min(), lat.max(), lat.mean(), lat.stddev());
+    let base = if min > 2_000_000 && max > 99_999_999 && dev > 1_000_000.0 {
+        (min, max, mean, dev) = (min / 1_000_000, max / 1_000_000, mean / 1e6, dev / 1e6);
+        "(msec)"
+    } else if min > 2_000 && max > 99_999 && dev > 1_000.0 {
+        (min, max, mean, dev) = (min / 1_000, max / 1_000, mean / 1e3, dev / 1e3);
+        "(usec)"
+    } else {
+        "(nsec)"
+    };
+    let _ = writeln!(
+        out,
+        "    {name} {base}: min={}, max={}, avg={mean:5.2}, stdev={dev:5.2}",
+        num2str(min, 6, false, Unit::None),
+        num2str(max, 6, false, Unit::None)
+    );
+}
+
+/// stat.c show_clat_percentiles with fio's default precision of 2.
+fn clat_percentiles(out: &mut String, lat: &Latency) {
+    let vals = fio_stats::percentiles(lat);
+    let minv = vals.iter().map(|v| v.1).min().unwrap_or(0);
+    let maxv = vals.iter().map(|v| v.1).max().unwrap_or(0);
+    let (scale_down, divisor, unit) = if minv > 2_000_000 && maxv > 99_999_999 {
+        (2, 1_000_000, "msec")
+    } else if minv > 2_000 && maxv > 99_999 {
+        (1, 1_000, "usec")
+    } else {
+        (0, 1, "nsec")
+    };
+    let _ = write!(out, "    clat percentiles ({unit}):\n     |");
+    let time_width = (maxv / divisor)
+        .checked_ilog10()
+        .map_or(5, |d| (d as usize + 1).max(5));
+    let per_line = (80 - 7) / (2 + 10 + time_width);
+    for (j, &(p, v)) in vals.iter().enumerate() {
+        if j != 0 && j % per_line == 0 {
+            out.push_str("     |");
+        }
+        let is_last = j == vals.len() - 1;
+        let mut v = v;
+        for _ in 0..scale_down {
+            v = v.div_ceil(1000);
+        }
+        let end = if is_last { '\n' } else { ',' };
+        let _ = write!(out, " {p:5.2}th=[{v:>time_width$}]{end}");
+        if !is_last && j % per_line == per_line - 1 {
+            out.push('\n');
+        }
+    }
+}
+
+/// stat.c show_latencies: non-empty buckets, five to a line.
+fn lat_distribution(out: &mut String, job: &JobReport) {
+    let d = fio_stats::lat_dist(job);
+    let n: Vec<(&str, f64)> = LAT_LABELS_NU.iter().copied().zip(d.ns).collect();
+    let u: Vec<(&str, f64)> = LAT_LABELS_NU.iter().copied().zip(d.us).collect();
+    let m: Vec<(&str, f64)> = LAT_LABELS_M.iter().copied().zip(d.ms).collect();
+    for (unit, buckets) in [("nsec", n), ("usec", u), ("msec", m)] {
+        let shown: Vec<String> = buckets
+            .iter()
+            .filter(|(_, p)| *p > 0.0)
+            .map(|(label, p)| format!("{label}={p:3.2}%"))
+            .collect();
+        for line in shown.chunks(5) {
+            let _ = writeln!(out, "  lat ({unit})   : {}", line.join(", "));
+        }
+    }
+}
+
+/// stat.c show_group_stats.
+fn group_status(out: &mut String, r: &RunReport, gid: u32) {
+    let _ = writeln!(out, "Run status group {gid} (all jobs):");
+    let jobs = || r.jobs.iter().filter(move |j| j.groupid == gid);
+    let dirs: [(&str, Option<GroupDir>); 2] = [
+        ("   READ", fio_stats::group_dir(jobs(), |j| &j.read)),
+        ("  WRITE", fio_stats::group_dir(jobs(), |j| &j.write)),
+    ];
+    for (label, g) in dirs {
+        let Some(g) = g else { continue };
+        let bw = |v: u64, pow2: bool| num2str(v, SIG_FIGS, pow2, Unit::BytePerSec);
+        let _ = writeln!(
+            out,
+            "{label}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
+            bw(g.agg_bw, true),
+            bw(g.agg_bw, false),
+            bw(g.min_bw, true),
+            bw(g.max_bw, true),
+            bw(g.min_bw, false),
+            bw(g.max_bw, false),
+            num2str(g.io_bytes, SIG_FIGS, true, Unit::Byte),
+            num2str(g.io_bytes, SIG_FIGS, false, Unit::Byte),
+            g.min_run_ms,
+            g.max_run_ms
+        );
+    }
+    out.push('\n');
+}
+
+/// ns as a short human time: 850ns, 12.35us, 1.20ms, 2.500s.
+pub(crate) fn human_ns(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns}ns"),
+        1_000..1_000_000 => format!("{:.2}us", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.2}ms", ns as f64 / 1e6),
+        _ => format!("{:.3}s", ns as f64 / 1e9),
+    }
+}
+
+fn per_sec(count: u64, window_ns: u64) -> f64 {
+    if window_ns == 0 {
+        0.0
+    } else {
+        count as f64 * 1e9 / window_ns as f64
+    }
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// Interrupt counts, rates, CPU shares and tick lateness: the part fio has no words for.
+fn irqlab_section(out: &mut String, r: &RunReport) {
+    let w = r.duration_ns;
+    let _ = writeln!(out, "Interrupts (measured window {}):", human_ns(w));
+    let _ = writeln!(
+        out,
+        "  {:<12} {:<14} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "vector", "chip", "handled", "per sec", "messages", "coalesced", "completions"
+    );
+    for v in &r.vectors {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:<14} {:>12} {:>12.1} {:>12} {:>12} {:>12}",
+            v.name,
+            v.chip,
+            v.handled(),
+            per_sec(v.handled(), w),
+            v.messages,
+            v.device_coalesced,
+            v.completions
+        );
+    }
+    let pmn: u64 = r.cpus.iter().map(|c| c.pmn).sum();
+    let notifications = r.notifications();
+    let _ = writeln!(
+        out,
+        "  PMN (posted MSI notifications): {pmn} ({:.1}/s)",
+        per_sec(pmn, w)
+    );
+    let _ = writeln!(
+        out,
+        "  notifications={notifications} ({:.1}/s), vector interrupts={}, coalescing ratio={:.2}, I/Os per interrupt={:.2}",
+        per_sec(notifications, w),
+        r.vector_interrupts(),
+        r.coalescing_ratio(),
+        r.ios_per_interrupt()
+    );
+    out.push('\n');
+
+    let _ = writeln!(
+        out,
+        "CPU time (% of the measured window) and tick lateness:"
+    );
+    let _ = writeln!(
+        out,
+        "  {:>4} {:>7} {:>7} {:>8} {:>8} {:>10} {:>10} {:>7} {:>10} {:>10} {:>8} {:>8} {:>14}  tick late p50/p99/max",
+        "CPU",
+        "usr",
+        "sys",
+        "hardirq",
+        "softirq",
+        "ksoftirqd",
+        "irqthread",
+        "idle",
+        "ctx",
+        "hardirqs",
+        "PMN",
+        "LOC",
+        "ksoftirqd-wake"
+    );
+    for c in &r.cpus {
+        let t = &c.tick_lateness;
+        let _ = writeln!(
+            out,
+            "  {:>4} {:>6.2}% {:>6.2}% {:>7.2}% {:>7.2}% {:>9.2}% {:>9.2}% {:>6.2}% {:>10} {:>10} {:>8} {:>8} {:>14}  {}/{}/{}",
+            c.cpu,
+            share(c.usr_ns, w),
+            share(c.sys_ns, w),
+            share(c.hardirq_ns, w),
+            share(c.softirq_ns, w),
+            share(c.ksoftirqd_ns, w),
+            share(c.irq_thread_ns, w),
+            share(c.idle_ns, w),
+            c.ctx_switches,
+            c.hardirqs,
+            c.pmn,
+            c.timer_ticks,
+            c.ksoftirqd_wakeups,
+            human_ns(t.percentile(50.0)),
+            human_ns(t.percentile(99.0)),
+            human_ns(t.max())
+        );
+    }
+
+    if let Some(m) = &r.measured {
+        out.push('\n');
+        let ios = r.total_ios();
+        let cpu_per_io = (m.usr_ns + m.sys_ns).checked_div(ios).unwrap_or(0);
+        let _ = writeln!(out, "Measured on this host:");
+        let _ = writeln!(
+            out,
+            "  wall={}, wake-ups={} ({:.1}/s), ctx switches: voluntary={}, involuntary={}",
+            human_ns(m.wall_ns),
+            m.wakeups,
+            per_sec(m.wakeups, m.wall_ns),
+            m.voluntary_ctx,
+            m.involuntary_ctx
+        );
+        let _ = writeln!(
+            out,
+            "  CPU: usr={}, sys={}, per I/O={}",
+            human_ns(m.usr_ns),
+            human_ns(m.sys_ns),
+            human_ns(cpu_per_io)
+        );
+    }
+    if !r.extra.is_empty() {
+        out.push('\n');
+        let _ = writeln!(out, "Engine counters:");
+        for (k, v) in &r.extra {
+            let _ = writeln!(out, "  {k}={v}");
+        }
+    }
+}
