@@ -14,7 +14,7 @@ test:
 # loom explores every interleaving of the posted-descriptor protocol; it needs --cfg loom
 # and its own target directory so it does not invalidate the normal build.
 loom:
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p irqlab-core --release --test loom_posted
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p irqlab-core --release --test loom_posted --test nvme_loom_cq
 
 fmt-check:
 	$(CARGO) fmt --all --check
