@@ -1,8 +1,8 @@
 //! `irqlab demo`: a seeded burst of completion messages from several NVMe queues (one
 //! vector each) into CPU 0, replayed in virtual time through remapped delivery (every
 //! message is an interrupt) and posted delivery (irqlab_core::posted: PIR bit, one
-//! notification while ON is clear, the demux loop). The LAPIC's IRR merging of a vector
-//! already pending is left out of the remapped side: each message is one interrupt.
+//! notification while ON is clear, the demux loop). On the remapped side the local APIC's
+//! IRR merges a message for a vector that is already pending.
 
 use clap::Args;
 use irqlab_core::posted::{Demux, FIRST_EXTERNAL_VECTOR, FIRST_SYSTEM_VECTOR, PiDesc};
@@ -90,14 +90,33 @@ fn remapped(a: &DemoArgs, msgs: &[(u64, usize)]) -> Outcome {
         ..Outcome::default()
     };
     let mut waiting = vec![VecDeque::new(); a.vectors as usize];
-    let mut cpu_free = 0;
-    for &(t, v) in msgs {
-        // IRTE lookup: the message is an interrupt of its own vector, taken in order.
-        waiting[v].push_back(t);
-        let start = cpu_free.max(t) + a.notify_ns;
+    // The local APIC's IRR: one pending bit per vector, so a message for a vector that is
+    // already pending merges into it (a message during its handler pends once more).
+    let mut irr = vec![false; a.vectors as usize];
+    let (mut next, mut now) = (0usize, 0u64);
+    loop {
+        while next < msgs.len() && msgs[next].0 <= now {
+            let (t, v) = msgs[next];
+            waiting[v].push_back(t);
+            irr[v] = true;
+            next += 1;
+        }
+        // The highest pending vector is taken first (its priority class is higher).
+        let Some(v) = irr.iter().rposition(|&pending| pending) else {
+            match msgs.get(next) {
+                Some(&(t, _)) => {
+                    now = t;
+                    continue;
+                }
+                None => break,
+            }
+        };
+        // IRTE lookup: the interrupt enters with the device's own vector.
+        irr[v] = false;
+        now += a.notify_ns;
         o.notifications += 1;
-        o.dispatch(&mut waiting, v, start);
-        cpu_free = start + a.handler_ns;
+        o.dispatch(&mut waiting, v, now);
+        now += a.handler_ns;
         o.busy_ns += a.notify_ns + a.handler_ns;
     }
     o
