@@ -17,6 +17,8 @@ pub struct VectorGate {
     pub sent: u64,
     /// Raises that found a message outstanding.
     pub withheld_raises: u64,
+    /// Raises that found no unconsumed entry (the host had reaped them already).
+    pub empty_raises: u64,
 }
 
 impl VectorGate {
@@ -24,9 +26,19 @@ impl VectorGate {
         Self::default()
     }
 
-    /// The device wants to signal the vector. True: send the message now. False: one is
-    /// outstanding; the raise is remembered for the doorbell.
-    pub fn raise(&mut self) -> bool {
+    /// The device wants to signal the vector; `unacked` is the number of entries the host
+    /// has not consumed (CompletionQueue::unacked plus any still on their way). True: send
+    /// the message now. False: nothing is owed, or one is outstanding and the raise waits
+    /// for the doorbell.
+    pub fn raise(&mut self, unacked: u32) -> bool {
+        // A raise for entries the host already reaped (after submit, or before a coalescing
+        // timer fired) owes nothing; sent anyway, its handler would find an empty CQ, ring
+        // no doorbell (pci.c nvme_poll_cq rings only when it found entries), and the gate
+        // would stay shut for good.
+        if unacked == 0 {
+            self.empty_raises += 1;
+            return false;
+        }
         if self.outstanding {
             self.withheld = true;
             self.withheld_raises += 1;
