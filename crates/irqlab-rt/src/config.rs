@@ -1,0 +1,78 @@
+//! The runtime's own settings (thread counts, placement, media), beside the policy.
+
+use crate::media::{Media, MediaModel};
+use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
+
+/// Emulated namespace size when the media is a model: offsets range over 1 GiB.
+pub const DEFAULT_NAMESPACE_BYTES: u64 = 1 << 30;
+
+/// How a run is laid out on this host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RtConfig {
+    /// Threads running emulated controllers (controller c runs on thread c % n).
+    pub controller_threads: usize,
+    /// Threads emulating CPUs (one queue pair per CPU thread and controller).
+    pub cpu_threads: usize,
+    /// Pin each thread to its own host CPU (CPU threads first, then controllers).
+    pub pin: bool,
+    pub media: Media,
+    pub seed: u64,
+    /// Skip the futex call of a notification when the target thread is running.
+    pub lazy_wake: bool,
+    /// Bytes an emulated namespace spans (model media).
+    pub namespace_bytes: u64,
+    /// Abort when no completion was reaped for this long.
+    pub stall_timeout_ns: u64,
+}
+
+impl Default for RtConfig {
+    fn default() -> Self {
+        RtConfig {
+            controller_threads: 1,
+            cpu_threads: 1,
+            pin: true,
+            media: Media::Model(MediaModel {
+                latency_ns: 10_000,
+                iops: 500_000,
+            }),
+            seed: 1,
+            lazy_wake: false,
+            namespace_bytes: DEFAULT_NAMESPACE_BYTES,
+            stall_timeout_ns: 10_000_000_000,
+        }
+    }
+}
+
+/// Refuses policy choices the runtime does not run, with the reason.
+pub fn check_policy(p: &Policy) -> Result<(), String> {
+    if p.delivery == Delivery::Hybrid {
+        return Err(
+            "the runtime does not run hybrid polling; use --delivery remapped, posted or polled"
+                .into(),
+        );
+    }
+    if p.handler == HandlerStyle::Threaded {
+        return Err(
+            "the runtime does not run threaded handlers; use --handler hardirq or irq-poll".into(),
+        );
+    }
+    if p.moderator == ModeratorKind::Gsim {
+        return Err("the runtime does not run GSIM (a per-CPU software delay); use none, net-dim, rdma-dim or irq-am".into());
+    }
+    if p.flood_detection {
+        return Err("the runtime does not run flood detection; drop --flood-detection".into());
+    }
+    Ok(())
+}
+
+impl RtConfig {
+    pub fn check(&self) -> Result<(), String> {
+        if self.cpu_threads == 0 || self.controller_threads == 0 {
+            return Err("--cpu-threads and --controllers must be at least 1".into());
+        }
+        if self.cpu_threads > 256 || self.controller_threads > 256 {
+            return Err("at most 256 CPU threads and 256 controller threads".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,204 @@
+//! An emulated NVMe controller and the thread that runs one or more of them. Each pass
+//! the controller reads CQ head doorbells (re-arming the vector gate), applies coalescing a
+//! moderator asked for, fetches every visible SQE (round-robin arbitration), serves it on
+//! the media, posts completions with phase tags, and raises MSI-X messages through the
+//! device's coalescing policy and the one-outstanding-message gate.
+
+use crate::clock::now_ns;
+use crate::media::MediaClock;
+use crate::shared::CpuShared;
+use irqlab_core::DeviceCoalescing;
+use irqlab_core::nvme::{DeviceIrq, Hint, IrqDecision, Sqe, VectorGate};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+
+/// Counters of one queue's vector, device side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VectorCounters {
+    /// MSI-X messages raised (gate let them through).
+    pub messages: u64,
+    /// Completions that did not get a message of their own (device coalescing).
+    pub coalesced: u64,
+    pub completions: u64,
+    /// Raises held back because a message was outstanding.
+    pub gated: u64,
+    /// Raises dropped because the host had already consumed every entry.
+    pub stale_raises: u64,
+    /// Passes that found the CQ full (the host was slow to ring the head doorbell).
+    pub cq_full: u64,
+}
+
+/// One queue pair as its controller drives it.
+struct CtrlQueue {
+    cpu: Arc<CpuShared>,
+    /// Index in `cpu.queues`.
+    q: usize,
+    irq: DeviceIrq,
+    gate: VectorGate,
+    /// The CQ head doorbell as last read.
+    head_db: u32,
+    timer: Option<u64>,
+    counters: VectorCounters,
+}
+
+impl CtrlQueue {
+    fn polled(&self) -> bool {
+        self.cpu.queues[self.q].plan.polled
+    }
+
+    fn apply(&mut self, d: IrqDecision) {
+        match d {
+            IrqDecision::Fire(f) => {
+                self.timer = None;
+                self.counters.coalesced += u64::from(f.coalesced.saturating_sub(1));
+                self.raise();
+            }
+            IrqDecision::ArmTimer { deadline_ns } => self.timer = Some(deadline_ns),
+            IrqDecision::Hold => {}
+        }
+    }
+
+    fn raise(&mut self) {
+        if self.polled() {
+            return;
+        }
+        let unacked = self.cpu.queues[self.q].qp.cq.unacked();
+        if self.gate.raise(unacked) {
+            self.counters.messages += 1;
+            self.cpu.queues[self.q].send_msix(&self.cpu);
+        } else if unacked == 0 {
+            self.counters.stale_raises += 1;
+        } else {
+            self.counters.gated += 1;
+        }
+    }
+}
+
+/// One emulated controller: its media queue and the queue pairs it serves.
+pub struct Controller {
+    pub index: usize,
+    media: MediaClock,
+    /// Commands on the media, in completion order: (done_ns, queue, sqe).
+    inflight: VecDeque<(u64, usize, Sqe)>,
+    queues: Vec<CtrlQueue>,
+}
+
+impl Controller {
+    /// A controller serving queue pairs `(cpu, index in cpu.queues)`.
+    pub fn new(
+        index: usize,
+        media: MediaClock,
+        queues: Vec<(Arc<CpuShared>, usize)>,
+        coalescing: DeviceCoalescing,
+    ) -> Controller {
+        let queues = queues
+            .into_iter()
+            .map(|(cpu, q)| CtrlQueue {
+                cpu,
+                q,
+                irq: DeviceIrq::from_policy(coalescing),
+                gate: VectorGate::new(),
+                head_db: 0,
+                timer: None,
+                counters: VectorCounters::default(),
+            })
+            .collect();
+        Controller {
+            index,
+            media,
+            inflight: VecDeque::new(),
+            queues,
+        }
+    }
+
+    /// One pass at `now_ns`. Returns whether anything happened.
+    pub fn pass(&mut self, now_ns: u64) -> bool {
+        let mut busy = false;
+        for cq in &mut self.queues {
+            let qs = &cq.cpu.queues[cq.q];
+            // The head moves by fewer than q_depth entries between passes (the host can
+            // only consume what was posted), so a changed value is a doorbell write.
+            let db = qs.qp.cq.head_doorbell();
+            if db != cq.head_db {
+                cq.head_db = db;
+                busy = true;
+                if cq.gate.on_cq_doorbell(qs.qp.cq.unacked()) && !cq.polled() {
+                    cq.counters.messages += 1;
+                    qs.send_msix(&cq.cpu);
+                }
+            }
+            if let Some(p) = qs.take_coalescing() {
+                let d = cq.irq.program(p, now_ns);
+                cq.apply(d);
+            }
+        }
+        for (qi, cq) in self.queues.iter().enumerate() {
+            while let Some(sqe) = cq.cpu.queues[cq.q].qp.fetch() {
+                self.inflight
+                    .push_back((self.media.schedule(now_ns), qi, sqe));
+                busy = true;
+            }
+        }
+        while let Some(&(done, qi, sqe)) = self.inflight.front() {
+            if done > now_ns {
+                break;
+            }
+            let cq = &mut self.queues[qi];
+            if cq.cpu.queues[cq.q]
+                .qp
+                .complete(sqe.command_id, 0, 0)
+                .is_err()
+            {
+                cq.counters.cq_full += 1;
+                break;
+            }
+            self.inflight.pop_front();
+            busy = true;
+            cq.counters.completions += 1;
+            let d = cq
+                .irq
+                .on_completion(now_ns, Hint::from_sqe_hints(sqe.hints));
+            cq.apply(d);
+        }
+        for cq in &mut self.queues {
+            if let Some(deadline) = cq.timer
+                && now_ns >= deadline
+            {
+                cq.timer = None;
+                if let Some(f) = cq.irq.on_timer(now_ns) {
+                    busy = true;
+                    cq.apply(IrqDecision::Fire(f));
+                }
+            }
+        }
+        busy
+    }
+
+    /// Per-queue counters: ((cpu thread, queue index), counters).
+    pub fn counters(&self) -> Vec<((usize, usize), VectorCounters)> {
+        self.queues
+            .iter()
+            .map(|q| ((q.cpu.index, q.q), q.counters))
+            .collect()
+    }
+
+    /// Commands still on the media.
+    pub fn busy(&self) -> bool {
+        !self.inflight.is_empty()
+    }
+}
+
+/// The loop of a controller thread: passes over its controllers until `stop`.
+pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) {
+    while !stop.load(Relaxed) {
+        let now = now_ns();
+        let mut busy = false;
+        for c in ctrls.iter_mut() {
+            busy |= c.pass(now);
+        }
+        if !busy {
+            std::hint::spin_loop();
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Turns what the threads measured into the shared [`RunReport`], so `irqlab rt` prints
+//! the same report and JSON as `irqlab run`, plus the host measures only it has.
+
+use crate::config::RtConfig;
+use crate::cpu::CpuResult;
+use crate::ctrl::VectorCounters;
+use crate::job::JobStats;
+use crate::media::Media;
+use crate::topology::Topology;
+use crate::usage::Usage;
+use irqlab_core::{Delivery, Policy};
+use irqlab_fio::JobSpec;
+use irqlab_report::{
+    CpuReport, DirReport, Engine, HostMeasures, JobReport, RunReport, VectorReport,
+};
+
+/// Process-wide measures of one run.
+#[derive(Clone, Copy, Debug)]
+pub struct Measured {
+    pub wall_ns: u64,
+    pub wakeups: u64,
+    /// getrusage(RUSAGE_SELF) over the run: every thread, controllers included.
+    pub usage: Usage,
+    pub pinned: bool,
+    pub host_cpus: usize,
+}
+
+fn merge_dir(into: &mut DirReport, from: &DirReport, window_ns: u64) {
+    into.total_ios += from.total_ios;
+    into.io_bytes += from.io_bytes;
+    into.slat.merge(&from.slat);
+    into.clat.merge(&from.clat);
+    into.lat.merge(&from.lat);
+    if from.total_ios > 0 {
+        into.runtime_ns = into.runtime_ns.max(window_ns);
+    }
+}
+
+/// One clone's stats with its share of its CPU thread's CPU time.
+struct CloneOut<'a> {
+    job: usize,
+    stats: &'a JobStats,
+    window_ns: u64,
+    usr_ns: u64,
+    sys_ns: u64,
+    ctx: u64,
+}
+
+/// Splits each CPU thread's usage over its clones by the I/Os each completed.
+fn clone_outputs<'a>(topo: &Topology, cpus: &'a [CpuResult]) -> Vec<CloneOut<'a>> {
+    let mut out = Vec::new();
+    for r in cpus {
+        let ios = |s: &JobStats| s.read.total_ios + s.write.total_ios;
+        let total: u64 = r.clones.iter().map(|(_, s, _, _)| ios(s)).sum();
+        let n = r.clones.len() as u64;
+        for (slot, stats, start, end) in &r.clones {
+            let share = |v: u64| {
+                if total == 0 {
+                    v / n.max(1)
+                } else {
+                    (u128::from(v) * u128::from(ios(stats)) / u128::from(total)) as u64
+                }
+            };
+            out.push(CloneOut {
+                job: topo.cpus[r.index].clones[*slot].plan.job,
+                stats,
+                window_ns: end - start,
+                usr_ns: share(r.usage.usr_ns),
+                sys_ns: share(r.usage.sys_ns),
+                ctx: share(r.usage.ctx()),
+            });
+        }
+    }
+    out
+}
+
+fn job_reports(jobs: &[JobSpec], clones: &[CloneOut]) -> Vec<JobReport> {
+    let mut out = Vec::new();
+    for (j, spec) in jobs.iter().enumerate() {
+        let mine: Vec<&CloneOut> = clones.iter().filter(|c| c.job == j).collect();
+        let groups: Vec<Vec<&CloneOut>> = if spec.group_reporting {
+            vec![mine]
+        } else {
+            mine.into_iter().map(|c| vec![c]).collect()
+        };
+        for g in groups {
+            let mut r = JobReport {
+                name: spec.name.clone(),
+                groupid: 0,
+                options: spec.options.clone(),
+                ..JobReport::default()
+            };
+            for c in g {
+                merge_dir(&mut r.read, &c.stats.read, c.window_ns);
+                merge_dir(&mut r.write, &c.stats.write, c.window_ns);
+                r.usr_ns += c.usr_ns;
+                r.sys_ns += c.sys_ns;
+                r.ctx += c.ctx;
+                r.runtime_ns = r.runtime_ns.max(c.window_ns);
+                for (a, b) in r.iodepth_level.iter_mut().zip(c.stats.iodepth_level) {
+                    *a += b;
+                }
+            }
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn cpu_reports(cpus: &[CpuResult]) -> Vec<CpuReport> {
+    cpus.iter()
+        .map(|r| CpuReport {
+            cpu: r.index,
+            // The handler time was spent in user mode on this thread: show it apart.
+            usr_ns: r.usage.usr_ns.saturating_sub(r.hardirq_ns + r.softirq_ns),
+            sys_ns: r.usage.sys_ns,
+            hardirq_ns: r.hardirq_ns,
+            softirq_ns: r.softirq_ns,
+            idle_ns: r.idle_ns,
+            ctx_switches: r.usage.ctx(),
+            hardirqs: r.hardirqs,
+            pmn: r.pmn,
+            ..CpuReport::default()
+        })
+        .collect()
+}
+
+fn vector_reports(
+    policy: &Policy,
+    topo: &Topology,
+    cpus: &[CpuResult],
+    counters: &[((usize, usize), VectorCounters)],
+) -> Vec<VectorReport> {
+    let mut out = Vec::new();
+    for (c, plan) in topo.cpus.iter().enumerate() {
+        for (q, qp) in plan.queues.iter().enumerate() {
+            let chip = if qp.polled {
+                "POLLED"
+            } else {
+                match policy.delivery {
+                    Delivery::Posted { .. } => "INTEL-IR-POST",
+                    _ => "IR-PCI-MSIX",
+                }
+            };
+            let dev = counters
+                .iter()
+                .find(|(k, _)| *k == (c, q))
+                .map(|(_, v)| *v)
+                .unwrap_or_default();
+            let mut per_cpu = vec![0; topo.cpus.len()];
+            per_cpu[c] = cpus[c].vec_handled[q];
+            out.push(VectorReport {
+                name: qp.name(&topo.controllers[qp.controller]),
+                chip: chip.to_string(),
+                messages: dev.messages,
+                per_cpu,
+                device_coalesced: dev.coalesced,
+                completions: cpus[c].vec_completions[q],
+            });
+        }
+    }
+    out
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// The whole report.
+pub fn build_report(
+    jobs: &[JobSpec],
+    policy: &Policy,
+    cfg: &RtConfig,
+    topo: &Topology,
+    cpus: &[CpuResult],
+    counters: &[((usize, usize), VectorCounters)],
+    m: &Measured,
+) -> RunReport {
+    let clones = clone_outputs(topo, cpus);
+    let job_reports = job_reports(jobs, &clones);
+    let duration_ns = job_reports.iter().map(|j| j.runtime_ns).max().unwrap_or(0);
+    let media = cfg.media.describe();
+    let platform = format!(
+        "this host ({} CPUs): {} CPU thread(s), {} controller thread(s), {}, media {}",
+        m.host_cpus,
+        cfg.cpu_threads,
+        cfg.controller_threads,
+        if m.pinned { "pinned" } else { "not pinned" },
+        media
+    );
+    let window_ios: u64 = job_reports
+        .iter()
+        .map(|j| j.read.total_ios + j.write.total_ios)
+        .sum();
+    let completions: u64 = cpus
+        .iter()
+        .flat_map(|c| c.vec_completions.iter())
+        .sum::<u64>()
+        + cpus.iter().map(|c| c.reaped_after_submit).sum::<u64>();
+    let thread_cpu: u64 = cpus.iter().map(|c| c.usage.cpu_ns()).sum();
+    let window_cpu: u64 = clones.iter().map(|c| c.usr_ns + c.sys_ns).sum();
+    let notifications: u64 = cpus.iter().map(|c| c.pmn).sum::<u64>()
+        + if matches!(policy.delivery, Delivery::Posted { .. }) {
+            0
+        } else {
+            cpus.iter().map(|c| c.hardirqs).sum::<u64>()
+        };
+    let sum = |f: fn(&CpuResult) -> u64| cpus.iter().map(f).sum::<u64>();
+    let dev_sum = |f: fn(&VectorCounters) -> u64| counters.iter().map(|(_, v)| f(v)).sum::<u64>();
+    let (lat, iops) = match &cfg.media {
+        Media::Model(mm) => (mm.latency_ns as f64, mm.iops as f64),
+        Media::File(_) => (0.0, 0.0),
+    };
+    let extra = vec![
+        ("cpu_threads".into(), cfg.cpu_threads as f64),
+        ("controller_threads".into(), cfg.controller_threads as f64),
+        ("pinned".into(), f64::from(u8::from(m.pinned))),
+        ("media_latency_ns".into(), lat),
+        ("media_iops".into(), iops),
+        ("completions".into(), completions as f64),
+        // CPU threads only: the controllers stand for hardware and spin by design.
+        ("cpu_ns_per_io".into(), ratio(window_cpu, window_ios)),
+        ("cpu_thread_cpu_ns".into(), thread_cpu as f64),
+        (
+            "process_cpu_ns_per_io".into(),
+            ratio(m.usage.cpu_ns(), completions),
+        ),
+        ("notifications".into(), notifications as f64),
+        (
+            "notifications_per_completion".into(),
+            ratio(notifications, completions),
+        ),
+        (
+            "wakeups_per_completion".into(),
+            ratio(m.wakeups, completions),
+        ),
+        ("cpu_thread_sleeps".into(), sum(|c| c.sleeps) as f64),
+        ("spurious_interrupts".into(), sum(|c| c.spurious) as f64),
+        (
+            "posted_extra_round_vectors".into(),
+            sum(|c| c.posted.extra_round_vectors) as f64,
+        ),
+        (
+            "reaped_after_submit".into(),
+            sum(|c| c.reaped_after_submit) as f64,
+        ),
+        (
+            "polled_completions".into(),
+            sum(|c| c.polled_completions) as f64,
+        ),
+        ("irq_poll_runs".into(), sum(|c| c.irq_poll_runs) as f64),
+        (
+            "moderator_programs".into(),
+            sum(|c| c.moderator_programs) as f64,
+        ),
+        ("gated_raises".into(), dev_sum(|v| v.gated) as f64),
+        ("stale_raises".into(), dev_sum(|v| v.stale_raises) as f64),
+        ("cq_full_stalls".into(), dev_sum(|v| v.cq_full) as f64),
+        ("unknown_cqes".into(), sum(|c| c.unknown_cqes) as f64),
+        ("submit_overflow".into(), sum(|c| c.overflow) as f64),
+    ];
+    RunReport {
+        engine: Engine::RealThreads,
+        platform,
+        policy: policy.describe(),
+        seed: cfg.seed,
+        duration_ns,
+        jobs: job_reports,
+        cpus: cpu_reports(cpus),
+        vectors: vector_reports(policy, topo, cpus, counters),
+        measured: Some(HostMeasures {
+            wall_ns: m.wall_ns,
+            wakeups: m.wakeups,
+            voluntary_ctx: m.usage.voluntary_ctx,
+            involuntary_ctx: m.usage.involuntary_ctx,
+            usr_ns: m.usage.usr_ns,
+            sys_ns: m.usage.sys_ns,
+        }),
+        extra,
+    }
+}

@@ -1,0 +1,216 @@
+//! One run: build the topology, start the controller and CPU threads, watch for stalls,
+//! and gather what every thread measured into a [`RunReport`].
+
+use crate::clock::now_ns;
+use crate::config::{RtConfig, check_policy};
+use crate::cpu::{CpuResult, CpuThread};
+use crate::ctrl::{Controller, VectorCounters, run_controllers};
+use crate::job::JobRun;
+use crate::media::{Media, MediaClock};
+use crate::pin::{allowed_cpus, pin_current};
+use crate::report::{Measured, build_report};
+use crate::shared::{CpuShared, QueueShared};
+use crate::topology::{Placement, Topology};
+use crate::usage::Usage;
+use irqlab_core::{Delivery, Policy};
+use irqlab_fio::JobSpec;
+use irqlab_report::RunReport;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Barrier};
+
+/// Runs `jobs` under `policy` on real threads and reports what was measured.
+pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunReport, String> {
+    check_policy(policy)?;
+    cfg.check()?;
+    if jobs.is_empty() {
+        return Err("the job file defines no job".into());
+    }
+    let model = match &cfg.media {
+        Media::Model(m) => *m,
+        Media::File(p) => {
+            return Err(format!(
+                "--media file:{}: real I/O through io_uring is not built into this runtime yet; use --media model",
+                p.display()
+            ));
+        }
+    };
+    let topo = Topology::build(
+        jobs,
+        Placement {
+            cpu_threads: cfg.cpu_threads,
+            all_polled: policy.delivery == Delivery::Polled,
+            span: cfg.namespace_bytes,
+        },
+    )?;
+    let mut cpus = Vec::new();
+    for (i, plan) in topo.cpus.iter().enumerate() {
+        let queues = plan
+            .queues
+            .iter()
+            .map(|q| QueueShared::new(q.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut shared = CpuShared::new(i, CpuShared::target_for(policy.delivery, i), queues);
+        if cfg.lazy_wake {
+            shared.notifier = crate::wake::Notifier::lazy();
+        }
+        cpus.push(Arc::new(shared));
+    }
+    let mut ctrl_threads: Vec<Vec<Controller>> =
+        (0..cfg.controller_threads).map(|_| Vec::new()).collect();
+    for c in 0..topo.controllers.len() {
+        let queues: Vec<(Arc<CpuShared>, usize)> = cpus
+            .iter()
+            .flat_map(|cpu| {
+                cpu.queues
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, q)| q.plan.controller == c)
+                    .map(|(qi, _)| (cpu.clone(), qi))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        ctrl_threads[c % cfg.controller_threads].push(Controller::new(
+            c,
+            MediaClock::new(model),
+            queues,
+            policy.coalescing,
+        ));
+    }
+    let host = allowed_cpus();
+    let cpu_pin = |i: usize| cfg.pin.then(|| host[i % host.len()]);
+    let ctrl_pin = |t: usize| cfg.pin.then(|| host[(cfg.cpu_threads + t) % host.len()]);
+
+    let abort = AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    let running = AtomicUsize::new(cpus.len());
+    let barrier = Barrier::new(cpus.len() + ctrl_threads.len() + 1);
+    let mut pin_errors: Vec<String> = Vec::new();
+    let u0 = Usage::process();
+    let mut t0 = 0;
+    let (cpu_results, ctrl_counters, stalled) = std::thread::scope(|s| {
+        let mut ctrl_handles = Vec::new();
+        for (t, mut ctrls) in ctrl_threads.into_iter().enumerate() {
+            let (barrier, stop) = (&barrier, &stop);
+            let pin = ctrl_pin(t);
+            ctrl_handles.push(s.spawn(move || {
+                let pinned = pin.map(pin_current).transpose().err();
+                barrier.wait();
+                run_controllers(&mut ctrls, stop);
+                let counters: Vec<_> = ctrls.iter().flat_map(Controller::counters).collect();
+                (counters, pinned)
+            }));
+        }
+        let mut cpu_handles = Vec::new();
+        for (i, shared) in cpus.iter().enumerate() {
+            let (barrier, abort, running) = (&barrier, &abort, &running);
+            let shared = shared.clone();
+            let plans = topo.cpus[i].clones.clone();
+            let pin = cpu_pin(i);
+            let seed = cfg.seed;
+            let policy = *policy;
+            cpu_handles.push(s.spawn(move || {
+                let pinned = pin.map(pin_current).transpose().err();
+                barrier.wait();
+                let start = now_ns();
+                let jobs = plans
+                    .into_iter()
+                    .enumerate()
+                    .map(|(slot, c)| {
+                        let s = seed
+                            ^ ((c.plan.job as u64) << 32 | u64::from(c.clone))
+                                .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                        JobRun::new(c.plan, slot as u32, s, start)
+                    })
+                    .collect();
+                let result = match CpuThread::new(shared, policy, jobs) {
+                    Ok(t) => Ok(t.run(abort)),
+                    Err(e) => Err(e),
+                };
+                running.fetch_sub(1, SeqCst);
+                (result, pinned)
+            }));
+        }
+        barrier.wait();
+        t0 = now_ns();
+        let stalled = watch(&cpus, &running, &abort, cfg.stall_timeout_ns);
+        let mut cpu_results = Vec::new();
+        for h in cpu_handles {
+            let (r, pinned) = h
+                .join()
+                .unwrap_or_else(|_| (Err("a CPU thread panicked".into()), None));
+            pin_errors.extend(pinned);
+            cpu_results.push(r);
+        }
+        stop.store(true, SeqCst);
+        let mut counters = Vec::new();
+        for h in ctrl_handles {
+            if let Ok((c, pinned)) = h.join() {
+                counters.extend(c);
+                pin_errors.extend(pinned);
+            }
+        }
+        (cpu_results, counters, stalled)
+    });
+    let wall_ns = now_ns() - t0;
+    let usage = Usage::process().since(&u0);
+    if stalled {
+        return Err(format!(
+            "no I/O completed for {} s: the run was stopped (a lost wake-up or a stuck controller)",
+            cfg.stall_timeout_ns / 1_000_000_000
+        ));
+    }
+    let cpu_results: Vec<CpuResult> = cpu_results.into_iter().collect::<Result<_, _>>()?;
+    let wakeups = cpus.iter().map(|c| c.notifier.wakeups()).sum();
+    let counters: Vec<((usize, usize), VectorCounters)> = ctrl_counters;
+    Ok(build_report(
+        jobs,
+        policy,
+        cfg,
+        &topo,
+        &cpu_results,
+        &counters,
+        &Measured {
+            wall_ns,
+            wakeups,
+            usage,
+            pinned: cfg.pin && pin_errors.is_empty(),
+            host_cpus: host.len(),
+        },
+    ))
+}
+
+/// Waits for the CPU threads; aborts them when no CQ head doorbell moved for `timeout_ns`.
+/// Returns whether it had to abort.
+fn watch(
+    cpus: &[Arc<CpuShared>],
+    running: &AtomicUsize,
+    abort: &AtomicBool,
+    timeout_ns: u64,
+) -> bool {
+    let progress = || -> u64 {
+        cpus.iter()
+            .flat_map(|c| c.queues.iter())
+            .map(|q| q.qp.cq.doorbell_writes() + u64::from(q.qp.sq.sq_tail()))
+            .sum()
+    };
+    let mut last = progress();
+    let mut since = now_ns();
+    while running.load(SeqCst) > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let p = progress();
+        if p != last {
+            last = p;
+            since = now_ns();
+        } else if now_ns() - since > timeout_ns {
+            abort.store(true, SeqCst);
+            for c in cpus {
+                c.notifier.notify();
+            }
+            while running.load(SeqCst) > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            return true;
+        }
+    }
+    false
+}

@@ -1,0 +1,259 @@
+//! What CPU threads and controller threads share: each CPU thread's delivery target
+//! (notification word, posted descriptor or remapped IRR) and each queue pair with its
+//! MSI-X mask bit and the coalescing a moderator programs.
+
+use crate::topology::QueuePlan;
+use crate::wake::Notifier;
+use irqlab_core::nvme::{CoalesceParams, QueuePair};
+use irqlab_core::posted::{
+    FIRST_EXTERNAL_VECTOR, NR_PIR_WORDS, POSTED_MSI_NOTIFICATION_VECTOR, PiDesc,
+};
+use irqlab_core::remapped::{Deliver, RemappedTarget};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+
+/// The local APIC's IRR for device vectors under remapped delivery: a second message of
+/// a vector already pending merges, as on the real APIC.
+#[derive(Debug, Default)]
+pub struct Irr {
+    words: [AtomicU64; NR_PIR_WORDS],
+}
+
+impl Irr {
+    pub fn set(&self, vector: u8) {
+        self.words[usize::from(vector / 64)].fetch_or(1 << (vector % 64), SeqCst);
+    }
+
+    /// Takes every pending vector, ascending (the APIC would deliver by priority; the
+    /// order does not matter for one handler per queue).
+    pub fn take(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, w) in self.words.iter().enumerate() {
+            if w.load(Relaxed) == 0 {
+                continue;
+            }
+            let mut bits = w.swap(0, SeqCst);
+            while bits != 0 {
+                out.push((i * 64) as u8 + bits.trailing_zeros() as u8);
+                bits &= bits - 1;
+            }
+        }
+        out
+    }
+}
+
+/// How messages for this CPU thread arrive.
+#[derive(Debug)]
+pub enum Target {
+    /// Every message is a notification of its own vector.
+    Remapped { target: RemappedTarget, irr: Irr },
+    /// PIR bit, and a notification only when ON was clear.
+    Posted(PiDesc),
+    /// No messages: the jobs poll.
+    Polled,
+}
+
+/// One CPU thread as the devices see it.
+#[derive(Debug)]
+pub struct CpuShared {
+    pub index: usize,
+    pub notifier: Notifier,
+    pub target: Target,
+    pub queues: Vec<QueueShared>,
+}
+
+impl CpuShared {
+    pub fn new(index: usize, target: Target, queues: Vec<QueueShared>) -> CpuShared {
+        CpuShared {
+            index,
+            notifier: Notifier::new(),
+            target,
+            queues,
+        }
+    }
+
+    /// Builds the delivery target of CPU thread `index` for a run's delivery choice.
+    pub fn target_for(delivery: irqlab_core::Delivery, index: usize) -> Target {
+        match delivery {
+            irqlab_core::Delivery::Posted { .. } => {
+                Target::Posted(PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR, index as u32))
+            }
+            irqlab_core::Delivery::Polled | irqlab_core::Delivery::Hybrid => Target::Polled,
+            irqlab_core::Delivery::Remapped => Target::Remapped {
+                target: RemappedTarget::new(index as u32),
+                irr: Irr::default(),
+            },
+        }
+    }
+
+    /// A device message for `vector` reaches this CPU (the IOMMU's part): returns true
+    /// when it became a CPU notification. The notification is a futex wake, issued
+    /// whether or not the thread sleeps: it is the message's cost on the interrupt path.
+    pub fn deliver(&self, vector: u8) -> bool {
+        let note = match &self.target {
+            Target::Remapped { target, irr } => {
+                let n = target.deliver(vector);
+                if let Some(n) = n {
+                    irr.set(n.vector);
+                }
+                n
+            }
+            Target::Posted(desc) => desc.deliver(vector),
+            Target::Polled => None,
+        };
+        if note.is_some() {
+            self.notifier.notify();
+        }
+        note.is_some()
+    }
+
+    /// The queue of a device vector on this CPU.
+    pub fn queue_of(&self, vector: u8) -> Option<usize> {
+        let i = usize::from(vector.checked_sub(FIRST_EXTERNAL_VECTOR)?);
+        (i < self.queues.len()).then_some(i)
+    }
+}
+
+/// A queue pair and the per-vector state both sides touch.
+#[derive(Debug)]
+pub struct QueueShared {
+    pub plan: QueuePlan,
+    pub qp: QueuePair,
+    /// MSI-X Vector Control mask bit (disable_irq_nosync / enable_irq).
+    masked: AtomicBool,
+    /// MSI-X Pending Bit: a message the device held while the vector was masked.
+    pending: AtomicBool,
+    /// Coalescing a moderator asked for, (count << 32 | usec) + 1; 0 = nothing new.
+    program: AtomicU64,
+    /// Messages that arrived while masked and were sent at unmask.
+    pub resent_at_unmask: AtomicU64,
+}
+
+impl QueueShared {
+    pub fn new(plan: QueuePlan) -> Result<QueueShared, String> {
+        let qp = QueuePair::new(plan.qid, u16::from(plan.vector), plan.q_depth)
+            .map_err(|e| e.to_string())?;
+        Ok(QueueShared {
+            plan,
+            qp,
+            masked: AtomicBool::new(false),
+            pending: AtomicBool::new(false),
+            program: AtomicU64::new(0),
+            resent_at_unmask: AtomicU64::new(0),
+        })
+    }
+
+    /// The device sends a message through the MSI-X table: held in the Pending Bit while
+    /// the vector is masked. Returns whether it went out (and was delivered to `cpu`).
+    pub fn send_msix(&self, cpu: &CpuShared) -> bool {
+        self.pending.store(true, SeqCst);
+        if self.masked.load(SeqCst) || !self.pending.swap(false, SeqCst) {
+            return false;
+        }
+        cpu.deliver(self.plan.vector);
+        true
+    }
+
+    /// disable_irq_nosync().
+    pub fn mask(&self) {
+        self.masked.store(true, SeqCst);
+    }
+
+    /// enable_irq(): unmasking sends a message the Pending Bit held (PCIe MSI-X rules).
+    pub fn unmask(&self, cpu: &CpuShared) {
+        self.masked.store(false, SeqCst);
+        if self.pending.swap(false, SeqCst) {
+            self.resent_at_unmask.fetch_add(1, Relaxed);
+            cpu.deliver(self.plan.vector);
+        }
+    }
+
+    /// A moderator's level: the device picks it up on its next pass.
+    pub fn request_coalescing(&self, usec: u16, count: u16) {
+        let v = ((u64::from(count) << 32) | u64::from(usec)) + 1;
+        self.program.store(v, Release);
+    }
+
+    /// The device takes the latest moderator request, if any.
+    pub fn take_coalescing(&self) -> Option<CoalesceParams> {
+        if self.program.load(Relaxed) == 0 {
+            return None;
+        }
+        let v = self.program.swap(0, Acquire).checked_sub(1)?;
+        Some(CoalesceParams::from_usec_count(
+            (v & 0xffff_ffff) as u32,
+            (v >> 32) as u32,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> QueueShared {
+        QueueShared::new(QueuePlan {
+            controller: 0,
+            qid: 1,
+            vector: 0x20,
+            polled: false,
+            q_depth: 8,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn remapped_notifies_every_message_and_posted_only_while_on_is_clear() {
+        let rem = CpuShared::new(
+            0,
+            CpuShared::target_for(irqlab_core::Delivery::Remapped, 0),
+            vec![],
+        );
+        assert!(rem.deliver(0x20));
+        assert!(rem.deliver(0x21));
+        assert_eq!(rem.notifier.notifications(), 2);
+        let Target::Remapped { irr, .. } = &rem.target else {
+            unreachable!()
+        };
+        assert_eq!(irr.take(), vec![0x20, 0x21]);
+        assert!(irr.take().is_empty());
+
+        let posted = irqlab_core::Delivery::Posted { max_loop: 3 };
+        let p = CpuShared::new(1, CpuShared::target_for(posted, 1), vec![]);
+        assert!(p.deliver(0x20));
+        assert!(!p.deliver(0x21), "ON is set: coalesced");
+        assert_eq!(p.notifier.notifications(), 1);
+    }
+
+    #[test]
+    fn a_masked_vector_holds_its_message_until_unmask() {
+        let cpu = CpuShared::new(
+            0,
+            CpuShared::target_for(irqlab_core::Delivery::Remapped, 0),
+            vec![],
+        );
+        let q = queue();
+        q.mask();
+        assert!(!q.send_msix(&cpu));
+        assert!(
+            !q.send_msix(&cpu),
+            "a second message merges in the pending bit"
+        );
+        assert_eq!(cpu.notifier.notifications(), 0);
+        q.unmask(&cpu);
+        assert_eq!(cpu.notifier.notifications(), 1);
+        assert!(q.send_msix(&cpu));
+    }
+
+    #[test]
+    fn the_latest_moderator_request_wins_and_is_taken_once() {
+        let q = queue();
+        assert_eq!(q.take_coalescing(), None);
+        q.request_coalescing(8, 16);
+        q.request_coalescing(64, 32);
+        assert_eq!(
+            q.take_coalescing(),
+            Some(CoalesceParams::from_usec_count(64, 32))
+        );
+        assert_eq!(q.take_coalescing(), None);
+    }
+}
