@@ -39,9 +39,10 @@ impl Latency {
         }
     }
 
-    /// Records one sample in ns (values below 1 ns count as 1 ns, above the range saturate).
+    /// Records one sample in ns (0 is exact, e.g. a tick that was not late; values above
+    /// the range saturate).
     pub fn record(&mut self, ns: u64) {
-        let v = ns.clamp(1, self.hist.high());
+        let v = ns.min(self.hist.high());
         self.hist.saturating_record(v);
         self.sum += u128::from(v);
         self.sum_sq += u128::from(v) * u128::from(v);
@@ -49,9 +50,7 @@ impl Latency {
 
     /// Adds every sample of `other` (group_reporting, per-CPU totals).
     pub fn merge(&mut self, other: &Latency) {
-        self.hist
-            .add(&other.hist)
-            .expect("histograms share bounds");
+        self.hist.add(&other.hist).expect("histograms share bounds");
         self.sum += other.sum;
         self.sum_sq += other.sum_sq;
     }
@@ -61,11 +60,19 @@ impl Latency {
     }
 
     pub fn min(&self) -> u64 {
-        if self.count() == 0 { 0 } else { self.hist.min() }
+        if self.count() == 0 {
+            0
+        } else {
+            self.hist.min()
+        }
     }
 
     pub fn max(&self) -> u64 {
-        if self.count() == 0 { 0 } else { self.hist.max() }
+        if self.count() == 0 {
+            0
+        } else {
+            self.hist.max()
+        }
     }
 
     pub fn mean(&self) -> f64 {

@@ -239,7 +239,16 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
         "  {:<12} {:<14} {:>12} {:>12} {:>12} {:>12} {:>12}",
         "vector", "chip", "handled", "per sec", "messages", "coalesced", "completions"
     );
-    for v in &r.vectors {
+    let quiet_vectors = r
+        .vectors
+        .iter()
+        .filter(|v| v.messages == 0 && v.handled() == 0)
+        .count();
+    for v in r
+        .vectors
+        .iter()
+        .filter(|v| v.messages > 0 || v.handled() > 0)
+    {
         let _ = writeln!(
             out,
             "  {:<12} {:<14} {:>12} {:>12.1} {:>12} {:>12} {:>12}",
@@ -250,6 +259,12 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
             v.messages,
             v.device_coalesced,
             v.completions
+        );
+    }
+    if quiet_vectors > 0 {
+        let _ = writeln!(
+            out,
+            "  ({quiet_vectors} vectors raised nothing and are not shown)"
         );
     }
     let pmn: u64 = r.cpus.iter().map(|c| c.pmn).sum();
@@ -290,7 +305,10 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
         "LOC",
         "ksoftirqd-wake"
     );
-    for c in &r.cpus {
+    // A CPU that only idled and took ticks says nothing about interrupt delivery.
+    let is_quiet = |c: &crate::CpuReport| c.idle_ns >= w && c.hardirqs == c.timer_ticks;
+    let quiet_cpus = r.cpus.iter().filter(|c| is_quiet(c)).count();
+    for c in r.cpus.iter().filter(|c| !is_quiet(c)) {
         let t = &c.tick_lateness;
         let _ = writeln!(
             out,
@@ -312,6 +330,10 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
             human_ns(t.percentile(99.0)),
             human_ns(t.max())
         );
+    }
+
+    if quiet_cpus > 0 {
+        let _ = writeln!(out, "  ({quiet_cpus} idle CPUs not shown)");
     }
 
     if let Some(m) = &r.measured {
