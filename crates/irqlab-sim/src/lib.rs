@@ -1,1 +1,103 @@
-//! The discrete-event model of the completion path.
+//! The discrete-event model of the completion path: a fio job on a platform, under a
+//! delivery and moderation policy, simulated down to MSI writes, IOMMU handling, CPU
+//! notifications, handlers, softirqs, wake-ups and context switches.
+//!
+//! ```no_run
+//! # use irqlab_sim::{simulate, Platform, SimOptions};
+//! # fn f(jobs: &[irqlab_fio::JobSpec]) -> Result<(), Box<dyn std::error::Error>> {
+//! let platform = Platform::load("platforms/example.toml".as_ref(), &[])?;
+//! let report = simulate(jobs, &platform, &irqlab_core::Policy::default(), &SimOptions::default())?;
+//! println!("{} I/Os", report.total_ios());
+//! # Ok(()) }
+//! ```
+//!
+//! The mechanisms themselves (posted descriptor and demux, NVMe queue pairs and phase
+//! tags, coalescing, the vector gate, irq_poll, softirq limits) come from `irqlab-core`;
+//! this crate supplies time, topology and costs. docs/model.md describes the model.
+
+pub mod engine;
+pub mod observer;
+pub mod platform;
+
+mod model;
+mod rng;
+
+pub use observer::{NoObserver, Observer, SliceKind};
+pub use platform::{Platform, PlatformError};
+
+use irqlab_core::Policy;
+use irqlab_fio::JobSpec;
+use irqlab_report::RunReport;
+use std::fmt;
+
+/// Options of one simulation run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimOptions {
+    /// Seed of every random stream; the same inputs and seed give the same report.
+    pub seed: u64,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions { seed: 1 }
+    }
+}
+
+/// Why a simulation could not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// A job asks for something the platform does not have or fio would refuse.
+    Job {
+        file: String,
+        line: usize,
+        job: String,
+        msg: String,
+    },
+    /// The platform is inconsistent.
+    Platform(String),
+    /// The combination of jobs, platform and policy cannot be modelled.
+    Config(String),
+    /// A policy the simulator does not model yet.
+    Unsupported(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Job {
+                file,
+                line,
+                job,
+                msg,
+            } => write!(f, "{file}:{line}: job '{job}': {msg}"),
+            SimError::Platform(m) => write!(f, "platform: {m}"),
+            SimError::Config(m) => f.write_str(m),
+            SimError::Unsupported(m) => write!(f, "not supported by the simulator: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// Simulates `jobs` on `platform` under `policy`.
+pub fn simulate(
+    jobs: &[JobSpec],
+    platform: &Platform,
+    policy: &Policy,
+    opts: &SimOptions,
+) -> Result<RunReport, SimError> {
+    simulate_observed(jobs, platform, policy, opts, &mut NoObserver)
+}
+
+/// [`simulate`] with an observer that sees every CPU slice, message and notification.
+pub fn simulate_observed<O: Observer>(
+    jobs: &[JobSpec],
+    platform: &Platform,
+    policy: &Policy,
+    opts: &SimOptions,
+    observer: &mut O,
+) -> Result<RunReport, SimError> {
+    let mut sim = model::build(jobs, platform, policy, opts, observer)?;
+    sim.run();
+    Ok(sim.report())
+}

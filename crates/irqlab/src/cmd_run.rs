@@ -1,10 +1,78 @@
-//! `irqlab run`.
+//! `irqlab run`: simulate a fio job file on a platform and print what fio,
+//! /proc/interrupts and perf would have shown.
 
+use crate::output::{OutputArgs, emit};
+use crate::policy_args::PolicyArgs;
 use clap::Args;
+use irqlab_sim::{Platform, SimOptions};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
-pub struct RunArgs {}
+pub struct RunArgs {
+    /// The fio job file.
+    pub job: PathBuf,
+    /// Platform file, or a bare name (e.g. "example") for platforms/NAME.toml, looked up in
+    /// the current directory and then above the irqlab executable.
+    #[arg(long)]
+    pub platform: String,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Override a platform parameter, e.g. --set cpu.irq_entry_ns=300 or
+    /// --set devices.0.count=8 (repeatable; applied in order).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Seed of the model's random streams.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
 
-pub fn main(_args: RunArgs) -> Result<(), String> {
-    Err("irqlab run is being built".into())
+pub fn main(args: RunArgs) -> Result<(), String> {
+    let jobs = irqlab_fio::parse_file(&args.job).map_err(|e| e.to_string())?;
+    let path = resolve_platform(&args.platform)?;
+    let platform = Platform::load(&path, &args.sets).map_err(|e| e.to_string())?;
+    let report = irqlab_sim::simulate(
+        &jobs,
+        &platform,
+        &args.policy.policy(),
+        &SimOptions { seed: args.seed },
+    )
+    .map_err(|e| e.to_string())?;
+    emit(&report, &args.output)
+}
+
+/// A path that exists is used as is; a bare name is platforms/NAME.toml in the current
+/// directory or in a directory above the executable (the repository of a cargo build).
+fn resolve_platform(arg: &str) -> Result<PathBuf, String> {
+    let direct = PathBuf::from(arg);
+    if direct.is_file() {
+        return Ok(direct);
+    }
+    let is_bare = !arg.contains('/') && !arg.contains('\\') && !arg.ends_with(".toml");
+    if !is_bare {
+        return Err(format!("{arg}: no such platform file"));
+    }
+    let rel = Path::new("platforms").join(format!("{arg}.toml"));
+    let mut tried = vec![rel.clone()];
+    if rel.is_file() {
+        return Ok(rel);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1) {
+            let cand = dir.join(&rel);
+            if cand.is_file() {
+                return Ok(cand);
+            }
+            tried.push(cand);
+        }
+    }
+    Err(format!(
+        "platform '{arg}' not found; tried {}",
+        tried
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }

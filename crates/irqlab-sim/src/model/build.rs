@@ -1,0 +1,596 @@
+//! Builds the model from a platform, the jobs and a policy: names devices, maps CPUs to
+//! queues (blk_mq_map_queues: contiguous CPU ranges per queue), gives each queue's MSI-X
+//! vector an IDT vector on its CPU (managed affinity: the first CPU of the range), creates
+//! job threads, ksoftirqd and irq threads, and checks every request against the machine.
+
+use super::state::*;
+use crate::engine::EventQueue;
+use crate::observer::{Observer, SliceKind};
+use crate::platform::{DeviceKind, Platform};
+use crate::rng::{ServiceTime, Stream};
+use crate::{SimError, SimOptions};
+use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
+use irqlab_core::irq_poll::IrqPollCpu;
+use irqlab_core::moderator::Moderator;
+use irqlab_core::nvme::{CoalesceParams, DeviceIrq, QueuePair, VectorGate};
+use irqlab_core::posted::PiDesc;
+use irqlab_core::softirq::{SoftirqConfig, SoftirqCpu};
+use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
+use irqlab_fio::{IoEngine, JobSpec};
+use std::collections::VecDeque;
+
+/// The device names of a platform, in order: prefix0, prefix1, ... per prefix.
+pub(crate) fn device_names(p: &Platform) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for g in &p.devices {
+        let next = match seen.iter_mut().find(|(pre, _)| *pre == g.prefix) {
+            Some((_, n)) => n,
+            None => {
+                seen.push((g.prefix.clone(), 0));
+                &mut seen.last_mut().expect("just pushed").1
+            }
+        };
+        for _ in 0..g.count {
+            names.push(format!("{}{}", g.prefix, *next));
+            *next += 1;
+        }
+    }
+    names
+}
+
+/// `/dev/nvme0n1`, `nvme0n1` and `nvme0` all name device `nvme0`.
+fn resolve_file(name: &str, names: &[String]) -> Option<usize> {
+    let base = name.strip_prefix("/dev/").unwrap_or(name);
+    names.iter().position(|d| {
+        base == d
+            || base
+                .strip_prefix(d.as_str())
+                .and_then(|rest| rest.strip_prefix('n'))
+                .is_some_and(|ns| !ns.is_empty() && ns.chars().all(|c| c.is_ascii_digit()))
+    })
+}
+
+fn job_err(spec: &JobSpec, msg: impl Into<String>) -> SimError {
+    SimError::Job {
+        file: spec.file.display().to_string(),
+        line: spec.line,
+        job: spec.name.clone(),
+        msg: msg.into(),
+    }
+}
+
+fn costs(p: &Platform) -> Costs {
+    let c = &p.cpu;
+    let k = &p.kernel;
+    Costs {
+        irq_entry: c.irq_entry_ns,
+        irq_exit: c.irq_exit_ns,
+        eoi: c.eoi_ns,
+        idle_exit: c.idle_exit_ns,
+        ctx_switch: c.ctx_switch_ns,
+        wakeup: c.wakeup_ns,
+        ipi: c.ipi_ns,
+        tick_period: 1_000_000_000 / c.tick_hz,
+        tick: c.tick_ns,
+        hz: c.tick_hz as u32,
+        slice: c.sched_slice_ns,
+        cqe: k.cqe_ns,
+        cq_doorbell: k.cq_doorbell_ns,
+        sq_doorbell: k.sq_doorbell_ns,
+        mmio_flight: k.mmio_flight_ns,
+        poll_check: k.poll_check_ns.max(1),
+        pir_round: k.pir_round_ns,
+        irq_poll_call: k.irq_poll_call_ns,
+        softirq: k.softirq_ns,
+        irq_thread: k.irq_thread_ns,
+        hrtimer: k.hrtimer_ns,
+        moderation_program: k.moderation_program_ns,
+        usr_io: p.engine.usr_io_ns,
+        remap: p.iommu.remap_ns,
+        notify: p.iommu.notify_ns,
+        post: p.iommu.post_ns,
+        dma_translate: p.iommu.dma_translate_ns,
+    }
+}
+
+fn check_policy(policy: &Policy) -> Result<(), SimError> {
+    if policy.moderator == ModeratorKind::Gsim
+        && matches!(policy.handler, HandlerStyle::IrqPoll { .. })
+    {
+        return Err(SimError::Unsupported(
+            "--moderator gsim with --handler irq-poll: both mask the vector; choose one".into(),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn build<'a, O: Observer>(
+    specs: &[JobSpec],
+    p: &Platform,
+    policy: &Policy,
+    opts: &crate::SimOptions,
+    obs: &'a mut O,
+) -> Result<Sim<'a, O>, SimError> {
+    p.validate().map_err(SimError::Platform)?;
+    check_policy(policy)?;
+    if specs.is_empty() {
+        return Err(SimError::Config("the job file defines no jobs".into()));
+    }
+    let SimOptions { seed, .. } = *opts;
+    let ncpu = p.cpu.count;
+    let names = device_names(p);
+    let costs = costs(p);
+    let posted_delivery = matches!(policy.delivery, Delivery::Posted { .. });
+    let max_loop = match policy.delivery {
+        Delivery::Posted { max_loop } => max_loop,
+        _ => 0,
+    };
+    let all_poll = matches!(policy.delivery, Delivery::Polled | Delivery::Hybrid);
+
+    // ---- job clones: CPU, files, limits ----
+    struct Clone_ {
+        spec: usize,
+        k: u32,
+        cpu: usize,
+        devices: Vec<usize>,
+        polled: bool,
+    }
+    let mut clones = Vec::new();
+    let mut any_index = 0usize;
+    for (si, s) in specs.iter().enumerate() {
+        if s.iodepth == 0 {
+            return Err(job_err(s, "iodepth=0: at least one I/O must be in flight"));
+        }
+        if s.bs == 0 {
+            return Err(job_err(s, "bs=0: the block size must be at least 1 byte"));
+        }
+        if s.numjobs == 0 {
+            return Err(job_err(s, "numjobs=0: at least one job is needed"));
+        }
+        if let Some(set) = &s.cpus_allowed {
+            if set.is_empty() {
+                return Err(job_err(s, "cpus_allowed is empty"));
+            }
+            if let Some(bad) = set.iter().find(|&&c| c >= ncpu) {
+                return Err(job_err(
+                    s,
+                    format!(
+                        "cpus_allowed names CPU {bad}, but platform '{}' has CPUs 0-{}",
+                        p.name,
+                        ncpu - 1
+                    ),
+                ));
+            }
+        }
+        if s.filenames.is_empty() {
+            return Err(job_err(
+                s,
+                format!(
+                    "no filename=; name a device of the platform: {}",
+                    names.join(", ")
+                ),
+            ));
+        }
+        let mut devices = Vec::new();
+        for f in &s.filenames {
+            let d = resolve_file(f, &names).ok_or_else(|| {
+                job_err(
+                    s,
+                    format!(
+                        "filename '{f}' is not a device of platform '{}'; it has {} (as /dev/NAMEn1, NAMEn1 or NAME)",
+                        p.name,
+                        names.join(", ")
+                    ),
+                )
+            })?;
+            devices.push(d);
+        }
+        let polled = s.hipri || all_poll;
+        if polled && s.ioengine == IoEngine::Libaio {
+            return Err(job_err(
+                s,
+                "libaio cannot poll for completions (no hipri); use ioengine=io_uring or pvsync2, or an interrupt delivery",
+            ));
+        }
+        if s.runtime_ns.is_none() && s.size.is_none() && s.number_ios.is_none() {
+            return Err(job_err(
+                s,
+                "the job never ends: give runtime=, size= or number_ios=",
+            ));
+        }
+        if s.time_based && s.runtime_ns.is_none() {
+            return Err(job_err(s, "time_based needs runtime="));
+        }
+        for k in 0..s.numjobs {
+            let cpu = match s.clone_cpus(k) {
+                Some(set) => set[k as usize % set.len()],
+                None => {
+                    let c = any_index % ncpu;
+                    any_index += 1;
+                    c
+                }
+            };
+            clones.push(Clone_ {
+                spec: si,
+                k,
+                cpu,
+                devices: devices.clone(),
+                polled,
+            });
+        }
+    }
+
+    // GSIM with the proposal's suggested settings (delay 100 µs, 1 M interrupts/s).
+    let gsim_global = (policy.moderator == ModeratorKind::Gsim)
+        .then(|| GsimGlobal::new(GsimParams::suggested()))
+        .transpose()
+        .map_err(|e| SimError::Config(format!("gsim: {e}")))?;
+    // ---- devices, queues, vectors ----
+    let mut cpus: Vec<Cpu> = (0..ncpu)
+        .map(|c| Cpu {
+            epoch: 0,
+            stepping: false,
+            mode: Mode::Idle,
+            kind: SliceKind::Idle,
+            acct_from: 0,
+            current: None,
+            runq: VecDeque::new(),
+            need_resched: false,
+            slice_start: 0,
+            irr: [0; 4],
+            tick_due: 0,
+            irq: IrqFrame::new(0),
+            soft_active: false,
+            soft_phase: SoftPhase::Begin,
+            reaping: Vec::with_capacity(256),
+            vec_of_idt: vec![u32::MAX; 256],
+            next_idt: FIRST_DEVICE_VECTOR,
+            pi: posted_delivery
+                .then(|| PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR as u8, c as u32)),
+            pir_shadow: [0; 4],
+            softirq: SoftirqCpu::new(SoftirqConfig::new(costs.hz)),
+            irq_poll: IrqPollCpu::default(),
+            iop_vector: Vec::new(),
+            ksoftirqd: 0,
+            flood: irqlab_core::flood::FloodDetector::default(),
+            gsim: gsim_global.as_ref().map(|g| GsimCpu::new(g, 0)),
+            gsim_epoch: 0,
+            hardirq_total: 0,
+            step_end: 0,
+            soft_left: 0,
+            soft_reaping: Vec::with_capacity(256),
+            ipi_inflight: false,
+            hrtimer_wake: Vec::new(),
+            stats: CpuStats::default(),
+        })
+        .collect();
+    let mut threads: Vec<Thread> = Vec::new();
+    let ports: Vec<Port> = p
+        .root_ports
+        .iter()
+        .map(|rp| Port {
+            fifo: VecDeque::new(),
+            busy: false,
+            write_ns: rp.write_ns,
+            bytes_per_ns: rp.bytes_per_ns,
+            msi_ns: rp.msi_ns,
+        })
+        .collect();
+    let mut devices = Vec::new();
+    let mut queues: Vec<Queue> = Vec::new();
+    let mut vectors: Vec<Vector> = Vec::new();
+    // queue_of[device][0 = irq set, 1 = poll set][cpu]
+    let mut queue_of: Vec<[Vec<u32>; 2]> = Vec::new();
+    let mut dev_ix = 0usize;
+    for g in &p.devices {
+        match g.kind {
+            DeviceKind::Nvme => {}
+        }
+        let port = p
+            .root_ports
+            .iter()
+            .position(|rp| rp.name == g.port)
+            .expect("validated port") as u32;
+        for _ in 0..g.count {
+            let name = &names[dev_ix];
+            let nq = if g.queues == 0 {
+                ncpu
+            } else {
+                g.queues.min(ncpu)
+            };
+            let read_time = ServiceTime::new(g.read_ns, g.service_cv);
+            let servers = (g.max_iops * read_time.mean_ns() / 1e9).round().max(1.0) as u32;
+            devices.push(Device {
+                name: name.clone(),
+                port,
+                servers,
+                busy: 0,
+                waiting: VecDeque::new(),
+                read_time,
+                write_time: ServiceTime::new(g.write_ns, g.service_cv),
+                cqe_bytes: g.cqe_bytes,
+                fetch_ns: g.sqe_fetch_ns,
+                rng: Stream::new(seed, 1_000 + dev_ix as u64),
+            });
+            let wants_poll = clones
+                .iter()
+                .any(|c| c.polled && c.devices.contains(&dev_ix));
+            let wants_irq = clones
+                .iter()
+                .any(|c| !c.polled && c.devices.contains(&dev_ix));
+            let mut sets: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
+            for (set, wanted) in [(0usize, wants_irq), (1, wants_poll)] {
+                if !wanted {
+                    continue;
+                }
+                let first_q = queues.len() as u32;
+                for q in 0..nq {
+                    let qid = (set * nq + q + 1) as u16;
+                    let qp = QueuePair::new(qid, qid, g.queue_depth)
+                        .map_err(|e| SimError::Platform(format!("device {name}: {e}")))?;
+                    let cpus_here = (0..ncpu).filter(|&c| c * nq / ncpu == q).count();
+                    let vector = if set == 0 {
+                        let cpu = (0..ncpu).find(|&c| c * nq / ncpu == q).unwrap_or(0);
+                        let cpu_s = &mut cpus[cpu];
+                        let idt = cpu_s.next_idt;
+                        if idt >= POSTED_MSI_NOTIFICATION_VECTOR {
+                            return Err(SimError::Config(format!(
+                                "CPU {cpu} has no free interrupt vector for {name}q{}: too many device vectors on one CPU",
+                                q + 1
+                            )));
+                        }
+                        cpu_s.next_idt += 1;
+                        let v = vectors.len() as u32;
+                        cpu_s.vec_of_idt[idt as usize] = v;
+                        let iop = match policy.handler {
+                            HandlerStyle::IrqPoll { weight, .. } => {
+                                let id = cpu_s
+                                    .irq_poll
+                                    .init(weight)
+                                    .map_err(|e| SimError::Config(format!("irq_poll: {e}")))?;
+                                cpu_s.iop_vector.push(v);
+                                Some(id)
+                            }
+                            _ => None,
+                        };
+                        // Threaded handlers, and flood detection's rescue thread (requested
+                        // only for vectors whose affinity spans several CPUs).
+                        let wants_thread = policy.handler == HandlerStyle::Threaded
+                            || (policy.flood_detection && cpus_here > 1);
+                        let thread = if wants_thread {
+                            threads.push(Thread {
+                                kind: ThreadKind::IrqThread(v),
+                                cpu: cpu as u32,
+                                state: TState::Blocked,
+                                left: 0,
+                                step_kind: SliceKind::IrqThread,
+                                spinning: false,
+                                fifo: true,
+                                timer_gen: 0,
+                                start_runnable: false,
+                                reaping: Vec::new(),
+                                wakeups: 0,
+                            });
+                            Some(threads.len() as u32 - 1)
+                        } else {
+                            None
+                        };
+                        let moderator = Moderator::new(policy.moderator, None)
+                            .map_err(|e| SimError::Config(e.to_string()))?;
+                        let mut irq = DeviceIrq::from_policy(policy.coalescing);
+                        if let Some(m) = &moderator {
+                            // The CQ starts at the moderator's start profile.
+                            let p = m.profile();
+                            irq.program(
+                                CoalesceParams::from_usec_count(
+                                    u32::from(p.usec),
+                                    u32::from(p.count),
+                                ),
+                                0,
+                            );
+                        }
+                        vectors.push(Vector {
+                            name: format!("{name}q{}", q + 1),
+                            queue: first_q + q as u32,
+                            cpu: cpu as u32,
+                            idt,
+                            gate: VectorGate::new(),
+                            irq,
+                            moderator,
+                            bytes_since: 0,
+                            timer_gen: 0,
+                            masked: false,
+                            mask_pending: false,
+                            iop,
+                            thread,
+                            thread_pending: false,
+                            messages: 0,
+                            per_cpu: vec![0; ncpu],
+                            device_coalesced: 0,
+                            completions: 0,
+                            merged: 0,
+                            withheld: 0,
+                        });
+                        Some(v)
+                    } else {
+                        None
+                    };
+                    queues.push(Queue {
+                        device: dev_ix as u32,
+                        vector,
+                        qp,
+                        tags: vec![u32::MAX; g.queue_depth as usize],
+                        free_tags: (0..g.queue_depth as u16).rev().collect(),
+                        cqes_in_flight: 0,
+                        shared: cpus_here > 1,
+                        cq_locked: false,
+                        spinners: Vec::new(),
+                        completions: 0,
+                    });
+                }
+                sets[set] = (0..ncpu)
+                    .map(|c| first_q + (c * nq / ncpu) as u32)
+                    .collect();
+            }
+            queue_of.push(sets);
+            dev_ix += 1;
+        }
+    }
+
+    // ---- threads: jobs, ksoftirqd ----
+    let mut jobs = Vec::new();
+    let mut depth_per_queue = vec![0u64; queues.len()];
+    let mut window_start = 0u64;
+    for (ji, c) in clones.iter().enumerate() {
+        let s = &specs[c.spec];
+        let set = if c.polled { 1 } else { 0 };
+        let jq: Vec<u32> = c.devices.iter().map(|&d| queue_of[d][set][c.cpu]).collect();
+        let depth = u64::from(s.effective_iodepth());
+        for &q in &jq {
+            depth_per_queue[q as usize] += depth;
+        }
+        threads.push(Thread {
+            kind: ThreadKind::Job(ji as u32),
+            cpu: c.cpu as u32,
+            state: TState::Blocked,
+            left: 0,
+            step_kind: SliceKind::Usr,
+            spinning: false,
+            fifo: false,
+            timer_gen: 0,
+            start_runnable: true,
+            reaping: Vec::new(),
+            wakeups: 0,
+        });
+        if c.polled {
+            let tid = threads.len() as u32 - 1;
+            for &q in &jq {
+                queues[q as usize].spinners.push(tid);
+            }
+        }
+        window_start = window_start.max(s.ramp_time_ns);
+        let iodepth = s.effective_iodepth();
+        let batch_submit = if s.iodepth_batch_submit == 0 {
+            iodepth
+        } else {
+            s.iodepth_batch_submit.min(iodepth)
+        };
+        let name = s.name.clone();
+        jobs.push(Job {
+            name,
+            groupid: 0,
+            options: s.options.clone(),
+            thread: threads.len() as u32 - 1,
+            engine: s.ioengine,
+            queues: jq,
+            next_file: 0,
+            bs: s.bs,
+            read_pct: s.rw.read_pct(),
+            iodepth,
+            batch_submit: batch_submit.max(1),
+            complete_min: s.iodepth_batch_complete_min.min(iodepth),
+            complete_max: if s.iodepth_batch_complete_max == 0 {
+                iodepth
+            } else {
+                s.iodepth_batch_complete_max
+            },
+            polled: c.polled,
+            hybrid: c.polled && policy.delivery == Delivery::Hybrid,
+            ramp_end: s.ramp_time_ns,
+            end: s.total_time_ns(),
+            io_limit: if s.time_based {
+                None
+            } else {
+                s.number_ios.or(s.size.map(|b| b.div_ceil(s.bs)))
+            },
+            issued: 0,
+            outstanding: 0,
+            ready: VecDeque::with_capacity(iodepth.min(4096) as usize),
+            waiting_for: 0,
+            phase: JobPhase::Start,
+            batch_start: 0,
+            hybrid_min: u64::MAX,
+            last_submit: 0,
+            slept: false,
+            rng: Stream::new(seed, 10_000 + ji as u64 * 7 + u64::from(c.k)),
+            finished_at: 0,
+            read: DirStats::default(),
+            write: DirStats::default(),
+            usr: 0,
+            sys: 0,
+            ctx: 0,
+            depth_level: [0; 7],
+        });
+    }
+    for (q, &d) in depth_per_queue.iter().enumerate() {
+        let cap = u64::from(queues[q].qp.sq.q_depth()) - 1;
+        if d > cap {
+            return Err(SimError::Config(format!(
+                "{} I/Os may be in flight on a queue of {} with room for {cap}: lower iodepth or numjobs, or raise devices.N.queue_depth",
+                d, names[queues[q].device as usize]
+            )));
+        }
+    }
+    for (c, cpu) in cpus.iter_mut().enumerate() {
+        threads.push(Thread {
+            kind: ThreadKind::Ksoftirqd(c as u32),
+            cpu: c as u32,
+            state: TState::Blocked,
+            left: 0,
+            step_kind: SliceKind::Ksoftirqd,
+            spinning: false,
+            fifo: false,
+            timer_gen: 0,
+            start_runnable: false,
+            reaping: Vec::new(),
+            wakeups: 0,
+        });
+        cpu.ksoftirqd = threads.len() as u32 - 1;
+    }
+    let njobs = jobs.len();
+    Ok(Sim {
+        now: 0,
+        q: EventQueue::new(),
+        costs,
+        engine: p.engine.clone(),
+        policy: *policy,
+        posted: posted_delivery,
+        max_loop,
+        platform_name: p.name.clone(),
+        seed,
+        cpus,
+        threads,
+        jobs,
+        devices,
+        queues,
+        vectors,
+        ports,
+        ios: Vec::with_capacity(4096),
+        free_ios: Vec::new(),
+        jobs_live: njobs,
+        draining: false,
+        measuring: false,
+        window_start,
+        window_end: 0,
+        totals: Totals::default(),
+        gsim: gsim_global,
+        obs,
+    })
+}
+
+/// Queue names as the kernel would call their vectors (nvme0q1, ...), polled ones too.
+pub(crate) fn queue_names<O: Observer>(sim: &Sim<'_, O>) -> Vec<String> {
+    let mut per_dev = vec![0usize; sim.devices.len()];
+    sim.queues
+        .iter()
+        .map(|q| {
+            let d = q.device as usize;
+            per_dev[d] += 1;
+            match q.vector {
+                Some(v) => sim.vectors[v as usize].name.clone(),
+                None => format!("{}q{}", sim.devices[d].name, per_dev[d]),
+            }
+        })
+        .collect()
+}

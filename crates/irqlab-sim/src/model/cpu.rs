@@ -1,0 +1,1016 @@
+//! CPUs: time accounting, interrupt entry (local APIC IRR), the hardirq handlers (nvme_irq,
+//! the posted MSI demux, the threaded primary handler, the budgeted irq_poll variant), the
+//! tick, softirq at irq_exit and in ksoftirqd, and a per-CPU scheduler.
+
+use super::state::*;
+use crate::engine::Event;
+use crate::observer::{Observer, SliceKind};
+use irqlab_core::HandlerStyle;
+use irqlab_core::flood::HandlerPlacement;
+use irqlab_core::gsim::GsimExpiry;
+use irqlab_core::irq_poll::jiffies;
+use irqlab_core::posted::Demux;
+use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
+use irqlab_report::Latency;
+
+impl<O: Observer> Sim<'_, O> {
+    // ---------------------------------------------------------------- accounting
+
+    /// Charges the time since the last change to what the CPU was doing.
+    #[inline]
+    pub(crate) fn account(&mut self, c: usize) {
+        let cpu = &mut self.cpus[c];
+        let dt = self.now - cpu.acct_from;
+        cpu.acct_from = self.now;
+        if cpu.kind == SliceKind::HardIrq {
+            cpu.hardirq_total += dt;
+        }
+        if !self.measuring || dt == 0 {
+            return;
+        }
+        let s = &mut cpu.stats;
+        match cpu.kind {
+            SliceKind::Idle => s.idle += dt,
+            SliceKind::Usr => s.usr += dt,
+            SliceKind::Sys => s.sys += dt,
+            SliceKind::HardIrq => s.hardirq += dt,
+            SliceKind::SoftIrq => s.softirq += dt,
+            SliceKind::Ksoftirqd => s.ksoftirqd += dt,
+            SliceKind::IrqThread => s.irq_thread += dt,
+        }
+        if matches!(cpu.kind, SliceKind::Usr | SliceKind::Sys)
+            && let Some(t) = cpu.current
+            && let ThreadKind::Job(j) = self.threads[t as usize].kind
+        {
+            let job = &mut self.jobs[j as usize];
+            if cpu.kind == SliceKind::Usr {
+                job.usr += dt;
+            } else {
+                job.sys += dt;
+            }
+        }
+    }
+
+    #[inline]
+    fn set_kind(&mut self, c: usize, kind: SliceKind) {
+        self.account(c);
+        if self.cpus[c].kind != kind {
+            self.cpus[c].kind = kind;
+            self.obs.slice(self.now, c, kind);
+        }
+    }
+
+    /// Starts a step of `ns` on CPU `c`, doing `kind`; its end comes back as a CpuStep.
+    #[inline]
+    pub(crate) fn step(&mut self, c: usize, ns: u64, kind: SliceKind) {
+        self.set_kind(c, kind);
+        let cpu = &mut self.cpus[c];
+        cpu.epoch = cpu.epoch.wrapping_add(1);
+        cpu.stepping = true;
+        cpu.step_end = self.now + ns;
+        let epoch = cpu.epoch;
+        self.q.push(
+            self.now + ns,
+            Event::CpuStep {
+                cpu: c as u32,
+                epoch,
+            },
+        );
+    }
+
+    /// Cancels the step in progress, returning the time it had left.
+    fn cancel_step(&mut self, c: usize) -> u64 {
+        let cpu = &mut self.cpus[c];
+        if !cpu.stepping {
+            return 0;
+        }
+        cpu.stepping = false;
+        cpu.epoch = cpu.epoch.wrapping_add(1);
+        cpu.step_end - self.now
+    }
+
+    pub(crate) fn step_done(&mut self, c: usize) {
+        match self.cpus[c].mode {
+            Mode::HardIrq => self.irq_step(c),
+            Mode::IdleExit => {
+                self.cpus[c].mode = Mode::HardIrq;
+                let entry = self.costs.irq_entry;
+                self.step(c, entry, SliceKind::HardIrq);
+            }
+            Mode::SoftIrq => self.soft_step_done(c),
+            Mode::Switch => {
+                self.cpus[c].mode = Mode::Thread;
+                if self.irr_pending(c) {
+                    self.take_interrupt(c);
+                } else if let Some(t) = self.cpus[c].current {
+                    self.run_thread(c, t as usize);
+                }
+            }
+            Mode::Thread => {
+                let Some(t) = self.cpus[c].current else {
+                    return;
+                };
+                let th = &mut self.threads[t as usize];
+                th.left = 0;
+                th.spinning = false;
+                self.advance_thread(c, t as usize);
+            }
+            Mode::Idle => {}
+        }
+    }
+
+    // ---------------------------------------------------------------- local APIC
+
+    #[inline]
+    fn irr_pending(&self, c: usize) -> bool {
+        self.cpus[c].irr.iter().any(|&w| w != 0)
+    }
+
+    /// An interrupt message reaches CPU `c` with IDT vector `vec`.
+    pub(crate) fn notify(&mut self, c: usize, vec: u16) {
+        if vec == RESCHEDULE_VECTOR {
+            self.cpus[c].ipi_inflight = false;
+        }
+        let (w, b) = ((vec / 64) as usize, 1u64 << (vec % 64));
+        let cpu = &mut self.cpus[c];
+        if cpu.irr[w] & b != 0 {
+            // Already pending in the IRR: the two messages become one interrupt.
+            let v = cpu.vec_of_idt[vec as usize];
+            if v != u32::MAX {
+                self.vectors[v as usize].merged += 1;
+            }
+            return;
+        }
+        cpu.irr[w] |= b;
+        self.interrupt_if_enabled(c);
+    }
+
+    /// Takes a pending interrupt at once if the CPU has interrupts enabled.
+    fn interrupt_if_enabled(&mut self, c: usize) {
+        match self.cpus[c].mode {
+            Mode::Idle => self.take_interrupt(c),
+            Mode::Thread => {
+                // The interrupted thread keeps what its step had left.
+                let left = self.cancel_step(c);
+                if let Some(t) = self.cpus[c].current {
+                    let th = &mut self.threads[t as usize];
+                    if !th.spinning {
+                        th.left = left;
+                    }
+                }
+                self.take_interrupt(c);
+            }
+            // Hardirq: interrupts are off. Softirq: taken at the next step boundary.
+            // Switch / IdleExit: taken when they end.
+            _ => {}
+        }
+    }
+
+    /// Enters the highest-priority pending vector.
+    pub(crate) fn take_interrupt(&mut self, c: usize) {
+        let cpu = &mut self.cpus[c];
+        let Some(w) = (0..4).rev().find(|&w| cpu.irr[w] != 0) else {
+            return;
+        };
+        let bit = 63 - cpu.irr[w].leading_zeros();
+        cpu.irr[w] &= !(1u64 << bit);
+        let idt = (w as u16) * 64 + bit as u16;
+        let was_idle = cpu.mode == Mode::Idle;
+        cpu.irq = IrqFrame::new(idt);
+        let measuring = self.measuring;
+        if measuring {
+            cpu.stats.hardirqs += 1;
+        }
+        if self.policy.flood_detection {
+            cpu.flood.irq_enter(self.now);
+        }
+        match idt {
+            LOCAL_TIMER_VECTOR => {
+                cpu.irq.tick_due = cpu.tick_due;
+                if measuring {
+                    cpu.stats.ticks += 1;
+                    cpu.stats
+                        .tick_lateness
+                        .get_or_insert_with(|| Box::new(Latency::new()))
+                        .record(self.now - cpu.tick_due);
+                }
+            }
+            POSTED_MSI_NOTIFICATION_VECTOR => {
+                if measuring {
+                    cpu.stats.pmn += 1;
+                }
+                cpu.irq.demux = Some(Demux::new(self.max_loop));
+            }
+            _ => {}
+        }
+        if was_idle && self.costs.idle_exit > 0 {
+            cpu.mode = Mode::IdleExit;
+            let ns = self.costs.idle_exit;
+            self.step(c, ns, SliceKind::Idle);
+        } else {
+            cpu.mode = Mode::HardIrq;
+            let ns = self.costs.irq_entry;
+            self.step(c, ns, SliceKind::HardIrq);
+        }
+    }
+
+    // ---------------------------------------------------------------- hardirq
+
+    #[inline]
+    fn hard(&mut self, c: usize, phase: IrqPhase, ns: u64) {
+        self.cpus[c].irq.phase = phase;
+        self.step(c, ns, SliceKind::HardIrq);
+    }
+
+    fn irq_step(&mut self, c: usize) {
+        let phase = self.cpus[c].irq.phase;
+        match phase {
+            IrqPhase::Entry => {
+                let idt = self.cpus[c].irq.idt;
+                match idt {
+                    LOCAL_TIMER_VECTOR => self.hard(c, IrqPhase::Tick, self.costs.tick),
+                    HRTIMER_VECTOR => self.hard(c, IrqPhase::Hrtimer, self.costs.hrtimer),
+                    RESCHEDULE_VECTOR => {
+                        // scheduler_ipi(): the wake-up was queued by the sender.
+                        self.cpus[c].need_resched = true;
+                        self.eoi_and_exit(c);
+                    }
+                    POSTED_MSI_NOTIFICATION_VECTOR => self.pir_round(c),
+                    _ => {
+                        let v = self.cpus[c].vec_of_idt[idt as usize];
+                        if v == u32::MAX {
+                            self.eoi_and_exit(c);
+                        } else {
+                            self.start_vector(c, v as usize);
+                        }
+                    }
+                }
+            }
+            IrqPhase::Tick => {
+                self.tick_work(c);
+                self.eoi_and_exit(c);
+            }
+            IrqPhase::Hrtimer => {
+                let woken = std::mem::take(&mut self.cpus[c].hrtimer_wake);
+                for &t in &woken {
+                    self.wake_thread(t as usize, Some(c));
+                }
+                self.cpus[c].hrtimer_wake = woken;
+                self.cpus[c].hrtimer_wake.clear();
+                self.eoi_and_exit(c);
+            }
+            IrqPhase::Reap => {
+                let v = self.cpus[c].irq.vector as usize;
+                let mut list = std::mem::take(&mut self.cpus[c].reaping);
+                let woke = self.complete_list(c, v, &mut list);
+                self.cpus[c].reaping = list;
+                if woke > 0 {
+                    self.cpus[c].irq.after_wakeups = IrqPhase::Reap;
+                    self.hard(c, IrqPhase::Wakeups, woke * self.costs.wakeup);
+                } else {
+                    self.reap_more(c);
+                }
+            }
+            IrqPhase::Wakeups => match self.cpus[c].irq.after_wakeups {
+                IrqPhase::Reap => self.reap_more(c),
+                _ => self.vector_done(c),
+            },
+            IrqPhase::Doorbell => {
+                let v = self.cpus[c].irq.vector as usize;
+                let q = self.vectors[v].queue as usize;
+                self.queues[q].cq_locked = false;
+                self.ring_cq_doorbell(q);
+                self.vector_done(c);
+            }
+            IrqPhase::Primary => {
+                let v = self.cpus[c].irq.vector as usize;
+                let q = self.vectors[v].queue as usize;
+                let mut woke = 0;
+                if self.queues[q].qp.cqe_pending() {
+                    // IRQ_WAKE_THREAD: __irq_wake_thread sets RUNTHREAD and wakes it.
+                    self.vectors[v].thread_pending = true;
+                    if let Some(t) = self.vectors[v].thread
+                        && self.threads[t as usize].state == TState::Blocked
+                    {
+                        self.wake_thread(t as usize, Some(c));
+                        woke = 1;
+                    }
+                }
+                if woke > 0 {
+                    self.cpus[c].irq.after_wakeups = IrqPhase::Primary;
+                    self.hard(c, IrqPhase::Wakeups, self.costs.wakeup);
+                } else {
+                    self.vector_done(c);
+                }
+            }
+            IrqPhase::PirRound => self.dispatch_next(c),
+            IrqPhase::Exit => self.irq_exit(c),
+        }
+    }
+
+    /// A device vector's handler starts on CPU `c`.
+    fn start_vector(&mut self, c: usize, v: usize) {
+        if self.measuring {
+            self.vectors[v].per_cpu[c] += 1;
+        }
+        let frame = &mut self.cpus[c].irq;
+        frame.vector = v as u32;
+        frame.reaped = 0;
+        // --flood-detection: a flooded CPU sends a rescue-thread vector's work to its thread.
+        let rescue = self.policy.flood_detection
+            && self.policy.handler != HandlerStyle::Threaded
+            && self.vectors[v].thread.is_some()
+            && self.cpus[c].flood.placement(true) == HandlerPlacement::RescueThread;
+        match self.policy.handler {
+            _ if rescue => {
+                self.obs.handler(self.now, c, v, 0);
+                self.hard(c, IrqPhase::Primary, self.costs.poll_check);
+            }
+            HandlerStyle::Threaded => {
+                // nvme_irq_check: only nvme_cqe_pending(), then IRQ_WAKE_THREAD.
+                self.obs.handler(self.now, c, v, 0);
+                self.hard(c, IrqPhase::Primary, self.costs.poll_check);
+            }
+            _ => {
+                let q = self.vectors[v].queue as usize;
+                self.queues[q].cq_locked = true;
+                self.reap_more(c);
+            }
+        }
+    }
+
+    /// nvme_poll_cq in the hardirq handler: reap what is visible, in steps, until the
+    /// phase tag says nothing is pending (or the irq_poll budget is spent).
+    fn reap_more(&mut self, c: usize) {
+        let v = self.cpus[c].irq.vector as usize;
+        let q = self.vectors[v].queue as usize;
+        let reaped = self.cpus[c].irq.reaped;
+        let budget_left = match self.policy.handler {
+            HandlerStyle::IrqPoll { budget, .. } => budget.saturating_sub(reaped),
+            _ => u32::MAX,
+        };
+        if budget_left > 0 && self.queues[q].qp.cqe_pending() {
+            let mut list = std::mem::take(&mut self.cpus[c].reaping);
+            let n = self.poll_queue(q, budget_left, &mut list);
+            self.cpus[c].reaping = list;
+            self.cpus[c].irq.reaped += n;
+            self.hard(c, IrqPhase::Reap, u64::from(n) * self.costs.cqe);
+            return;
+        }
+        self.obs.handler(self.now, c, v, reaped);
+        self.moderate(v, reaped);
+        self.gsim_hook(c, v);
+        if budget_left == 0
+            && self.queues[q].qp.cqe_pending()
+            && let Some(id) = self.vectors[v].iop
+        {
+            // Sagi's 2019 nvme irq_poll: disable_irq_nosync() + irq_poll_sched().
+            self.vectors[v].masked = true;
+            if self.cpus[c].irq_poll.sched(id).unwrap_or(false) {
+                self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
+            }
+        }
+        if reaped > 0 && self.cpus[c].irq.idt != POSTED_MSI_NOTIFICATION_VECTOR {
+            // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
+            // the doorbell leaving the CPU first.
+            self.queues[q].cq_locked = false;
+            let at = self.now + self.costs.cq_doorbell + self.costs.mmio_flight;
+            self.q.push(at, Event::CqDoorbell { queue: q as u32 });
+            let ns = self.costs.cq_doorbell + self.costs.eoi + self.costs.irq_exit;
+            self.hard(c, IrqPhase::Exit, ns);
+        } else if reaped > 0 {
+            self.hard(c, IrqPhase::Doorbell, self.costs.cq_doorbell);
+        } else {
+            self.queues[q].cq_locked = false;
+            self.vector_done(c);
+        }
+    }
+
+    /// apic_eoi() then irq_exit(): one step, nothing happens in between.
+    fn eoi_and_exit(&mut self, c: usize) {
+        let ns = self.costs.eoi + self.costs.irq_exit;
+        self.hard(c, IrqPhase::Exit, ns);
+    }
+
+    fn vector_done(&mut self, c: usize) {
+        if self.cpus[c].irq.idt == POSTED_MSI_NOTIFICATION_VECTOR {
+            self.dispatch_next(c);
+        } else {
+            self.eoi_and_exit(c);
+        }
+    }
+
+    /// One handle_pending_pir round of sysvec_posted_msi_notification.
+    fn pir_round(&mut self, c: usize) {
+        let cpu = &mut self.cpus[c];
+        let (Some(demux), Some(pi)) = (cpu.irq.demux.as_mut(), cpu.pi.as_ref()) else {
+            self.eoi_and_exit(c);
+            return;
+        };
+        match demux.next_round(pi) {
+            Some(snap) => {
+                let words = snap.words();
+                for (s, w) in cpu.pir_shadow.iter_mut().zip(words) {
+                    *s &= !w;
+                }
+                cpu.irq.snapshot = Some(snap);
+                cpu.irq.next_vec = 0;
+                self.hard(c, IrqPhase::PirRound, self.costs.pir_round);
+            }
+            // One apic_eoi() for the whole notification.
+            None => self.eoi_and_exit(c),
+        }
+    }
+
+    /// Calls the next vector's handler of the current PIR snapshot, ascending.
+    fn dispatch_next(&mut self, c: usize) {
+        let frame = &mut self.cpus[c].irq;
+        let from = frame.next_vec;
+        let next = frame
+            .snapshot
+            .as_ref()
+            .and_then(|s| s.vectors().find(|&x| u16::from(x) >= from));
+        match next {
+            Some(x) => {
+                frame.next_vec = u16::from(x) + 1;
+                let v = self.cpus[c].vec_of_idt[x as usize];
+                if v == u32::MAX {
+                    self.dispatch_next(c);
+                } else {
+                    self.start_vector(c, v as usize);
+                }
+            }
+            None => self.pir_round(c),
+        }
+    }
+
+    fn irq_exit(&mut self, c: usize) {
+        if self.policy.flood_detection {
+            self.cpus[c].flood.irq_exit(self.now);
+        }
+        if self.irr_pending(c) {
+            self.take_interrupt(c);
+            return;
+        }
+        if self.cpus[c].soft_active {
+            self.cpus[c].mode = Mode::SoftIrq;
+            let ns = self.cpus[c].soft_left;
+            self.step(c, ns.max(1), SliceKind::SoftIrq);
+            return;
+        }
+        // A ksoftirqd invocation in progress owns the softirqs (in_interrupt is false in
+        // the thread, but irq_exit_should_run sees the invocation and declines).
+        if self.cpus[c].softirq.irq_exit_should_run() {
+            let j = self.jiffies();
+            self.cpus[c].softirq.begin(j, SoftirqContext::IrqExit);
+            self.cpus[c].soft_active = true;
+            self.cpus[c].soft_phase = SoftPhase::Begin;
+            self.cpus[c].mode = Mode::SoftIrq;
+            let ns = self.costs.softirq;
+            self.step(c, ns.max(1), SliceKind::SoftIrq);
+            return;
+        }
+        self.resume(c);
+    }
+
+    // ---------------------------------------------------------------- softirq
+
+    #[inline]
+    fn jiffies(&self) -> u64 {
+        jiffies(self.now, self.costs.hz)
+    }
+
+    fn soft_step_done(&mut self, c: usize) {
+        match self.soft_next(c) {
+            Some(ns) => {
+                self.cpus[c].soft_left = ns;
+                if self.irr_pending(c) {
+                    self.take_interrupt(c);
+                } else {
+                    self.step(c, ns, SliceKind::SoftIrq);
+                }
+            }
+            None => {
+                self.cpus[c].soft_active = false;
+                self.cpus[c].soft_left = 0;
+                if self.policy.flood_detection {
+                    // irq_exit stores last_irq_end after invoke_softirq.
+                    self.cpus[c].flood.irq_exit(self.now);
+                }
+                if self.irr_pending(c) {
+                    self.take_interrupt(c);
+                } else {
+                    self.resume(c);
+                }
+            }
+        }
+    }
+
+    /// Finishes the softirq step that just ended and returns the next one's length, or
+    /// None when handle_softirqs is over (after waking ksoftirqd if a limit was hit).
+    pub(crate) fn soft_next(&mut self, c: usize) -> Option<u64> {
+        match self.cpus[c].soft_phase {
+            SoftPhase::Poll { vector, work } => {
+                let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+                let woke = self.complete_list(c, vector as usize, &mut list);
+                self.cpus[c].soft_reaping = list;
+                if woke > 0 {
+                    self.cpus[c].soft_phase = SoftPhase::Wakeups { vector, work };
+                    return Some(woke * self.costs.wakeup);
+                }
+                self.finish_poll(c, vector as usize, work);
+            }
+            SoftPhase::Wakeups { vector, work } => self.finish_poll(c, vector as usize, work),
+            SoftPhase::Begin => {}
+        }
+        self.cpus[c].soft_phase = SoftPhase::Begin;
+        loop {
+            let j = self.jiffies();
+            let cpu = &mut self.cpus[c];
+            // Inside the IRQ_POLL action: irq_poll_softirq's loop.
+            if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll(j) {
+                let v = cpu.iop_vector[id.0];
+                let q = self.vectors[v as usize].queue as usize;
+                let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+                let n = self.poll_queue(q, weight, &mut list);
+                self.cpus[c].soft_reaping = list;
+                self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
+                let db = if n > 0 { self.costs.cq_doorbell } else { 0 };
+                return Some(
+                    (self.costs.irq_poll_call + u64::from(n) * self.costs.cqe + db).max(1),
+                );
+            }
+            let cpu = &mut self.cpus[c];
+            if let Ok((rearm, _, _)) = cpu.irq_poll.finish()
+                && rearm
+            {
+                cpu.softirq.raise(SoftirqVec::IrqPoll);
+            }
+            let need_resched = cpu.need_resched || !cpu.runq.is_empty() && cpu.current.is_none();
+            match cpu.softirq.next(j, need_resched) {
+                SoftirqStep::Run(SoftirqVec::IrqPoll) => {
+                    let _ = cpu.irq_poll.start_softirq(j);
+                }
+                SoftirqStep::Run(_) => {}
+                SoftirqStep::Done => return None,
+                SoftirqStep::WakeKsoftirqd => {
+                    if self.measuring {
+                        self.cpus[c].stats.ksoftirqd_wakeups += 1;
+                    }
+                    let t = self.cpus[c].ksoftirqd as usize;
+                    if self.threads[t].state == TState::Blocked {
+                        self.wake_thread(t, Some(c));
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// The end of one irq_poll poll call: ring the doorbell for what it reaped, and if it
+    /// did less than its weight, irq_poll_complete() and enable_irq().
+    fn finish_poll(&mut self, c: usize, v: usize, work: u32) {
+        let q = self.vectors[v].queue as usize;
+        if work > 0 {
+            self.ring_cq_doorbell(q);
+        }
+        self.moderate(v, work);
+        let Some(id) = self.vectors[v].iop else {
+            return;
+        };
+        let weight = self.cpus[c].irq_poll.weight(id).unwrap_or(1);
+        let completed = work < weight;
+        let _ = self.cpus[c].irq_poll.poll_done(id, work, completed);
+        if completed {
+            self.unmask_vector(v);
+        }
+    }
+
+    // ---------------------------------------------------------------- reaping
+
+    /// nvme_poll_cq on queue `q` with a budget: pops visible CQEs (phase tags), frees their
+    /// tags, and appends the I/Os to `out`. Returns how many.
+    pub(crate) fn poll_queue(&mut self, q: usize, budget: u32, out: &mut Vec<u32>) -> u32 {
+        let queue = &mut self.queues[q];
+        let tags = &mut queue.tags;
+        let free = &mut queue.free_tags;
+        let n = queue.qp.poll_cq(budget, |cqe| {
+            let io = tags[cqe.command_id as usize];
+            free.push(cqe.command_id);
+            out.push(io);
+        });
+        queue.completions += u64::from(n);
+        n
+    }
+
+    /// Completes the reaped I/Os in `list` (blk_mq_end_request, event post, wake-up) on
+    /// CPU `c`, counting them on vector `v`. Returns how many wake-ups it made.
+    pub(crate) fn complete_list(&mut self, c: usize, v: usize, list: &mut Vec<u32>) -> u64 {
+        if v < self.vectors.len() {
+            if self.measuring {
+                self.vectors[v].completions += list.len() as u64;
+            }
+            if self.vectors[v].moderator.is_some() {
+                let bytes: u64 = list
+                    .iter()
+                    .map(|&io| self.jobs[self.ios[io as usize].job as usize].bs)
+                    .sum();
+                self.vectors[v].bytes_since += bytes;
+            }
+        }
+        let mut woke = 0;
+        for &io in list.iter() {
+            if self.complete_io(io as usize, c) {
+                woke += 1;
+            }
+        }
+        list.clear();
+        woke
+    }
+
+    /// The CQ head doorbell MMIO write leaves the CPU; the device sees it after the flight.
+    pub(crate) fn ring_cq_doorbell(&mut self, q: usize) {
+        let at = self.now + self.costs.mmio_flight;
+        self.q.push(at, Event::CqDoorbell { queue: q as u32 });
+    }
+
+    // ---------------------------------------------------------------- tick
+
+    pub(crate) fn tick(&mut self, c: usize) {
+        if !self.draining {
+            let next = self.now + self.costs.tick_period;
+            self.q.push(next, Event::Tick { cpu: c as u32 });
+        }
+        // NOHZ idle: an idle CPU's tick is stopped.
+        if self.cpus[c].mode == Mode::Idle {
+            return;
+        }
+        self.cpus[c].tick_due = self.now;
+        self.notify(c, LOCAL_TIMER_VECTOR);
+    }
+
+    /// scheduler_tick: a thread that used its slice yields to a waiting one.
+    fn tick_work(&mut self, c: usize) {
+        let cpu = &mut self.cpus[c];
+        if cpu.current.is_some()
+            && !cpu.runq.is_empty()
+            && self.now - cpu.slice_start >= self.costs.slice
+        {
+            cpu.need_resched = true;
+        }
+    }
+
+    pub(crate) fn thread_timer(&mut self, t: usize, epoch: u32) {
+        let th = &self.threads[t];
+        if th.timer_gen != epoch || th.state != TState::Blocked {
+            return;
+        }
+        let c = th.cpu as usize;
+        self.cpus[c].hrtimer_wake.push(t as u32);
+        self.notify(c, HRTIMER_VECTOR);
+    }
+
+    // ---------------------------------------------------------------- scheduler
+
+    /// Makes thread `t` runnable; `from` is the CPU whose context wakes it (None at start).
+    pub(crate) fn wake_thread(&mut self, t: usize, from: Option<usize>) {
+        let th = &mut self.threads[t];
+        if th.state == TState::Runnable || th.state == TState::Running {
+            return;
+        }
+        th.state = TState::Runnable;
+        let c = th.cpu as usize;
+        let fifo = th.fifo;
+        let cpu = &mut self.cpus[c];
+        if fifo {
+            cpu.runq.push_front(t as u32);
+            cpu.need_resched = true;
+        } else {
+            cpu.runq.push_back(t as u32);
+        }
+        match (cpu.mode, from) {
+            (Mode::Idle, None) => self.resume(c),
+            (Mode::Idle, Some(f)) if f != c => self.send_resched_ipi(c),
+            (Mode::Thread, Some(f)) if f != c && fifo => self.send_resched_ipi(c),
+            _ => {}
+        }
+    }
+
+    fn send_resched_ipi(&mut self, c: usize) {
+        if self.cpus[c].ipi_inflight {
+            return;
+        }
+        self.cpus[c].ipi_inflight = true;
+        let at = self.now + self.costs.ipi;
+        self.q.push(
+            at,
+            Event::Notify {
+                cpu: c as u32,
+                vec: RESCHEDULE_VECTOR,
+            },
+        );
+    }
+
+    /// Back from interrupt context: pending interrupts first, then the scheduler.
+    pub(crate) fn resume(&mut self, c: usize) {
+        if self.irr_pending(c) {
+            self.take_interrupt(c);
+            return;
+        }
+        let cpu = &mut self.cpus[c];
+        if let Some(t) = cpu.current {
+            let th = &self.threads[t as usize];
+            if th.state == TState::Running {
+                let front_fifo = cpu
+                    .runq
+                    .front()
+                    .is_some_and(|&n| self.threads[n as usize].fifo);
+                let preempt = cpu.need_resched
+                    && !cpu.runq.is_empty()
+                    && !th.fifo
+                    && (front_fifo || self.now - cpu.slice_start >= self.costs.slice);
+                if !preempt {
+                    cpu.need_resched = false;
+                    cpu.mode = Mode::Thread;
+                    self.run_thread(c, t as usize);
+                    return;
+                }
+                // Involuntary switch: back to the run queue's tail.
+                self.threads[t as usize].state = TState::Runnable;
+                cpu.runq.push_back(t);
+                if let ThreadKind::Job(j) = self.threads[t as usize].kind
+                    && self.measuring
+                {
+                    self.jobs[j as usize].ctx += 1;
+                }
+            }
+            self.cpus[c].current = None;
+        }
+        self.cpus[c].need_resched = false;
+        self.switch_to_next(c);
+    }
+
+    fn switch_to_next(&mut self, c: usize) {
+        let cpu = &mut self.cpus[c];
+        match cpu.runq.pop_front() {
+            Some(n) => {
+                cpu.current = Some(n);
+                cpu.mode = Mode::Switch;
+                cpu.slice_start = self.now;
+                if self.measuring {
+                    cpu.stats.ctx_switches += 1;
+                }
+                self.threads[n as usize].state = TState::Running;
+                let ns = self.costs.ctx_switch.max(1);
+                let kind = match self.threads[n as usize].kind {
+                    ThreadKind::Job(_) => SliceKind::Sys,
+                    ThreadKind::Ksoftirqd(_) => SliceKind::Ksoftirqd,
+                    ThreadKind::IrqThread(_) => SliceKind::IrqThread,
+                };
+                self.step(c, ns, kind);
+            }
+            None => {
+                cpu.current = None;
+                cpu.mode = Mode::Idle;
+                self.set_kind(c, SliceKind::Idle);
+            }
+        }
+    }
+
+    /// Gives CPU `c` to its current thread `t`: resume an interrupted step, keep
+    /// spinning, or ask the thread what to do next.
+    fn run_thread(&mut self, c: usize, t: usize) {
+        self.cpus[c].mode = Mode::Thread;
+        let th = &mut self.threads[t];
+        if th.left > 0 {
+            let (ns, kind) = (th.left, th.step_kind);
+            th.left = 0;
+            self.step(c, ns, kind);
+        } else if th.spinning {
+            self.spin_check(c, t);
+        } else {
+            self.advance_thread(c, t);
+        }
+    }
+
+    fn advance_thread(&mut self, c: usize, t: usize) {
+        let next = match self.threads[t].kind {
+            ThreadKind::Job(j) => self.job_advance(c, j as usize),
+            ThreadKind::Ksoftirqd(_) => self.ksoftirqd_advance(c),
+            ThreadKind::IrqThread(v) => self.irq_thread_advance(c, t, v as usize),
+        };
+        match next {
+            ThreadStep::Run { ns, kind } => {
+                self.threads[t].step_kind = kind;
+                self.step(c, ns.max(1), kind);
+            }
+            ThreadStep::Spin => {
+                self.threads[t].spinning = true;
+                self.spin_check(c, t);
+            }
+            ThreadStep::Block | ThreadStep::Sleep { .. } => {
+                if let ThreadStep::Sleep { ns } = next {
+                    let th = &mut self.threads[t];
+                    th.timer_gen = th.timer_gen.wrapping_add(1);
+                    let epoch = th.timer_gen;
+                    self.q.push(
+                        self.now + ns,
+                        Event::ThreadTimer {
+                            thread: t as u32,
+                            epoch,
+                        },
+                    );
+                }
+                self.threads[t].state = TState::Blocked;
+                if let ThreadKind::Job(j) = self.threads[t].kind
+                    && self.measuring
+                {
+                    self.jobs[j as usize].ctx += 1;
+                }
+                self.cpus[c].current = None;
+                self.resume(c);
+            }
+            ThreadStep::Yield => {
+                self.threads[t].state = TState::Runnable;
+                self.cpus[c].runq.push_back(t as u32);
+                self.cpus[c].current = None;
+                self.resume(c);
+            }
+            ThreadStep::Exit => {
+                self.threads[t].state = TState::Exited;
+                self.cpus[c].current = None;
+                self.resume(c);
+            }
+        }
+    }
+
+    /// GSIM's hook in handle_irq_event: after the handler, maybe disable the IRQ until the
+    /// CPU's moderation timer fires.
+    fn gsim_hook(&mut self, c: usize, v: usize) {
+        if self.gsim.is_none() {
+            return;
+        }
+        self.account(c);
+        let hardirq_total = self.cpus[c].hardirq_total;
+        let (Some(global), Some(g)) = (self.gsim.as_mut(), self.cpus[c].gsim.as_mut()) else {
+            return;
+        };
+        let now = self.now;
+        let before = g.timer_deadline();
+        if g.hook(global, now, hardirq_total, v as u32) {
+            self.vectors[v].masked = true;
+        }
+        let after = g.timer_deadline();
+        if after != before
+            && let Some(at) = after
+        {
+            self.arm_gsim_timer(c, at);
+        }
+    }
+
+    fn arm_gsim_timer(&mut self, c: usize, at: u64) {
+        let cpu = &mut self.cpus[c];
+        cpu.gsim_epoch = cpu.gsim_epoch.wrapping_add(1);
+        let epoch = cpu.gsim_epoch;
+        self.q.push(
+            at.max(self.now),
+            Event::GsimTimer {
+                cpu: c as u32,
+                epoch,
+            },
+        );
+    }
+
+    /// GSIM's hrtimer: re-enable the listed IRQs, replaying those that arrived meanwhile.
+    /// (Its own few hundred ns of hardirq time are not charged.)
+    pub(crate) fn gsim_timer(&mut self, c: usize, epoch: u32) {
+        if self.cpus[c].gsim_epoch != epoch {
+            return;
+        }
+        let now = self.now;
+        let Some(g) = self.cpus[c].gsim.as_mut() else {
+            return;
+        };
+        match g.timer_expired(now) {
+            GsimExpiry::Enable(released) => {
+                for r in released {
+                    self.unmask_vector(r.irq as usize);
+                }
+            }
+            GsimExpiry::RunHandlers { rearm_at, .. } => self.arm_gsim_timer(c, rearm_at),
+        }
+    }
+
+    /// A spinning poller: look at the queue after one poll iteration if a CQE is there;
+    /// otherwise burn sys time until one is posted (the device pokes the spinners).
+    fn spin_check(&mut self, c: usize, t: usize) {
+        let found = match self.threads[t].kind {
+            ThreadKind::Job(j) => self.jobs[j as usize]
+                .queues
+                .iter()
+                .any(|&q| self.queues[q as usize].qp.cqe_pending()),
+            _ => true,
+        };
+        if found {
+            let ns = self.costs.poll_check;
+            self.step(c, ns, SliceKind::Sys);
+        } else {
+            self.cancel_step(c);
+            self.set_kind(c, SliceKind::Sys);
+        }
+    }
+
+    /// A CQE was posted on queue `q`: spinning pollers notice it one poll later.
+    pub(crate) fn poke_spinners(&mut self, q: usize) {
+        for i in 0..self.queues[q].spinners.len() {
+            let t = self.queues[q].spinners[i] as usize;
+            let th = &self.threads[t];
+            let c = th.cpu as usize;
+            if th.spinning
+                && th.state == TState::Running
+                && self.cpus[c].current == Some(t as u32)
+                && self.cpus[c].mode == Mode::Thread
+                && !self.cpus[c].stepping
+            {
+                let ns = self.costs.poll_check;
+                self.step(c, ns, SliceKind::Sys);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- kernel threads
+
+    /// run_ksoftirqd: handle_softirqs(true) while work is pending, then sleep.
+    fn ksoftirqd_advance(&mut self, c: usize) -> ThreadStep {
+        let cpu = &mut self.cpus[c];
+        let in_invocation = cpu.softirq.in_softirq() && !cpu.soft_active;
+        if in_invocation {
+            if let Some(ns) = self.soft_next(c) {
+                return ThreadStep::Run {
+                    ns,
+                    kind: SliceKind::Ksoftirqd,
+                };
+            }
+            // The invocation ended; cond_resched() before looking again.
+            if self.cpus[c].softirq.ksoftirqd_should_run() {
+                return ThreadStep::Yield;
+            }
+            return ThreadStep::Block;
+        }
+        if cpu.softirq.ksoftirqd_should_run() {
+            let j = self.jiffies();
+            let cpu = &mut self.cpus[c];
+            cpu.softirq.begin(j, SoftirqContext::Ksoftirqd);
+            cpu.soft_phase = SoftPhase::Begin;
+            return ThreadStep::Run {
+                ns: self.costs.softirq.max(1),
+                kind: SliceKind::Ksoftirqd,
+            };
+        }
+        ThreadStep::Block
+    }
+
+    /// irq_thread: while RUNTHREAD is set, run nvme_irq as the thread function (reap
+    /// every pending CQE, ring the CQ doorbell once), then sleep.
+    fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
+        let q = self.vectors[v].queue as usize;
+        if !self.threads[t].reaping.is_empty() {
+            let mut list = std::mem::take(&mut self.threads[t].reaping);
+            let woke = self.complete_list(c, v, &mut list);
+            self.threads[t].reaping = list;
+            if woke > 0 {
+                return ThreadStep::Run {
+                    ns: woke * self.costs.wakeup,
+                    kind: SliceKind::IrqThread,
+                };
+            }
+        }
+        if self.vectors[v].thread_pending {
+            // irq_thread(): test_and_clear IRQTF_RUNTHREAD, then irq_thread_fn.
+            self.vectors[v].thread_pending = false;
+            return ThreadStep::Run {
+                ns: self.costs.irq_thread,
+                kind: SliceKind::IrqThread,
+            };
+        }
+        if self.queues[q].qp.cqe_pending() {
+            let mut list = std::mem::take(&mut self.threads[t].reaping);
+            let n = self.poll_queue(q, u32::MAX, &mut list);
+            self.threads[t].reaping = list;
+            self.threads[t].wakeups += n;
+            return ThreadStep::Run {
+                ns: u64::from(n) * self.costs.cqe,
+                kind: SliceKind::IrqThread,
+            };
+        }
+        if self.threads[t].wakeups > 0 {
+            self.threads[t].wakeups = 0;
+            self.ring_cq_doorbell(q);
+            return ThreadStep::Run {
+                ns: self.costs.cq_doorbell,
+                kind: SliceKind::IrqThread,
+            };
+        }
+        ThreadStep::Block
+    }
+}

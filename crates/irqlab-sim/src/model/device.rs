@@ -1,0 +1,302 @@
+//! The device side: NVMe controller (SQ fetch, internal parallelism, media service), its
+//! per-vector interrupt policy (core `DeviceIrq` coalescing and the `VectorGate` rule of
+//! one outstanding message until the CQ head doorbell), the root port's ordered FIFO of
+//! posted writes, and the IOMMU's remapped or posted handling of each MSI.
+
+use super::state::*;
+use crate::engine::Event;
+use crate::observer::Observer;
+use irqlab_core::nvme::{CoalesceParams, Hint, IrqDecision};
+
+impl<O: Observer> Sim<'_, O> {
+    /// The controller fetched `count` SQEs of queue `q`.
+    pub(crate) fn sq_fetched(&mut self, q: usize, count: u32) {
+        let d = self.queues[q].device as usize;
+        for _ in 0..count {
+            let Some(sqe) = self.queues[q].qp.fetch() else {
+                break;
+            };
+            let io = self.queues[q].tags[sqe.command_id as usize];
+            let dev = &mut self.devices[d];
+            if dev.busy < dev.servers {
+                self.start_service(d, io);
+            } else {
+                dev.waiting.push_back(io);
+            }
+        }
+    }
+
+    /// One of the device's internal servers takes command `io`.
+    fn start_service(&mut self, d: usize, io: u32) {
+        let dev = &mut self.devices[d];
+        dev.busy += 1;
+        let t = if self.ios[io as usize].read {
+            dev.read_time.draw(&mut dev.rng)
+        } else {
+            dev.write_time.draw(&mut dev.rng)
+        };
+        self.q.push(self.now + t, Event::ServiceDone { io });
+    }
+
+    /// Media service of `io` ended: its data and CQE go to the root port, then the
+    /// device decides about the vector's message.
+    pub(crate) fn service_done(&mut self, io: u32) {
+        let Io { queue, hints, .. } = self.ios[io as usize];
+        let q = queue as usize;
+        let d = self.queues[q].device as usize;
+        self.devices[d].busy -= 1;
+        if let Some(next) = self.devices[d].waiting.pop_front() {
+            self.start_service(d, next);
+        }
+        self.queues[q].cqes_in_flight += 1;
+        let port = self.devices[d].port as usize;
+        self.port_push(port, PortItem::Completion { io });
+        let Some(v) = self.queues[q].vector else {
+            return;
+        };
+        let v = v as usize;
+        if self.vectors[v].masked {
+            // MSI-X masked (disable_irq_nosync): the pending bit remembers it.
+            self.vectors[v].mask_pending = true;
+            self.vectors[v].withheld += 1;
+            return;
+        }
+        let now = self.now;
+        match self.vectors[v]
+            .irq
+            .on_completion(now, Hint::from_sqe_hints(hints))
+        {
+            IrqDecision::Fire(_) => self.gate_raise(v),
+            IrqDecision::ArmTimer { deadline_ns } => {
+                self.count_coalesced(v);
+                let vec = &mut self.vectors[v];
+                vec.timer_gen = vec.timer_gen.wrapping_add(1);
+                let epoch = vec.timer_gen;
+                self.q.push(
+                    deadline_ns.max(now),
+                    Event::CoalesceTimer {
+                        vector: v as u32,
+                        epoch,
+                    },
+                );
+            }
+            IrqDecision::Hold => self.count_coalesced(v),
+        }
+    }
+
+    fn count_coalesced(&mut self, v: usize) {
+        if self.measuring {
+            self.vectors[v].device_coalesced += 1;
+        }
+    }
+
+    /// The aggregation time of a vector ran out.
+    pub(crate) fn coalesce_timer(&mut self, v: usize, epoch: u32) {
+        if self.vectors[v].timer_gen != epoch {
+            return;
+        }
+        let now = self.now;
+        if self.vectors[v].irq.on_timer(now).is_some() {
+            if self.vectors[v].masked {
+                self.vectors[v].mask_pending = true;
+            } else {
+                self.gate_raise(v);
+            }
+        }
+    }
+
+    /// The device wants to signal vector `v`: one message unless one is outstanding.
+    fn gate_raise(&mut self, v: usize) {
+        let q = self.vectors[v].queue as usize;
+        let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
+        if self.vectors[v].gate.raise(unacked) {
+            self.send_msi(v);
+        } else {
+            self.vectors[v].withheld += 1;
+        }
+    }
+
+    fn send_msi(&mut self, v: usize) {
+        self.vectors[v].messages += 1;
+        self.obs.message(self.now, v);
+        let q = self.vectors[v].queue as usize;
+        let port = self.devices[self.queues[q].device as usize].port as usize;
+        self.port_push(
+            port,
+            PortItem::Msi {
+                vector: v as u32,
+                notify: false,
+            },
+        );
+    }
+
+    /// The CQ head doorbell reached the controller: the vector's message is serviced;
+    /// entries still unacknowledged (in the CQ or on their way) raise a new one.
+    pub(crate) fn cq_doorbell_arrives(&mut self, q: usize) {
+        let Some(v) = self.queues[q].vector else {
+            return;
+        };
+        let v = v as usize;
+        let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
+        if self.vectors[v].gate.on_cq_doorbell(unacked) {
+            self.send_msi(v);
+        }
+    }
+
+    /// enable_irq() after irq_poll: an MSI that arrived while masked is sent now.
+    pub(crate) fn unmask_vector(&mut self, v: usize) {
+        let vec = &mut self.vectors[v];
+        vec.masked = false;
+        let q = vec.queue as usize;
+        let pending = std::mem::take(&mut vec.mask_pending);
+        if pending || self.queues[q].qp.cqe_pending() {
+            self.gate_raise(v);
+        }
+    }
+
+    /// One interrupt or poll round of vector `v` reaped `n` CQEs: feed its moderator
+    /// (net_dim from the NAPI-like poll, rdma_dim from ib_poll_handler).
+    pub(crate) fn moderate(&mut self, v: usize, n: u32) {
+        let now = self.now;
+        let vec = &mut self.vectors[v];
+        let Some(m) = vec.moderator.as_mut() else {
+            return;
+        };
+        let bytes = std::mem::take(&mut vec.bytes_since);
+        if m.on_event(now, n, bytes).is_some() {
+            // schedule_work(&dim->work): the level reaches the device later.
+            let at = now + self.costs.moderation_program;
+            self.q
+                .push(at, Event::ModeratorProgram { vector: v as u32 });
+        }
+    }
+
+    /// The moderator's work item programs the level it chose, then acknowledges.
+    pub(crate) fn moderator_program(&mut self, v: usize) {
+        let now = self.now;
+        let Some(m) = self.vectors[v].moderator.as_mut() else {
+            return;
+        };
+        let p = m.profile();
+        let level = m.level();
+        let params = CoalesceParams::from_usec_count(u32::from(p.usec), u32::from(p.count));
+        let decision = self.vectors[v].irq.program(params, now);
+        if let Some(m) = self.vectors[v].moderator.as_mut() {
+            m.ack();
+        }
+        self.obs.counter(now, "moderation_level", v, level as f64);
+        match decision {
+            IrqDecision::Fire(_) => {
+                if self.vectors[v].masked {
+                    self.vectors[v].mask_pending = true;
+                } else {
+                    self.gate_raise(v);
+                }
+            }
+            IrqDecision::ArmTimer { deadline_ns } => {
+                let vec = &mut self.vectors[v];
+                vec.timer_gen = vec.timer_gen.wrapping_add(1);
+                let epoch = vec.timer_gen;
+                self.q.push(
+                    deadline_ns.max(now),
+                    Event::CoalesceTimer {
+                        vector: v as u32,
+                        epoch,
+                    },
+                );
+            }
+            IrqDecision::Hold => {}
+        }
+    }
+
+    // ---------------------------------------------------------------- root port
+
+    fn port_push(&mut self, p: usize, item: PortItem) {
+        self.ports[p].fifo.push_back(item);
+        if !self.ports[p].busy {
+            self.port_start(p);
+        }
+    }
+
+    /// The write at the head of the FIFO starts; an MSI holds the port while the IOMMU
+    /// handles it (remap and notify, or the posted PIR update and maybe a notify).
+    fn port_start(&mut self, p: usize) {
+        let Some(&item) = self.ports[p].fifo.front() else {
+            return;
+        };
+        let port = &self.ports[p];
+        let dur = match item {
+            PortItem::Completion { io } => {
+                let rec = self.ios[io as usize];
+                let d = self.queues[rec.queue as usize].device as usize;
+                let tr = self.costs.dma_translate;
+                let bytes = |n: u64| (n as f64 / port.bytes_per_ns) as u64;
+                let data = if rec.read {
+                    port.write_ns + bytes(self.jobs[rec.job as usize].bs) + tr
+                } else {
+                    0
+                };
+                data + port.write_ns + bytes(self.devices[d].cqe_bytes) + tr
+            }
+            PortItem::Msi { vector, .. } => {
+                let v = vector as usize;
+                let base = port.msi_ns + self.costs.remap;
+                if self.posted {
+                    let c = self.vectors[v].cpu as usize;
+                    let idt = self.vectors[v].idt;
+                    let cpu = &mut self.cpus[c];
+                    let (w, b) = ((idt / 64) as usize, 1u64 << (idt % 64));
+                    if cpu.pir_shadow[w] & b != 0 {
+                        self.vectors[v].merged += 1;
+                    }
+                    cpu.pir_shadow[w] |= b;
+                    let notify = cpu.pi.as_ref().is_some_and(|pi| pi.post(idt as u8));
+                    if let Some(PortItem::Msi { notify: n, .. }) = self.ports[p].fifo.front_mut() {
+                        *n = notify;
+                    }
+                    base + self.costs.post + if notify { self.costs.notify } else { 0 }
+                } else {
+                    base + self.costs.notify
+                }
+            }
+        };
+        self.ports[p].busy = true;
+        self.q
+            .push(self.now + dur.max(1), Event::PortDone { port: p as u32 });
+    }
+
+    pub(crate) fn port_done(&mut self, p: usize) {
+        let item = self.ports[p].fifo.pop_front();
+        self.ports[p].busy = false;
+        match item {
+            Some(PortItem::Completion { io }) => {
+                let Io { queue, tag, .. } = self.ios[io as usize];
+                let q = queue as usize;
+                self.queues[q].cqes_in_flight -= 1;
+                // The CQE lands in host memory with the current phase tag.
+                let posted = self.queues[q].qp.complete(tag, 0, 0);
+                debug_assert!(posted.is_ok(), "CQ overflow: the depth check failed");
+                self.totals.cqes_posted += 1;
+                if !self.queues[q].spinners.is_empty() {
+                    self.poke_spinners(q);
+                }
+            }
+            Some(PortItem::Msi { vector, notify }) => {
+                let v = vector as usize;
+                let c = self.vectors[v].cpu as usize;
+                if !self.posted {
+                    self.obs.notification(self.now, c, false);
+                    let idt = self.vectors[v].idt;
+                    self.notify(c, idt);
+                } else if notify {
+                    self.obs.notification(self.now, c, true);
+                    self.notify(c, POSTED_MSI_NOTIFICATION_VECTOR);
+                }
+            }
+            None => {}
+        }
+        if !self.ports[p].fifo.is_empty() {
+            self.port_start(p);
+        }
+    }
+}

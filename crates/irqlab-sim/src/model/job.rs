@@ -1,0 +1,373 @@
+//! The fio job thread: fill the queue to iodepth in batches of iodepth_batch_submit,
+//! then reap at least iodepth_batch_complete_min (1 when it is 0 and the queue is full)
+//! and at most iodepth_batch_complete_max, as fio's do_io / wait_for_completions do.
+//! Interrupt-driven jobs sleep until enough completions are posted (aio read_events,
+//! io_cqring_wait); polled jobs (hipri) spin on their completion queues, hybrid ones
+//! first sleep half the fastest completion time seen.
+
+use super::state::*;
+use crate::engine::Event;
+use crate::observer::{Observer, SliceKind};
+use irqlab_core::nvme::{SQE_HINT_BARRIER, Sqe};
+use irqlab_fio::IoEngine;
+
+/// fio's io_u_mark_depth buckets: 1, 2, 4, 8, 16, 32, >=64.
+fn depth_bucket(depth: u32) -> usize {
+    match depth {
+        0..=1 => 0,
+        2 => 1,
+        3..=4 => 2,
+        5..=8 => 3,
+        9..=16 => 4,
+        17..=32 => 5,
+        _ => 6,
+    }
+}
+
+impl<O: Observer> Sim<'_, O> {
+    fn engine_costs(&self, j: usize) -> (u64, u64, u64, u64) {
+        let e = &self.engine;
+        let c = match self.jobs[j].engine {
+            IoEngine::Libaio => &e.libaio,
+            IoEngine::IoUring => &e.io_uring,
+            IoEngine::Pvsync2 | IoEngine::Psync => &e.pvsync2,
+        };
+        (
+            c.submit_call_ns,
+            c.submit_io_ns,
+            c.reap_call_ns,
+            c.reap_io_ns,
+        )
+    }
+
+    /// The job's thread finished its step on CPU `c`: what next?
+    pub(crate) fn job_advance(&mut self, c: usize, j: usize) -> ThreadStep {
+        let (submit_call, submit_io, reap_call, reap_io) = self.engine_costs(j);
+        loop {
+            match self.jobs[j].phase {
+                JobPhase::Start => {
+                    if let Some(step) = self.decide(j, reap_call) {
+                        return step;
+                    }
+                }
+                JobPhase::Usr { k } => {
+                    self.jobs[j].phase = JobPhase::Submit { k };
+                    let ns = submit_call + u64::from(k) * submit_io + self.costs.sq_doorbell;
+                    return ThreadStep::Run {
+                        ns,
+                        kind: SliceKind::Sys,
+                    };
+                }
+                JobPhase::Submit { k } => {
+                    self.submit_batch(j, k);
+                    if self.policy.reap_after_submit && !self.jobs[j].polled {
+                        let n = self.reap_after_submit(c, j);
+                        if n > 0 {
+                            self.jobs[j].phase = JobPhase::SubmitReap;
+                            let ns = u64::from(n) * self.costs.cqe + self.costs.cq_doorbell;
+                            return ThreadStep::Run {
+                                ns,
+                                kind: SliceKind::Sys,
+                            };
+                        }
+                    }
+                    if let Some(step) = self.decide(j, reap_call) {
+                        return step;
+                    }
+                }
+                JobPhase::SubmitReap => {
+                    let woke = self.finish_thread_reap(c, j);
+                    if woke > 0 {
+                        // The waker's cost of the wake-ups it did for other jobs.
+                        self.jobs[j].phase = JobPhase::Start;
+                        return ThreadStep::Run {
+                            ns: woke * self.costs.wakeup,
+                            kind: SliceKind::Sys,
+                        };
+                    }
+                    if let Some(step) = self.decide(j, reap_call) {
+                        return step;
+                    }
+                }
+                JobPhase::ReapCall | JobPhase::Wait => {
+                    let job = &mut self.jobs[j];
+                    let ready = job.ready.len() as u32;
+                    if ready >= job.waiting_for {
+                        let n = ready.min(job.complete_max).max(1);
+                        job.phase = JobPhase::Collect { n };
+                        job.waiting_for = 0;
+                        let ns = u64::from(n) * reap_io;
+                        if ns > 0 {
+                            return ThreadStep::Run {
+                                ns,
+                                kind: SliceKind::Sys,
+                            };
+                        }
+                    } else if job.polled {
+                        if job.hybrid && !job.slept && job.hybrid_min != u64::MAX {
+                            // io_uring hybrid IOPOLL: sleep half the fastest completion.
+                            job.slept = true;
+                            let wake_at = job.last_submit + job.hybrid_min / 2;
+                            if wake_at > self.now + self.costs.hrtimer {
+                                job.phase = JobPhase::HybridSleep;
+                                return ThreadStep::Sleep {
+                                    ns: wake_at - self.now,
+                                };
+                            }
+                        }
+                        job.phase = JobPhase::Poll;
+                    } else {
+                        job.phase = JobPhase::Wait;
+                        return ThreadStep::Block;
+                    }
+                }
+                JobPhase::HybridSleep => {
+                    self.jobs[j].phase = JobPhase::Poll;
+                }
+                JobPhase::Collect { n } => {
+                    self.collect(j, n);
+                    if let Some(step) = self.decide(j, reap_call) {
+                        return step;
+                    }
+                }
+                JobPhase::Poll => {
+                    let mut list =
+                        std::mem::take(&mut self.threads[self.jobs[j].thread as usize].reaping);
+                    let mut n = 0;
+                    for i in 0..self.jobs[j].queues.len() {
+                        let q = self.jobs[j].queues[i] as usize;
+                        if self.queues[q].qp.cqe_pending() {
+                            n += self.poll_queue(q, u32::MAX, &mut list);
+                            self.ring_cq_doorbell(q);
+                        }
+                    }
+                    self.threads[self.jobs[j].thread as usize].reaping = list;
+                    if n == 0 {
+                        return ThreadStep::Spin;
+                    }
+                    self.jobs[j].phase = JobPhase::PollReap;
+                    return ThreadStep::Run {
+                        ns: u64::from(n) * self.costs.cqe + self.costs.cq_doorbell,
+                        kind: SliceKind::Sys,
+                    };
+                }
+                JobPhase::PollReap => {
+                    self.finish_thread_reap(c, j);
+                    let job = &mut self.jobs[j];
+                    job.phase = if job.ready.len() as u32 >= job.waiting_for {
+                        JobPhase::ReapCall
+                    } else {
+                        JobPhase::Poll
+                    };
+                }
+                JobPhase::Done => return ThreadStep::Exit,
+            }
+        }
+    }
+
+    /// The top of fio's loop: stop, submit a batch, or reap.
+    fn decide(&mut self, j: usize, reap_call: u64) -> Option<ThreadStep> {
+        let now = self.now;
+        let job = &mut self.jobs[j];
+        let limit_left = job.io_limit.map(|l| l.saturating_sub(job.issued));
+        let stopping = job.end.is_some_and(|e| now >= e) || limit_left == Some(0);
+        if stopping {
+            if job.outstanding == 0 {
+                job.phase = JobPhase::Done;
+                job.finished_at = now;
+                self.jobs_live -= 1;
+                return Some(ThreadStep::Exit);
+            }
+            job.waiting_for = job.outstanding;
+        } else if job.outstanding < job.iodepth {
+            let mut k = job.batch_submit.min(job.iodepth - job.outstanding);
+            if let Some(left) = limit_left {
+                k = k.min(left.min(u64::from(u32::MAX)) as u32);
+            }
+            job.batch_start = now;
+            job.phase = JobPhase::Usr { k };
+            let ns = u64::from(k) * self.costs.usr_io;
+            return Some(ThreadStep::Run {
+                ns: ns.max(1),
+                kind: SliceKind::Usr,
+            });
+        } else {
+            // wait_for_completions(): a full queue must reap at least one.
+            job.waiting_for = if job.complete_min == 0 {
+                1
+            } else {
+                job.complete_min.min(job.outstanding)
+            };
+        }
+        job.phase = JobPhase::ReapCall;
+        job.slept = false;
+        if reap_call > 0 {
+            return Some(ThreadStep::Run {
+                ns: reap_call,
+                kind: SliceKind::Sys,
+            });
+        }
+        None
+    }
+
+    /// The submit call ends: the SQEs are in the SQ and the doorbell is written
+    /// (bd->last), so the controller fetches them after the MMIO flight.
+    fn submit_batch(&mut self, j: usize, k: u32) {
+        let now = self.now;
+        let mut touched: [(u32, u32); 4] = [(u32::MAX, 0); 4];
+        for i in 0..k {
+            let job = &mut self.jobs[j];
+            let q = job.queues[job.next_file];
+            job.next_file = (job.next_file + 1) % job.queues.len();
+            let next_q = job.queues[job.next_file];
+            let read = job.rng.below(100) < u64::from(job.read_pct);
+            let last = i + 1 == k || next_q != q;
+            let hints = if last { SQE_HINT_BARRIER } else { 0 };
+            let start = job.batch_start;
+            let queue = &mut self.queues[q as usize];
+            let Some(tag) = queue.free_tags.pop() else {
+                debug_assert!(false, "no free tag: the depth check failed");
+                continue;
+            };
+            let io = match self.free_ios.pop() {
+                Some(io) => io,
+                None => {
+                    self.ios.push(Io::default());
+                    self.ios.len() as u32 - 1
+                }
+            };
+            self.ios[io as usize] = Io {
+                job: j as u32,
+                queue: q,
+                tag,
+                read,
+                hints,
+                start,
+                submitted: now,
+            };
+            queue.tags[tag as usize] = io;
+            let _ = queue.qp.submit(
+                Sqe {
+                    command_id: tag,
+                    opcode: if read { 2 } else { 1 },
+                    hints,
+                    data: io,
+                },
+                last,
+            );
+            if let Some(slot) = touched.iter_mut().find(|s| s.0 == q || s.0 == u32::MAX) {
+                slot.0 = q;
+                slot.1 += 1;
+            } else {
+                self.schedule_fetch(q, 1);
+            }
+        }
+        for &(q, n) in touched.iter().filter(|s| s.0 != u32::MAX) {
+            self.schedule_fetch(q, n);
+        }
+        let job = &mut self.jobs[j];
+        job.outstanding += k;
+        job.issued += u64::from(k);
+        job.last_submit = now;
+        self.totals.submitted += u64::from(k);
+        if self.measuring {
+            job.depth_level[depth_bucket(job.outstanding)] += u64::from(k);
+        }
+    }
+
+    fn schedule_fetch(&mut self, q: u32, count: u32) {
+        let d = self.queues[q as usize].device as usize;
+        let at = self.now + self.costs.mmio_flight + self.devices[d].fetch_ns;
+        self.q.push(at, Event::SqFetched { queue: q, count });
+    }
+
+    /// Ming Lei's 2019 patch: after bd->last on a queue shared by several CPUs,
+    /// spin_trylock the CQ lock and reap what is there. Returns the CQEs taken.
+    fn reap_after_submit(&mut self, _c: usize, j: usize) -> u32 {
+        let t = self.jobs[j].thread as usize;
+        let mut list = std::mem::take(&mut self.threads[t].reaping);
+        let mut n = 0;
+        for i in 0..self.jobs[j].queues.len() {
+            let q = self.jobs[j].queues[i] as usize;
+            let queue = &self.queues[q];
+            if !queue.shared || queue.cq_locked || !queue.qp.cqe_pending() {
+                continue;
+            }
+            n += self.poll_queue(q, u32::MAX, &mut list);
+            self.ring_cq_doorbell(q);
+        }
+        self.threads[t].reaping = list;
+        n
+    }
+
+    /// Completes the CQEs the job's thread reaped itself (polling, reap after submit).
+    fn finish_thread_reap(&mut self, c: usize, j: usize) -> u64 {
+        let t = self.jobs[j].thread as usize;
+        let mut list = std::mem::take(&mut self.threads[t].reaping);
+        let mut woke = 0;
+        for &io in &list {
+            let rec = self.ios[io as usize];
+            if rec.job as usize == j && self.jobs[j].hybrid {
+                let rt = self.now - rec.submitted;
+                self.jobs[j].hybrid_min = self.jobs[j].hybrid_min.min(rt);
+            }
+            if let Some(v) = self.queues[rec.queue as usize].vector
+                && self.measuring
+            {
+                self.vectors[v as usize].completions += 1;
+            }
+            if self.complete_io(io as usize, c) {
+                woke += 1;
+            }
+        }
+        list.clear();
+        self.threads[t].reaping = list;
+        woke
+    }
+
+    /// The kernel completed `io` (blk_mq_end_request → aio_complete / io_uring CQE):
+    /// it is ready for the job's reap. Wakes the job if enough are ready. Returns whether
+    /// it woke a thread.
+    pub(crate) fn complete_io(&mut self, io: usize, c: usize) -> bool {
+        self.totals.completed += 1;
+        let j = self.ios[io].job as usize;
+        let job = &mut self.jobs[j];
+        job.ready.push_back(io as u32);
+        if job.phase == JobPhase::Wait && job.ready.len() as u32 >= job.waiting_for {
+            let t = job.thread as usize;
+            if self.threads[t].state == TState::Blocked {
+                self.wake_thread(t, Some(c));
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The job copies out `n` events: fio's clat ends here.
+    fn collect(&mut self, j: usize, n: u32) {
+        let now = self.now;
+        for _ in 0..n {
+            let Some(io) = self.jobs[j].ready.pop_front() else {
+                break;
+            };
+            let rec = self.ios[io as usize];
+            self.free_ios.push(io);
+            self.totals.reaped += 1;
+            let job = &mut self.jobs[j];
+            job.outstanding -= 1;
+            if self.measuring && now >= job.ramp_end {
+                let dir = if rec.read {
+                    &mut job.read
+                } else {
+                    &mut job.write
+                };
+                dir.record(
+                    job.bs,
+                    rec.submitted - rec.start,
+                    now - rec.submitted,
+                    now - rec.start,
+                );
+            }
+        }
+    }
+}

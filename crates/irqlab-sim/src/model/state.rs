@@ -1,0 +1,483 @@
+//! The model's state, in flat arenas indexed by u32: no allocation per event.
+
+use crate::engine::EventQueue;
+use crate::observer::{Observer, SliceKind};
+use crate::rng::{ServiceTime, Stream};
+use irqlab_core::Policy;
+use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
+use irqlab_core::nvme::{DeviceIrq, QueuePair, VectorGate};
+use irqlab_core::posted::{Demux, PiDesc, PirSnapshot};
+use irqlab_core::softirq::SoftirqCpu;
+use irqlab_report::Latency;
+use std::collections::VecDeque;
+
+/// Costs copied out of the platform for the hot path, ns.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Costs {
+    pub irq_entry: u64,
+    pub irq_exit: u64,
+    pub eoi: u64,
+    pub idle_exit: u64,
+    pub ctx_switch: u64,
+    pub wakeup: u64,
+    pub ipi: u64,
+    pub tick_period: u64,
+    pub tick: u64,
+    pub hz: u32,
+    pub slice: u64,
+    pub cqe: u64,
+    pub cq_doorbell: u64,
+    pub sq_doorbell: u64,
+    pub mmio_flight: u64,
+    pub poll_check: u64,
+    pub pir_round: u64,
+    pub irq_poll_call: u64,
+    pub softirq: u64,
+    pub irq_thread: u64,
+    pub hrtimer: u64,
+    pub moderation_program: u64,
+    pub usr_io: u64,
+    pub remap: u64,
+    pub notify: u64,
+    pub post: u64,
+    pub dma_translate: u64,
+}
+
+/// IDT vectors of the system interrupts the model raises (arch/x86/include/asm/irq_vectors.h).
+pub(crate) const RESCHEDULE_VECTOR: u16 = 0xfd;
+pub(crate) const LOCAL_TIMER_VECTOR: u16 = 0xec;
+pub(crate) const POSTED_MSI_NOTIFICATION_VECTOR: u16 = 0xeb;
+/// The hrtimer expiry of a hybrid-polling sleep. The kernel takes it on the local timer
+/// vector; a separate pending bit here keeps the periodic tick's accounting apart.
+pub(crate) const HRTIMER_VECTOR: u16 = 0xee;
+/// First vector given to device MSI-X entries (FIRST_EXTERNAL_VECTOR + 1).
+pub(crate) const FIRST_DEVICE_VECTOR: u16 = 0x21;
+
+/// What a CPU is in the middle of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Nothing runs (cpuidle).
+    Idle,
+    /// Waking from idle to take an interrupt.
+    IdleExit,
+    /// A thread runs (or spins); interrupts are taken at once.
+    Thread,
+    /// Switching to `current`; interrupts wait for the switch to finish.
+    Switch,
+    /// Hardirq context; interrupts are off.
+    HardIrq,
+    /// Softirq at irq_exit; interrupts are taken between steps.
+    SoftIrq,
+}
+
+/// Where a hardirq handler is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IrqPhase {
+    Entry,
+    /// A vector's handler reaped CQEs (held in the CPU's `reaping` list).
+    Reap,
+    /// The handler rings the CQ head doorbell.
+    Doorbell,
+    /// Threaded handler: the primary handler checked the CQ and woke the thread.
+    Primary,
+    /// Posted MSI: one handle_pending_pir round.
+    PirRound,
+    /// Timer tick work.
+    Tick,
+    /// hrtimer expiry work.
+    Hrtimer,
+    /// Waker cost of wake-ups done by completions.
+    Wakeups,
+    /// apic_eoi and irq_exit (with the doorbell before them after a remapped handler).
+    Exit,
+}
+
+/// One hardirq in progress.
+#[derive(Clone, Debug)]
+pub(crate) struct IrqFrame {
+    pub idt: u16,
+    pub phase: IrqPhase,
+    /// The device vector whose handler runs (index into `vectors`).
+    pub vector: u32,
+    /// CQEs reaped by the current vector's handler.
+    pub reaped: u32,
+    /// Posted: the demux loop and the round being dispatched.
+    pub demux: Option<Demux>,
+    pub snapshot: Option<PirSnapshot>,
+    /// Posted: the last vector dispatched from `snapshot` (dispatch is ascending).
+    pub next_vec: u16,
+    /// Tick: when it was due.
+    pub tick_due: u64,
+    /// After Wakeups, go back to this phase's continuation.
+    pub after_wakeups: IrqPhase,
+}
+
+impl IrqFrame {
+    pub fn new(idt: u16) -> Self {
+        IrqFrame {
+            idt,
+            phase: IrqPhase::Entry,
+            vector: u32::MAX,
+            reaped: 0,
+            demux: None,
+            snapshot: None,
+            next_vec: 0,
+            tick_due: 0,
+            after_wakeups: IrqPhase::Reap,
+        }
+    }
+}
+
+/// Where the inline softirq (or ksoftirqd) is inside handle_softirqs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SoftPhase {
+    /// Entry cost of handle_softirqs.
+    Begin,
+    /// An irq_poll poll call is running on `vector` (CQEs in the `reaping` list).
+    Poll { vector: u32, work: u32 },
+    /// Waker cost after a poll call's completions.
+    Wakeups { vector: u32, work: u32 },
+}
+
+/// Time accounting buckets of one CPU, ns, and its counters.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CpuStats {
+    pub usr: u64,
+    pub sys: u64,
+    pub hardirq: u64,
+    pub softirq: u64,
+    pub ksoftirqd: u64,
+    pub irq_thread: u64,
+    pub idle: u64,
+    pub ctx_switches: u64,
+    pub hardirqs: u64,
+    pub pmn: u64,
+    pub ticks: u64,
+    pub ksoftirqd_wakeups: u64,
+    /// Allocated at the first tick: an HDR histogram is a few hundred KiB.
+    pub tick_lateness: Option<Box<Latency>>,
+}
+
+pub(crate) struct Cpu {
+    pub epoch: u32,
+    pub stepping: bool,
+    pub mode: Mode,
+    pub kind: SliceKind,
+    pub acct_from: u64,
+    /// The thread that owns the CPU (running, spinning, or interrupted).
+    pub current: Option<u32>,
+    pub runq: VecDeque<u32>,
+    pub need_resched: bool,
+    /// When `current` last got the CPU (for the CFS slice at ticks).
+    pub slice_start: u64,
+    /// Pending interrupt vectors (the local APIC IRR).
+    pub irr: [u64; 4],
+    pub tick_due: u64,
+    pub irq: IrqFrame,
+    /// The inline softirq was interrupted by a hardirq and resumes after it.
+    pub soft_active: bool,
+    pub soft_phase: SoftPhase,
+    /// CQEs popped by the step in progress (handler, poll call, polled reap).
+    pub reaping: Vec<u32>,
+    /// Device vectors by IDT vector (u32::MAX: none).
+    pub vec_of_idt: Vec<u32>,
+    pub next_idt: u16,
+    /// Posted MSI descriptor (posted delivery only).
+    pub pi: Option<PiDesc>,
+    /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
+    pub pir_shadow: [u64; 4],
+    pub softirq: SoftirqCpu,
+    pub irq_poll: IrqPollCpu,
+    /// Vector of each irq_poll instance on this CPU.
+    pub iop_vector: Vec<u32>,
+    pub ksoftirqd: u32,
+    /// GSIM's per-CPU moderation state (with --moderator gsim) and its timer's epoch.
+    pub gsim: Option<irqlab_core::gsim::GsimCpu>,
+    pub gsim_epoch: u32,
+    /// Hardirq time since boot (CPUTIME_IRQ), for GSIM's hardirq_percent.
+    pub hardirq_total: u64,
+    /// Ming Lei's 2019 flood detector (used with --flood-detection).
+    pub flood: irqlab_core::flood::FloodDetector,
+    /// When the step in progress ends (valid while `stepping`).
+    pub step_end: u64,
+    /// The inline softirq's next step, to run after a nested hardirq (0: none).
+    pub soft_left: u64,
+    /// CQEs popped by the softirq step in progress (inline or ksoftirqd).
+    pub soft_reaping: Vec<u32>,
+    /// A reschedule IPI is on its way here.
+    pub ipi_inflight: bool,
+    /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
+    pub hrtimer_wake: Vec<u32>,
+    pub stats: CpuStats,
+}
+
+/// What a thread is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ThreadKind {
+    Job(u32),
+    Ksoftirqd(u32),
+    /// The irq thread of a vector (use_threaded_interrupts), SCHED_FIFO.
+    IrqThread(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TState {
+    Running,
+    Runnable,
+    Blocked,
+    Exited,
+}
+
+pub(crate) struct Thread {
+    pub kind: ThreadKind,
+    pub cpu: u32,
+    pub state: TState,
+    /// ns left of the step that was interrupted (0: the step is complete).
+    pub left: u64,
+    pub step_kind: SliceKind,
+    /// Busy-polling a completion queue: the CPU burns sys time until a CQE appears.
+    pub spinning: bool,
+    pub fifo: bool,
+    pub timer_gen: u32,
+    pub start_runnable: bool,
+    /// CQEs popped by this thread's reap step in progress.
+    pub reaping: Vec<u32>,
+    pub wakeups: u32,
+}
+
+/// What a thread does next, returned by its logic when a step ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ThreadStep {
+    Run {
+        ns: u64,
+        kind: SliceKind,
+    },
+    /// Spin on its completion queues until a CQE appears.
+    Spin,
+    Block,
+    /// Sleep on an hrtimer for ns.
+    Sleep {
+        ns: u64,
+    },
+    /// Still runnable, but let others run first (cond_resched with work left).
+    Yield,
+    Exit,
+}
+
+/// Where a fio job thread is in its loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JobPhase {
+    Start,
+    Usr {
+        k: u32,
+    },
+    Submit {
+        k: u32,
+    },
+    /// Reaping the CQ right after a submission (reap_after_submit).
+    SubmitReap,
+    ReapCall,
+    /// Blocked waiting for `waiting_for` events.
+    Wait,
+    Collect {
+        n: u32,
+    },
+    /// Spinning or reaping in a polled wait.
+    Poll,
+    PollReap,
+    HybridSleep,
+    Done,
+}
+
+/// Per-direction statistics of a job.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DirStats {
+    pub ios: u64,
+    pub bytes: u64,
+    /// slat, clat, lat; allocated at the first I/O of the direction.
+    pub lat: Option<Box<[Latency; 3]>>,
+}
+
+impl DirStats {
+    #[inline]
+    pub fn record(&mut self, bytes: u64, slat: u64, clat: u64, lat: u64) {
+        self.ios += 1;
+        self.bytes += bytes;
+        let l = self
+            .lat
+            .get_or_insert_with(|| Box::new([Latency::new(), Latency::new(), Latency::new()]));
+        l[0].record(slat);
+        l[1].record(clat);
+        l[2].record(lat);
+    }
+}
+
+pub(crate) struct Job {
+    pub name: String,
+    pub groupid: u32,
+    pub options: Vec<(String, String)>,
+    pub thread: u32,
+    pub engine: irqlab_fio::IoEngine,
+    /// Queues the job's files map to (round robin per I/O).
+    pub queues: Vec<u32>,
+    pub next_file: usize,
+    pub bs: u64,
+    pub read_pct: u8,
+    pub iodepth: u32,
+    pub batch_submit: u32,
+    pub complete_min: u32,
+    pub complete_max: u32,
+    pub polled: bool,
+    pub hybrid: bool,
+    pub ramp_end: u64,
+    pub end: Option<u64>,
+    pub io_limit: Option<u64>,
+    pub issued: u64,
+    /// Submitted and not yet reaped by the job.
+    pub outstanding: u32,
+    /// Completed by the kernel, waiting for the job's reap call.
+    pub ready: VecDeque<u32>,
+    pub waiting_for: u32,
+    pub phase: JobPhase,
+    pub batch_start: u64,
+    pub hybrid_min: u64,
+    pub last_submit: u64,
+    pub slept: bool,
+    pub rng: Stream,
+    pub finished_at: u64,
+    // statistics over the window
+    pub read: DirStats,
+    pub write: DirStats,
+    pub usr: u64,
+    pub sys: u64,
+    pub ctx: u64,
+    pub depth_level: [u64; 7],
+}
+
+/// One I/O in flight.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Io {
+    pub job: u32,
+    pub queue: u32,
+    pub tag: u16,
+    pub read: bool,
+    /// SQE_HINT_* bits (calibrated interrupts: BARRIER on the last I/O of a batch).
+    pub hints: u8,
+    pub start: u64,
+    pub submitted: u64,
+}
+
+pub(crate) struct Device {
+    pub name: String,
+    pub port: u32,
+    pub servers: u32,
+    pub busy: u32,
+    pub waiting: VecDeque<u32>,
+    pub read_time: ServiceTime,
+    pub write_time: ServiceTime,
+    pub cqe_bytes: u64,
+    pub fetch_ns: u64,
+    pub rng: Stream,
+}
+
+pub(crate) struct Queue {
+    pub device: u32,
+    pub vector: Option<u32>,
+    pub qp: QueuePair,
+    /// Request by NVMe command_id (tag).
+    pub tags: Vec<u32>,
+    pub free_tags: Vec<u16>,
+    /// CQE writes in the root port FIFO, not yet in the CQ (the device's view counts them).
+    pub cqes_in_flight: u32,
+    /// CPUs whose submissions map here (more than one: a shared queue).
+    pub shared: bool,
+    /// cq_lock held by a reaper (handler, poll, reap after submit).
+    pub cq_locked: bool,
+    /// Threads spinning on this queue.
+    pub spinners: Vec<u32>,
+    pub completions: u64,
+}
+
+pub(crate) struct Vector {
+    pub name: String,
+    pub queue: u32,
+    pub cpu: u32,
+    pub idt: u16,
+    pub gate: VectorGate,
+    pub irq: DeviceIrq,
+    pub timer_gen: u32,
+    /// disable_irq_nosync by the irq_poll handler: messages wait in the pending bit.
+    pub masked: bool,
+    pub mask_pending: bool,
+    pub iop: Option<IrqPollId>,
+    pub thread: Option<u32>,
+    pub thread_pending: bool,
+    /// The adaptive moderator reprogramming this vector's coalescing (lib/dim, irq-am).
+    pub moderator: Option<irqlab_core::moderator::Moderator>,
+    /// Bytes of the completions reaped since the moderator was last fed.
+    pub bytes_since: u64,
+    // statistics
+    pub messages: u64,
+    pub per_cpu: Vec<u64>,
+    pub device_coalesced: u64,
+    pub completions: u64,
+    /// Messages merged into a pending IRR or PIR bit.
+    pub merged: u64,
+    pub withheld: u64,
+}
+
+/// An entry of a root port's posted-write FIFO.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PortItem {
+    /// Data (reads only) and the CQE of one I/O.
+    Completion { io: u32 },
+    /// An MSI write for a vector; `notify` is decided when the IOMMU takes it.
+    Msi { vector: u32, notify: bool },
+}
+
+pub(crate) struct Port {
+    pub fifo: VecDeque<PortItem>,
+    pub busy: bool,
+    pub write_ns: u64,
+    pub bytes_per_ns: f64,
+    pub msi_ns: u64,
+}
+
+/// Totals for the conservation checks.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Totals {
+    pub submitted: u64,
+    pub completed: u64,
+    pub reaped: u64,
+    pub cqes_posted: u64,
+}
+
+pub(crate) struct Sim<'a, O: Observer> {
+    pub now: u64,
+    pub q: EventQueue,
+    pub costs: Costs,
+    pub engine: crate::platform::EngineCosts,
+    pub policy: Policy,
+    pub posted: bool,
+    pub max_loop: u32,
+    pub platform_name: String,
+    pub seed: u64,
+    pub cpus: Vec<Cpu>,
+    pub threads: Vec<Thread>,
+    pub jobs: Vec<Job>,
+    pub devices: Vec<Device>,
+    pub queues: Vec<Queue>,
+    pub vectors: Vec<Vector>,
+    pub ports: Vec<Port>,
+    pub ios: Vec<Io>,
+    pub free_ios: Vec<u32>,
+    pub jobs_live: usize,
+    pub draining: bool,
+    pub measuring: bool,
+    pub window_start: u64,
+    pub window_end: u64,
+    pub totals: Totals,
+    /// GSIM's global parameters and counters (with --moderator gsim).
+    pub gsim: Option<irqlab_core::gsim::GsimGlobal>,
+    pub obs: &'a mut O,
+}

@@ -1,0 +1,406 @@
+//! The platform file: physical costs of one machine (CPU, kernel paths, IOMMU, root ports,
+//! devices). Every field is documented in platforms/example.toml and docs/model.md.
+//!
+//! `--set dotted.key=value` overrides work on the TOML tree: the file is read, completed
+//! with defaults, re-serialised, patched, and deserialised again, so any parameter can be
+//! overridden and an unknown key is an error that lists the keys that do exist.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One machine, as the simulator sees it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    /// A short name printed in reports.
+    pub name: String,
+    pub cpu: CpuCosts,
+    pub kernel: KernelCosts,
+    #[serde(default)]
+    pub engine: EngineCosts,
+    pub iommu: IommuCosts,
+    pub root_ports: Vec<RootPort>,
+    pub devices: Vec<DeviceGroup>,
+}
+
+/// CPU and scheduler costs, ns unless said otherwise.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CpuCosts {
+    /// Number of logical CPUs.
+    pub count: usize,
+    /// IDT entry, register save and irq_enter.
+    pub irq_entry_ns: u64,
+    /// irq_exit and the return from the interrupt.
+    pub irq_exit_ns: u64,
+    /// The local APIC EOI write.
+    pub eoi_ns: u64,
+    /// Extra latency when an interrupt wakes an idle CPU (C-state exit).
+    pub idle_exit_ns: u64,
+    /// One context switch (switch_mm, register state, scheduler pick).
+    pub ctx_switch_ns: u64,
+    /// try_to_wake_up in the waker, CPU time.
+    pub wakeup_ns: u64,
+    /// Flight time of a reschedule IPI to another CPU.
+    pub ipi_ns: u64,
+    /// Timer tick frequency (CONFIG_HZ).
+    pub tick_hz: u64,
+    /// CPU time of one tick handler (scheduler_tick, RCU, timers).
+    pub tick_ns: u64,
+    /// CFS slice: a thread that ran this long is preempted at a tick if another waits.
+    pub sched_slice_ns: u64,
+}
+
+/// Kernel path costs on the completion and submission sides, ns.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KernelCosts {
+    /// nvme_handle_cqe plus the request completion (blk_mq_end_request, aio/io_uring
+    /// event post), per CQE.
+    pub cqe_ns: u64,
+    /// One MMIO write of the CQ head doorbell.
+    pub cq_doorbell_ns: u64,
+    /// One MMIO write of the SQ tail doorbell.
+    pub sq_doorbell_ns: u64,
+    /// Flight time of a host MMIO write to the device.
+    pub mmio_flight_ns: u64,
+    /// One nvme_poll call that finds nothing (spin iteration of a polled reap).
+    pub poll_check_ns: u64,
+    /// One handle_pending_pir round in the posted MSI demux (read 4 words, xchg).
+    pub pir_round_ns: u64,
+    /// Fixed cost of one irq_poll poll call (list handling, softirq bookkeeping).
+    pub irq_poll_call_ns: u64,
+    /// Softirq entry and exit (handle_softirqs bookkeeping) per run.
+    pub softirq_ns: u64,
+    /// Waking an interrupt thread and the thread's own entry (irq_thread_fn), per run.
+    pub irq_thread_ns: u64,
+    /// Hybrid polling: the hrtimer sleep set-up and its expiry.
+    pub hrtimer_ns: u64,
+    /// Adaptive moderation: from a moderator's decision to the device running the new
+    /// level (the work item runs, then Set Features 08h / modify_cq completes).
+    #[serde(default = "default_moderation_program_ns")]
+    pub moderation_program_ns: u64,
+}
+
+fn default_moderation_program_ns() -> u64 {
+    20_000
+}
+
+/// Per-call and per-I/O costs of each fio ioengine, ns.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EngineCosts {
+    /// fio's own user-space work per I/O (io_u set-up, accounting).
+    pub usr_io_ns: u64,
+    pub libaio: SyscallCosts,
+    pub io_uring: SyscallCosts,
+    pub pvsync2: SyscallCosts,
+}
+
+/// The kernel side of one engine.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SyscallCosts {
+    /// Syscall entry and exit of a submit call (io_submit, io_uring_enter, preadv2).
+    pub submit_call_ns: u64,
+    /// Block layer and NVMe driver work per submitted I/O (bio, request, SQE copy).
+    pub submit_io_ns: u64,
+    /// Syscall entry and exit of a reap call (io_getevents, io_uring_enter GETEVENTS).
+    pub reap_call_ns: u64,
+    /// Copying out one completion event.
+    pub reap_io_ns: u64,
+}
+
+impl Default for EngineCosts {
+    fn default() -> Self {
+        let sc = |a, b, c, d| SyscallCosts {
+            submit_call_ns: a,
+            submit_io_ns: b,
+            reap_call_ns: c,
+            reap_io_ns: d,
+        };
+        EngineCosts {
+            usr_io_ns: 150,
+            libaio: sc(250, 900, 250, 60),
+            io_uring: sc(150, 700, 150, 20),
+            pvsync2: sc(250, 900, 0, 100),
+        }
+    }
+}
+
+/// IOMMU interrupt handling, ns. The IOMMU holds the root port while it handles an MSI.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IommuCosts {
+    /// IRTE lookup and translation of one MSI (both modes).
+    pub remap_ns: u64,
+    /// Sending one notification interrupt message to a CPU.
+    pub notify_ns: u64,
+    /// Posted mode: the atomic PIR update of the posted interrupt descriptor.
+    pub post_ns: u64,
+    /// DMA address translation per data or CQE write (IOTLB hit); 0 for passthrough.
+    pub dma_translate_ns: u64,
+}
+
+/// A PCIe root port: a FIFO of posted writes toward memory, one at a time.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RootPort {
+    pub name: String,
+    /// Fixed cost of one posted write (TLP header, ordering), ns.
+    pub write_ns: u64,
+    /// Payload bandwidth, bytes per ns (= GB/s).
+    pub bytes_per_ns: f64,
+    /// The MSI write itself, before the IOMMU handles it, ns.
+    pub msi_ns: u64,
+}
+
+/// What kind of device a group holds.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    /// An NVMe controller (nvme-pci).
+    Nvme,
+}
+
+/// `count` identical devices behind one root port.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceGroup {
+    pub kind: DeviceKind,
+    /// Name prefix; devices are named prefix0, prefix1, ... across groups of one prefix.
+    pub prefix: String,
+    pub count: usize,
+    /// Root port name.
+    pub port: String,
+    /// I/O queue pairs (each with its own MSI-X vector); 0 means one per CPU.
+    pub queues: usize,
+    /// Entries per queue (CAP.MQES + 1, capped by the driver's io_queue_depth 1024).
+    pub queue_depth: u32,
+    /// Random-read IOPS at saturation; with the mean service time it sets the internal
+    /// parallelism (servers = max_iops × read_ns).
+    pub max_iops: f64,
+    /// Mean media service time of a read, ns.
+    pub read_ns: u64,
+    /// Mean media service time of a write, ns.
+    pub write_ns: u64,
+    /// Coefficient of variation of the service time (lognormal); 0 means constant.
+    pub service_cv: f64,
+    /// Time for the controller to fetch a batch of SQEs after the doorbell, ns.
+    pub sqe_fetch_ns: u64,
+    /// Size of a completion queue entry write, bytes.
+    pub cqe_bytes: u64,
+}
+
+/// Why a platform could not be used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlatformError(pub String);
+
+impl std::fmt::Display for PlatformError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PlatformError {}
+
+impl Platform {
+    /// Reads a platform file and applies `KEY=VALUE` overrides in order.
+    pub fn load(path: &Path, sets: &[String]) -> Result<Platform, PlatformError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PlatformError(format!("{}: cannot read: {e}", path.display())))?;
+        Self::from_toml(&text, &path.display().to_string(), sets)
+    }
+
+    /// Parses platform text (`origin` names it in errors) and applies overrides.
+    pub fn from_toml(text: &str, origin: &str, sets: &[String]) -> Result<Platform, PlatformError> {
+        let p: Platform =
+            toml::from_str(text).map_err(|e| PlatformError(format!("{origin}: {e}")))?;
+        let p = p.with_overrides(sets)?;
+        p.validate()
+            .map_err(|e| PlatformError(format!("{origin}: {e}")))?;
+        Ok(p)
+    }
+
+    /// Applies `dotted.key=value` overrides (array elements by index: `devices.0.count`).
+    pub fn with_overrides(self, sets: &[String]) -> Result<Platform, PlatformError> {
+        if sets.is_empty() {
+            return Ok(self);
+        }
+        let mut tree = toml::Value::try_from(&self)
+            .map_err(|e| PlatformError(format!("cannot re-encode the platform: {e}")))?;
+        for set in sets {
+            apply_set(&mut tree, set)?;
+        }
+        let p: Platform = tree
+            .try_into()
+            .map_err(|e| PlatformError(format!("--set: {e}")))?;
+        p.validate()
+            .map_err(|e| PlatformError(format!("after --set: {e}")))?;
+        Ok(p)
+    }
+
+    /// Rejects values the model cannot run with.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.cpu.count == 0 || self.cpu.count > 4096 {
+            return Err(format!("cpu.count = {} is not in 1..=4096", self.cpu.count));
+        }
+        if self.cpu.tick_hz == 0 || self.cpu.tick_hz > 100_000 {
+            return Err(format!(
+                "cpu.tick_hz = {} is not in 1..=100000",
+                self.cpu.tick_hz
+            ));
+        }
+        if self.devices.is_empty() {
+            return Err("no devices: add a [[devices]] table".into());
+        }
+        for (i, rp) in self.root_ports.iter().enumerate() {
+            if !(rp.bytes_per_ns > 0.0 && rp.bytes_per_ns.is_finite()) {
+                return Err(format!(
+                    "root_ports.{i}.bytes_per_ns = {} must be a positive number",
+                    rp.bytes_per_ns
+                ));
+            }
+        }
+        for (i, d) in self.devices.iter().enumerate() {
+            if !self.root_ports.iter().any(|rp| rp.name == d.port) {
+                return Err(format!(
+                    "devices.{i}.port = \"{}\" names no [[root_ports]] entry",
+                    d.port
+                ));
+            }
+            if d.count == 0 {
+                return Err(format!("devices.{i}.count must be at least 1"));
+            }
+            if !(d.max_iops > 0.0 && d.max_iops.is_finite()) {
+                return Err(format!("devices.{i}.max_iops must be a positive number"));
+            }
+            if d.read_ns == 0 || d.write_ns == 0 {
+                return Err(format!("devices.{i}: read_ns and write_ns must be above 0"));
+            }
+            if !(d.service_cv >= 0.0 && d.service_cv <= 10.0) {
+                return Err(format!("devices.{i}.service_cv must be in 0..=10"));
+            }
+            if d.queue_depth < 2 || d.queue_depth > 65536 {
+                return Err(format!("devices.{i}.queue_depth must be in 2..=65536"));
+            }
+            if d.prefix.is_empty() || !d.prefix.chars().all(|c| c.is_ascii_alphanumeric()) {
+                return Err(format!(
+                    "devices.{i}.prefix = \"{}\" must be a non-empty alphanumeric name",
+                    d.prefix
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn apply_set(tree: &mut toml::Value, set: &str) -> Result<(), PlatformError> {
+    let (key, raw) = set.split_once('=').ok_or_else(|| {
+        PlatformError(format!(
+            "--set '{set}': expected KEY=VALUE, e.g. cpu.irq_entry_ns=300"
+        ))
+    })?;
+    let key = key.trim();
+    let raw = raw.trim();
+    let mut node = tree;
+    let mut walked = String::new();
+    for part in key.split('.') {
+        let here = if walked.is_empty() {
+            "the top level".to_string()
+        } else {
+            format!("'{walked}'")
+        };
+        node = match node {
+            toml::Value::Table(t) => {
+                let known: Vec<String> = t.keys().cloned().collect();
+                t.get_mut(part).ok_or_else(|| {
+                    PlatformError(format!(
+                        "--set '{set}': unknown key '{part}' in {here}; known keys: {}",
+                        known.join(", ")
+                    ))
+                })?
+            }
+            toml::Value::Array(a) => {
+                let len = a.len();
+                let ix: usize = part.parse().map_err(|_| {
+                    PlatformError(format!(
+                        "--set '{set}': {here} is a list; use an index 0..{len}, not '{part}'"
+                    ))
+                })?;
+                a.get_mut(ix).ok_or_else(|| {
+                    PlatformError(format!(
+                        "--set '{set}': index {ix} is out of range for {here} ({len} entries)"
+                    ))
+                })?
+            }
+            _ => {
+                return Err(PlatformError(format!(
+                    "--set '{set}': {here} is a value, it has no key '{part}'"
+                )));
+            }
+        };
+        if !walked.is_empty() {
+            walked.push('.');
+        }
+        walked.push_str(part);
+    }
+    let new = match node {
+        toml::Value::Integer(_) => raw
+            .parse::<i64>()
+            .map(toml::Value::Integer)
+            .map_err(|_| "expected an integer".to_string()),
+        toml::Value::Float(_) => raw
+            .parse::<f64>()
+            .map(toml::Value::Float)
+            .map_err(|_| "expected a number".to_string()),
+        toml::Value::Boolean(_) => raw
+            .parse::<bool>()
+            .map(toml::Value::Boolean)
+            .map_err(|_| "expected true or false".to_string()),
+        toml::Value::String(_) => Ok(toml::Value::String(raw.trim_matches('"').to_string())),
+        _ => Err("this key holds a table or list; set one of its values".to_string()),
+    }
+    .map_err(|why| PlatformError(format!("--set '{set}': '{raw}' for '{key}': {why}")))?;
+    *node = new;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = include_str!("../../../platforms/example.toml");
+
+    #[test]
+    fn example_platform_parses() {
+        let p = Platform::from_toml(EXAMPLE, "example.toml", &[]).unwrap();
+        assert_eq!(p.cpu.count, 16);
+    }
+
+    #[test]
+    fn set_overrides_nested_and_indexed_keys() {
+        let sets = vec![
+            "cpu.irq_entry_ns=777".to_string(),
+            "devices.0.count=2".to_string(),
+        ];
+        let p = Platform::from_toml(EXAMPLE, "example.toml", &sets).unwrap();
+        assert_eq!(p.cpu.irq_entry_ns, 777);
+        assert_eq!(p.devices[0].count, 2);
+    }
+
+    #[test]
+    fn unknown_set_key_is_named() {
+        let sets = vec!["cpu.irq_entri_ns=1".to_string()];
+        let e = Platform::from_toml(EXAMPLE, "example.toml", &sets).unwrap_err();
+        assert!(e.0.contains("unknown key 'irq_entri_ns'"), "{e}");
+        assert!(e.0.contains("irq_entry_ns"), "{e}");
+    }
+
+    #[test]
+    fn set_value_of_wrong_type_is_rejected() {
+        let sets = vec!["cpu.count=many".to_string()];
+        let e = Platform::from_toml(EXAMPLE, "example.toml", &sets).unwrap_err();
+        assert!(e.0.contains("expected an integer"), "{e}");
+    }
+}

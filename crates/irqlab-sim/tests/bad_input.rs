@@ -1,0 +1,97 @@
+//! Impossible requests are clear errors, never panics.
+
+mod common;
+use common::*;
+use irqlab_core::Policy;
+use irqlab_sim::{Platform, SimError, SimOptions, simulate};
+
+fn err(job: &str, sets: &[&str]) -> String {
+    simulate(
+        &jobs(job),
+        &platform(sets),
+        &Policy::default(),
+        &SimOptions::default(),
+    )
+    .unwrap_err()
+    .to_string()
+}
+
+#[test]
+fn cpu_that_does_not_exist() {
+    let e = err("[j]\nfilename=nvme0n1\ncpus_allowed=99\nruntime=1ms\n", &[]);
+    assert!(e.contains("CPU 99") && e.contains(":1: job 'j'"), "{e}");
+}
+
+#[test]
+fn unknown_device_names_the_job_line() {
+    let e = err("[global]\nruntime=1ms\n\n[j]\nfilename=/dev/sda\n", &[]);
+    assert!(
+        e.contains("'/dev/sda'") && e.contains(":4: job 'j'") && e.contains("nvme0"),
+        "{e}"
+    );
+}
+
+#[test]
+fn iodepth_zero_is_refused() {
+    let dir = std::env::temp_dir().join(format!("irqlab-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("zero.fio");
+    std::fs::write(&path, "[j]\nfilename=nvme0n1\niodepth=0\nruntime=1ms\n").unwrap();
+    // The parser may refuse it; if it does not, the simulator must.
+    if let Ok(jobs) = irqlab_fio::parse_file(&path) {
+        let e = simulate(
+            &jobs,
+            &platform(&[]),
+            &Policy::default(),
+            &SimOptions::default(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, SimError::Job { .. }) && e.to_string().contains("iodepth"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn unknown_set_key_lists_the_known_ones() {
+    let e = Platform::load(&example_path(), &["kernel.cqe_nss=1".to_string()]).unwrap_err();
+    assert!(
+        e.to_string().contains("unknown key 'cqe_nss'") && e.to_string().contains("cqe_ns"),
+        "{e}"
+    );
+    let e = Platform::load(&example_path(), &["devices.5.count=1".to_string()]).unwrap_err();
+    assert!(e.to_string().contains("out of range"), "{e}");
+}
+
+#[test]
+fn a_job_that_never_ends_is_refused() {
+    let e = err("[j]\nfilename=nvme0n1\n", &[]);
+    assert!(e.contains("never ends"), "{e}");
+}
+
+#[test]
+fn libaio_cannot_poll() {
+    let policy = Policy {
+        delivery: irqlab_core::Delivery::Polled,
+        ..Policy::default()
+    };
+    let e = simulate(
+        &jobs("[j]\nioengine=libaio\nfilename=nvme0n1\nruntime=1ms\n"),
+        &platform(&[]),
+        &policy,
+        &SimOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("libaio cannot poll"), "{e}");
+}
+
+#[test]
+fn too_many_ios_for_a_queue() {
+    let e = err(
+        "[j]\nioengine=libaio\niodepth=600\nnumjobs=2\ncpus_allowed=0\nfilename=nvme0n1\nruntime=1ms\n",
+        &[],
+    );
+    assert!(e.contains("in flight"), "{e}");
+}

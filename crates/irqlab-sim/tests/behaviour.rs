@@ -1,0 +1,279 @@
+//! The model shows the effects the mechanisms exist for.
+
+mod common;
+use common::*;
+use irqlab_core::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
+
+const QD1: &str = "[qd1]\nioengine=pvsync2\nrw=randread\nbs=4k\nfilename=nvme0n1\ncpus_allowed=0\nruntime=10ms\ntime_based\n";
+
+#[test]
+fn polled_qd1_latency_is_below_interrupt_driven() {
+    let irq = run(QD1, Policy::default(), &[], 1);
+    let polled = run(
+        &QD1.replace("[qd1]\n", "[qd1]\nhipri\n"),
+        Policy::default(),
+        &[],
+        1,
+    );
+    let (i, p) = (clat_mean(&irq), clat_mean(&polled));
+    assert!(
+        p < i,
+        "polled clat {p} should be below interrupt-driven {i}"
+    );
+    // Polling burns the CPU; the interrupt-driven job sleeps.
+    let sys = |r: &irqlab_report::RunReport| r.jobs[0].sys_cpu_pct();
+    assert!(sys(&polled) > 90.0 && sys(&irq) < 50.0);
+    assert_eq!(polled.vector_interrupts(), 0);
+    assert!(irq.vector_interrupts() > 0);
+}
+
+#[test]
+fn hybrid_polling_sleeps_and_burns_less_cpu_than_classic() {
+    let hipri = QD1.replace("[qd1]\n", "[qd1]\nhipri\n");
+    let classic = run(&hipri, Policy::default(), &[], 1);
+    let hybrid = run(
+        &hipri,
+        Policy {
+            delivery: Delivery::Hybrid,
+            ..Policy::default()
+        },
+        &[],
+        1,
+    );
+    assert!(hybrid.jobs[0].sys_ns < classic.jobs[0].sys_ns * 9 / 10);
+    assert!(hybrid.jobs[0].ctx > 0);
+}
+
+/// Several disks' vectors on one CPU: posted delivery coalesces their notifications.
+const ONE_CPU_FOUR_DISKS: &str = "\
+[global]
+ioengine=io_uring
+rw=randread
+bs=4k
+iodepth=64
+iodepth_batch_submit=8
+iodepth_batch_complete_min=8
+runtime=10ms
+time_based
+cpus_allowed=0
+[a]
+filename=nvme0n1
+[b]
+filename=nvme1n1
+[c]
+filename=nvme2n1
+[d]
+filename=nvme3n1
+";
+
+#[test]
+fn posted_never_sends_more_notifications_than_remapped() {
+    for (job, sets) in [
+        (ONE_CPU_FOUR_DISKS, vec![]),
+        (FOUR_DISKS, vec![]),
+        (SHARED_QUEUE, vec!["devices.0.queues=1"]),
+    ] {
+        let remapped = run(job, Policy::default(), &sets, 1);
+        let posted = run(
+            job,
+            Policy {
+                delivery: Delivery::Posted { max_loop: 3 },
+                ..Policy::default()
+            },
+            &sets,
+            1,
+        );
+        let per_io = |r: &irqlab_report::RunReport| r.notifications() as f64 / r.total_ios() as f64;
+        assert!(
+            per_io(&posted) <= per_io(&remapped) * 1.01,
+            "posted {} vs remapped {} notifications per I/O",
+            per_io(&posted),
+            per_io(&remapped)
+        );
+    }
+    let posted = run(
+        ONE_CPU_FOUR_DISKS,
+        Policy {
+            delivery: Delivery::Posted { max_loop: 3 },
+            ..Policy::default()
+        },
+        &[],
+        1,
+    );
+    assert!(
+        posted.coalescing_ratio() > 1.0,
+        "posted dispatches several vectors per PMN"
+    );
+    assert_eq!(posted.cpus[0].pmn, posted.notifications());
+}
+
+#[test]
+fn larger_completion_batches_give_fewer_interrupts_per_io() {
+    let job = |batch: u32| {
+        format!(
+            "[j]\nioengine=io_uring\nrw=randread\nbs=4k\niodepth=64\niodepth_batch_submit={batch}\niodepth_batch_complete_min={batch}\nfilename=nvme0n1\ncpus_allowed=0\nruntime=10ms\ntime_based\n"
+        )
+    };
+    let sets = ["devices.0.service_cv=0.05"];
+    let per_io = |b: u32| {
+        let r = run(&job(b), Policy::default(), &sets, 1);
+        r.vector_interrupts() as f64 / r.total_ios() as f64
+    };
+    let (one, many) = (per_io(1), per_io(32));
+    assert!(
+        many < one * 0.8,
+        "batch 32: {many} interrupts/I/O, batch 1: {one}"
+    );
+}
+
+#[test]
+fn nvme_coalescing_reduces_interrupts() {
+    let off = run(FOUR_DISKS, Policy::default(), &[], 1);
+    let on = run(
+        FOUR_DISKS,
+        Policy {
+            coalescing: DeviceCoalescing::Nvme {
+                thr: 7,
+                time_100us: 1,
+            },
+            ..Policy::default()
+        },
+        &[],
+        1,
+    );
+    let per_io = |r: &irqlab_report::RunReport| r.vector_interrupts() as f64 / r.total_ios() as f64;
+    assert!(per_io(&on) < per_io(&off) * 0.8);
+    assert!(on.vectors.iter().map(|v| v.device_coalesced).sum::<u64>() > 0);
+    assert_eq!(
+        off.vectors.iter().map(|v| v.device_coalesced).sum::<u64>(),
+        0
+    );
+}
+
+#[test]
+fn budgeted_handler_hands_a_flood_to_ksoftirqd() {
+    let sets = ["devices.0.queues=1", "devices.0.max_iops=4000000"];
+    let stock = run(SHARED_QUEUE, Policy::default(), &sets, 1);
+    let budgeted = run(
+        SHARED_QUEUE,
+        Policy {
+            handler: HandlerStyle::IrqPoll {
+                budget: 32,
+                weight: 16,
+            },
+            ..Policy::default()
+        },
+        &sets,
+        1,
+    );
+    let cpu0 = &budgeted.cpus[0];
+    assert!(cpu0.ksoftirqd_wakeups > 0, "no hand-over to ksoftirqd");
+    assert!(cpu0.ksoftirqd_ns > 0);
+    assert_eq!(stock.cpus[0].ksoftirqd_wakeups, 0);
+    // The stock handler drains in hardirq and holds the tick off far longer.
+    assert!(stock.cpus[0].hardirq_ns > 4 * cpu0.hardirq_ns);
+    assert!(stock.cpus[0].tick_lateness.max() > budgeted.cpus[0].tick_lateness.max());
+}
+
+#[test]
+fn threaded_handler_runs_in_the_irq_thread() {
+    let r = run(
+        FOUR_DISKS,
+        Policy {
+            handler: HandlerStyle::Threaded,
+            ..Policy::default()
+        },
+        &[],
+        1,
+    );
+    let t: u64 = r.cpus.iter().map(|c| c.irq_thread_ns).sum();
+    assert!(t > 0);
+    assert!(r.total_ios() > 1000);
+}
+
+#[test]
+fn reap_after_submit_reaps_on_shared_queues() {
+    let sets = ["devices.0.queues=2"];
+    let stock = run(SHARED_QUEUE, Policy::default(), &sets, 1);
+    let ras = run(
+        SHARED_QUEUE,
+        Policy {
+            reap_after_submit: true,
+            ..Policy::default()
+        },
+        &sets,
+        1,
+    );
+    // Completions reaped by submitters are not reaped by the vector's handler.
+    let by_handlers = |r: &irqlab_report::RunReport| {
+        r.cpus.iter().map(|c| c.hardirq_ns).sum::<u64>() as f64 / r.total_ios() as f64
+    };
+    assert!(by_handlers(&ras) < by_handlers(&stock));
+}
+
+#[test]
+fn net_dim_programs_coalescing_and_cuts_interrupts() {
+    let none = run(FOUR_DISKS, Policy::default(), &[], 1);
+    let dim = run(
+        FOUR_DISKS,
+        Policy {
+            moderator: ModeratorKind::NetDim,
+            ..Policy::default()
+        },
+        &[],
+        1,
+    );
+    let per_io = |r: &irqlab_report::RunReport| r.vector_interrupts() as f64 / r.total_ios() as f64;
+    assert!(dim.vectors.iter().map(|v| v.device_coalesced).sum::<u64>() > 0);
+    assert!(
+        per_io(&dim) < per_io(&none),
+        "{} vs {}",
+        per_io(&dim),
+        per_io(&none)
+    );
+}
+
+#[test]
+fn flood_detection_moves_a_flooded_vector_to_its_rescue_thread() {
+    let sets = ["devices.0.queues=1", "devices.0.max_iops=4000000"];
+    let stock = run(SHARED_QUEUE, Policy::default(), &sets, 1);
+    let flood = run(
+        SHARED_QUEUE,
+        Policy {
+            flood_detection: true,
+            ..Policy::default()
+        },
+        &sets,
+        1,
+    );
+    assert_eq!(stock.cpus[0].irq_thread_ns, 0);
+    assert!(
+        flood.cpus[0].irq_thread_ns > 0,
+        "the rescue thread never ran"
+    );
+    assert!(flood.cpus[0].hardirq_ns < stock.cpus[0].hardirq_ns);
+}
+
+#[test]
+fn gsim_moderates_a_cpu_drowning_in_interrupts() {
+    let job =
+        ONE_CPU_FOUR_DISKS.replace("iodepth_batch_submit=8\niodepth_batch_complete_min=8\n", "");
+    let sets = ["cpu.irq_entry_ns=2000"];
+    let none = run(&job, Policy::default(), &sets, 1);
+    let gsim = run(
+        &job,
+        Policy {
+            moderator: ModeratorKind::Gsim,
+            ..Policy::default()
+        },
+        &sets,
+        1,
+    );
+    let per_io = |r: &irqlab_report::RunReport| r.vector_interrupts() as f64 / r.total_ios() as f64;
+    assert!(
+        per_io(&gsim) < per_io(&none),
+        "{} vs {}",
+        per_io(&gsim),
+        per_io(&none)
+    );
+}

@@ -1,0 +1,136 @@
+//! Every submitted I/O completes and is reaped exactly once; every device message is
+//! either handled or merged into a pending one, and the counts add up.
+
+mod common;
+use common::*;
+use irqlab_core::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
+use irqlab_report::RunReport;
+
+fn check(r: &RunReport, what: &str) {
+    let submitted = extra(r, "ios_submitted");
+    assert!(submitted > 100.0, "{what}: too few I/Os ({submitted})");
+    assert_eq!(extra(r, "ios_completed"), submitted, "{what}: completed");
+    assert_eq!(extra(r, "ios_reaped"), submitted, "{what}: reaped");
+    assert_eq!(extra(r, "cqes_posted"), submitted, "{what}: CQEs posted");
+    // No ramp time: the window covers the whole run, so the job counts are the totals.
+    assert_eq!(r.total_ios() as f64, submitted, "{what}: job I/O counts");
+    let reaped_by_queues: u64 = r.vectors.iter().map(|v| v.completions).sum();
+    assert_eq!(
+        reaped_by_queues as f64, submitted,
+        "{what}: per-vector completions"
+    );
+    let messages: u64 = r.vectors.iter().map(|v| v.messages).sum();
+    let handled = r.vector_interrupts();
+    let merged = extra(r, "msi_merged") as u64;
+    assert_eq!(
+        messages,
+        handled + merged,
+        "{what}: messages = handled + merged"
+    );
+    let pmn: u64 = r.cpus.iter().map(|c| c.pmn).sum();
+    if r.vectors.iter().any(|v| v.chip == "IR-PCI-MSIX") {
+        assert_eq!(pmn, 0, "{what}: no PMN in remapped mode");
+        assert_eq!(
+            r.notifications(),
+            handled,
+            "{what}: one notification per handler call"
+        );
+    }
+    let hardirqs: u64 = r.cpus.iter().map(|c| c.hardirqs).sum();
+    assert!(
+        hardirqs >= r.notifications(),
+        "{what}: every notification is an entry"
+    );
+}
+
+#[test]
+fn counts_add_up_under_every_policy() {
+    let base = Policy::default();
+    let cases = [
+        ("remapped", base),
+        (
+            "posted",
+            Policy {
+                delivery: Delivery::Posted { max_loop: 3 },
+                ..base
+            },
+        ),
+        (
+            "coalesced",
+            Policy {
+                coalescing: DeviceCoalescing::Nvme {
+                    thr: 7,
+                    time_100us: 1,
+                },
+                ..base
+            },
+        ),
+        (
+            "threaded",
+            Policy {
+                handler: HandlerStyle::Threaded,
+                ..base
+            },
+        ),
+        (
+            "irq_poll",
+            Policy {
+                handler: HandlerStyle::IrqPoll {
+                    budget: 8,
+                    weight: 4,
+                },
+                ..base
+            },
+        ),
+    ];
+    for (what, policy) in cases {
+        check(&run(FOUR_DISKS, policy, &[], 1), what);
+        check(
+            &run(SHARED_QUEUE, policy, &["devices.0.queues=1"], 1),
+            &format!("{what}, shared queue"),
+        );
+    }
+    for moderator in [
+        ModeratorKind::NetDim,
+        ModeratorKind::RdmaDim,
+        ModeratorKind::IrqAm,
+        ModeratorKind::Gsim,
+    ] {
+        let policy = Policy { moderator, ..base };
+        check(&run(FOUR_DISKS, policy, &[], 1), &format!("{moderator}"));
+    }
+    let flood = Policy {
+        flood_detection: true,
+        ..base
+    };
+    check(
+        &run(
+            SHARED_QUEUE,
+            flood,
+            &["devices.0.queues=1", "devices.0.max_iops=4000000"],
+            1,
+        ),
+        "flood detection",
+    );
+    let ras = Policy {
+        reap_after_submit: true,
+        ..base
+    };
+    check(
+        &run(SHARED_QUEUE, ras, &["devices.0.queues=2"], 1),
+        "reap after submit",
+    );
+}
+
+#[test]
+fn polled_runs_conserve_and_raise_no_interrupts() {
+    let job = "[p]\nioengine=io_uring\nhipri\nrw=randread\nbs=4k\niodepth=8\nfilename=nvme0n1\ncpus_allowed=0\nnumber_ios=500\n";
+    let r = run(job, Policy::default(), &[], 1);
+    check(&r, "polled");
+    assert_eq!(r.vector_interrupts(), 0);
+    assert!(
+        r.vectors
+            .iter()
+            .any(|v| v.chip == "POLLED" && v.completions == 500)
+    );
+}
