@@ -1,9 +1,17 @@
 //! The `irqlab` command.
 
+mod calib;
+mod cmd_calibrate;
 mod cmd_demo;
 mod cmd_rt;
+mod cmd_reproduce;
 mod cmd_run;
+mod cmd_sweep;
+mod irqtop;
+mod output;
 mod policy_args;
+mod progress;
+mod trace_observer;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,8 +29,14 @@ enum Command {
     Run(cmd_run::RunArgs),
     /// Run a fio job on real threads on this host, with real wake-ups.
     Rt(cmd_rt::RtArgs),
+    /// Simulate a grid of parameter values in parallel; write a CSV and a plot.
+    Sweep(cmd_sweep::SweepArgs),
     /// Replay a burst of completions through remapped and posted delivery.
     Demo(cmd_demo::DemoArgs),
+    /// Simulate every published experiment in scenarios/: published vs simulated.
+    Reproduce(cmd_reproduce::ReproduceArgs),
+    /// Fit platform parameters to measured values (Nelder–Mead within bounds).
+    Calibrate(cmd_calibrate::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -30,7 +44,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => cmd_run::main(args),
         Command::Rt(args) => cmd_rt::main(args),
+        Command::Sweep(args) => cmd_sweep::main(args),
         Command::Demo(args) => cmd_demo::main(args),
+        Command::Reproduce(args) => cmd_reproduce::main(args),
+        Command::Calibrate(args) => cmd_calibrate::main(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,145 @@
+//! The figures a scenario is compared on, computed from a run report the way the
+//! published measurements were taken (fio's IOPS and clat, /proc/interrupts rates,
+//! CPU time).
+
+use irqlab_report::RunReport;
+use std::fmt;
+use std::str::FromStr;
+
+/// A figure of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Completed I/Os per second, all jobs (fio's IOPS summed).
+    Iops,
+    /// IOPS divided by the number of disks the jobs use.
+    IopsPerDisk,
+    /// Device vector handler runs per second: the /proc/interrupts device rows.
+    InterruptsPerSec,
+    /// CPU notifications per second: vectors delivered directly plus PMN.
+    NotificationsPerSec,
+    /// Busy CPU time (everything but idle) as a percentage of one CPU.
+    CpuBusyPct,
+    /// Mean completion latency (fio's clat), µs.
+    ClatMeanUs,
+    /// Completed I/Os per device interrupt.
+    IosPerInterrupt,
+}
+
+pub const ALL: [Metric; 7] = [
+    Metric::Iops,
+    Metric::IopsPerDisk,
+    Metric::InterruptsPerSec,
+    Metric::NotificationsPerSec,
+    Metric::CpuBusyPct,
+    Metric::ClatMeanUs,
+    Metric::IosPerInterrupt,
+];
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Iops => "iops",
+            Metric::IopsPerDisk => "iops_per_disk",
+            Metric::InterruptsPerSec => "interrupts_per_sec",
+            Metric::NotificationsPerSec => "notifications_per_sec",
+            Metric::CpuBusyPct => "cpu_busy_pct",
+            Metric::ClatMeanUs => "clat_mean_us",
+            Metric::IosPerInterrupt => "ios_per_interrupt",
+        }
+    }
+
+    /// The metric of `report`; `disks` is how many devices the jobs used.
+    pub fn of(self, report: &RunReport, disks: usize) -> f64 {
+        let secs = report.duration_ns as f64 / 1e9;
+        let per_sec = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        match self {
+            Metric::Iops => per_sec(report.total_ios()),
+            Metric::IopsPerDisk => per_sec(report.total_ios()) / disks.max(1) as f64,
+            Metric::InterruptsPerSec => per_sec(report.vector_interrupts()),
+            Metric::NotificationsPerSec => per_sec(report.notifications()),
+            Metric::CpuBusyPct => {
+                let busy: u64 = report
+                    .cpus
+                    .iter()
+                    .map(|c| {
+                        c.usr_ns
+                            + c.sys_ns
+                            + c.hardirq_ns
+                            + c.softirq_ns
+                            + c.ksoftirqd_ns
+                            + c.irq_thread_ns
+                    })
+                    .sum();
+                if report.duration_ns == 0 {
+                    0.0
+                } else {
+                    busy as f64 * 100.0 / report.duration_ns as f64
+                }
+            }
+            Metric::ClatMeanUs => {
+                let (mut n, mut sum) = (0u64, 0.0);
+                for j in &report.jobs {
+                    for d in [&j.read, &j.write] {
+                        n += d.clat.count();
+                        sum += d.clat.mean() * d.clat.count() as f64;
+                    }
+                }
+                if n == 0 { 0.0 } else { sum / n as f64 / 1000.0 }
+            }
+            Metric::IosPerInterrupt => {
+                let irqs = report.vector_interrupts();
+                if irqs == 0 {
+                    0.0
+                } else {
+                    report.total_ios() as f64 / irqs as f64
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Metric {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ALL.iter().copied().find(|m| m.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = ALL.iter().map(|m| m.name()).collect();
+            format!("unknown metric '{s}'; known: {}", names.join(", "))
+        })
+    }
+}
+
+/// Signed relative error of `simulated` against `published`, in percent.
+pub fn error_pct(simulated: f64, published: f64) -> f64 {
+    if published == 0.0 {
+        if simulated == 0.0 { 0.0 } else { f64::INFINITY }
+    } else {
+        (simulated - published) / published * 100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for m in ALL {
+            assert_eq!(m.name().parse::<Metric>(), Ok(m));
+        }
+        assert!("x".parse::<Metric>().unwrap_err().contains("iops_per_disk"));
+    }
+
+    #[test]
+    fn error_is_signed_and_relative() {
+        assert_eq!(error_pct(110.0, 100.0), 10.0);
+        assert_eq!(error_pct(90.0, 100.0), -10.0);
+        assert_eq!(error_pct(0.0, 0.0), 0.0);
+    }
+}
