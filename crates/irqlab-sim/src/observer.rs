@@ -30,6 +30,13 @@ impl SliceKind {
 
 /// Called by the simulator as things happen; every method has an empty default.
 pub trait Observer {
+    /// Called once before the first event: the report's vector names (indexed as in
+    /// `message` and `handler`) and the number of CPUs.
+    fn start(&mut self, _vector_names: &[String], _ncpus: usize) {}
+    /// Whether `counter` calls are wanted; false skips computing their values.
+    fn wants_counters(&self) -> bool {
+        false
+    }
     /// CPU `cpu` starts doing `kind` at `now` (the previous slice ends there).
     fn slice(&mut self, _now: u64, _cpu: usize, _kind: SliceKind) {}
     /// A device raised an MSI for vector `vector` (index into the report's vectors).
@@ -38,7 +45,8 @@ pub trait Observer {
     fn notification(&mut self, _now: u64, _cpu: usize, _pmn: bool) {}
     /// A vector's handler ran on `cpu` and reaped `cqes` completions.
     fn handler(&mut self, _now: u64, _cpu: usize, _vector: usize, _cqes: u32) {}
-    /// A named counter changed (e.g. "coalesce_usec" of a vector after a moderator step).
+    /// A named counter changed: "moderation_level" (per vector), "pir_pending" (posted
+    /// PIR bits set, per CPU), "iodepth" (I/Os a job has in flight, per job).
     fn counter(&mut self, _now: u64, _name: &str, _index: usize, _value: f64) {}
 }
 

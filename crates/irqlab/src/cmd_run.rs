@@ -26,25 +26,35 @@ pub struct RunArgs {
     pub seed: u64,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub observe: crate::irqtop::ObserveArgs,
 }
 
 pub fn main(args: RunArgs) -> Result<(), String> {
     let jobs = irqlab_fio::parse_file(&args.job).map_err(|e| e.to_string())?;
     let path = resolve_platform(&args.platform)?;
     let platform = Platform::load(&path, &args.sets).map_err(|e| e.to_string())?;
-    let report = irqlab_sim::simulate(
+    // irqtop lines go to stderr when stdout carries the JSON report.
+    let mut irqtop_out: Box<dyn std::io::Write> =
+        if args.output.format == crate::output::OutputFormat::Normal {
+            Box::new(std::io::stdout())
+        } else {
+            Box::new(std::io::stderr())
+        };
+    let report = crate::irqtop::simulate_with_observers(
         &jobs,
         &platform,
         &args.policy.policy(),
         &SimOptions { seed: args.seed },
-    )
-    .map_err(|e| e.to_string())?;
+        &args.observe,
+        &mut irqtop_out,
+    )?;
     emit(&report, &args.output)
 }
 
 /// A path that exists is used as is; a bare name is platforms/NAME.toml in the current
 /// directory or in a directory above the executable (the repository of a cargo build).
-fn resolve_platform(arg: &str) -> Result<PathBuf, String> {
+pub(crate) fn resolve_platform(arg: &str) -> Result<PathBuf, String> {
     let direct = PathBuf::from(arg);
     if direct.is_file() {
         return Ok(direct);

@@ -206,7 +206,7 @@ impl Plan {
         let job_text = std::fs::read_to_string(&args.job)
             .map_err(|e| format!("{}: cannot read: {e}", args.job.display()))?;
         let jobs = irqlab_fio::parse_str(&job_text, &args.job).map_err(|e| e.to_string())?;
-        let path = resolve_platform(&args.platform)?;
+        let path = crate::cmd_run::resolve_platform(&args.platform)?;
         let platform_text = std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         let platform_origin = path.display().to_string();
@@ -387,38 +387,6 @@ fn with_job_options(text: &str, options: &[(&str, &str)]) -> String {
     }
     close(&mut out, in_job);
     out
-}
-
-/// A path that exists is used as is; a bare name is platforms/NAME.toml in the current
-/// directory or above the executable. Same rule as `irqlab run` (cmd_run.rs keeps its
-/// copy private; the two should become one shared function).
-fn resolve_platform(arg: &str) -> Result<PathBuf, String> {
-    let direct = PathBuf::from(arg);
-    if direct.is_file() {
-        return Ok(direct);
-    }
-    let is_bare = !arg.contains('/') && !arg.contains('\\') && !arg.ends_with(".toml");
-    if !is_bare {
-        return Err(format!("{arg}: no such platform file"));
-    }
-    let rel = Path::new("platforms").join(format!("{arg}.toml"));
-    if rel.is_file() {
-        return Ok(rel);
-    }
-    let mut tried = vec![rel.display().to_string()];
-    if let Ok(exe) = std::env::current_exe() {
-        for dir in exe.ancestors().skip(1) {
-            let cand = dir.join(&rel);
-            if cand.is_file() {
-                return Ok(cand);
-            }
-            tried.push(cand.display().to_string());
-        }
-    }
-    Err(format!(
-        "platform '{arg}' not found; tried {}",
-        tried.join(", ")
-    ))
 }
 
 #[cfg(test)]

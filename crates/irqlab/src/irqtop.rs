@@ -6,10 +6,10 @@
 //!
 //! This file also holds the glue that lets several observers watch one simulation
 //! ([`Both`], [`Observers`], [`ObserveArgs`], [`simulate_with_observers`]).
+#![cfg_attr(not(test), allow(dead_code))]
 
 // Until `irqlab run` wires --trace/--irqtop/progress in (cmd_run.rs, owned by the lead),
 // only tests and the sweep use this module; drop this line once it is wired.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use crate::progress::{SimProgress, sim_total_ns};
 use crate::trace_observer::{TraceObserver, parse_window};
@@ -268,6 +268,12 @@ impl<W: Write> IrqTop<W> {
 }
 
 impl<W: Write> Observer for IrqTop<W> {
+    fn start(&mut self, vector_names: &[String], _ncpus: usize) {
+        if self.names.is_empty() {
+            self.names = vector_names.to_vec();
+        }
+    }
+
     fn slice(&mut self, now: u64, _cpu: usize, _kind: SliceKind) {
         self.advance(now);
     }
@@ -298,6 +304,15 @@ impl<W: Write> Observer for IrqTop<W> {
 pub struct Both<A, B>(pub A, pub B);
 
 impl<A: Observer, B: Observer> Observer for Both<A, B> {
+    fn start(&mut self, vector_names: &[String], ncpus: usize) {
+        self.0.start(vector_names, ncpus);
+        self.1.start(vector_names, ncpus);
+    }
+
+    fn wants_counters(&self) -> bool {
+        self.0.wants_counters() || self.1.wants_counters()
+    }
+
     #[inline]
     fn slice(&mut self, now: u64, cpu: usize, kind: SliceKind) {
         self.0.slice(now, cpu, kind);
@@ -367,6 +382,19 @@ pub struct Observers<'a> {
 }
 
 impl Observer for Observers<'_> {
+    fn start(&mut self, vector_names: &[String], ncpus: usize) {
+        if let Some(o) = &mut self.trace {
+            o.start(vector_names, ncpus);
+        }
+        if let Some(o) = &mut self.irqtop {
+            o.start(vector_names, ncpus);
+        }
+    }
+
+    fn wants_counters(&self) -> bool {
+        self.trace.is_some()
+    }
+
     #[inline]
     fn slice(&mut self, now: u64, cpu: usize, kind: SliceKind) {
         if let Some(o) = &mut self.trace {

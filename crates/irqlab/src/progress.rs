@@ -1,10 +1,10 @@
 //! Progress bars for long runs (sweeps, reproductions, simulations of many seconds, long
 //! runtime jobs): drawn on stderr when it is a terminal, silent otherwise, so piped or
 //! redirected output holds no escape codes.
+#![cfg_attr(not(test), allow(dead_code))]
 
 // Until `irqlab run` wires --trace/--irqtop/progress in (cmd_run.rs, owned by the lead),
 // only tests and the sweep use this module; drop this line once it is wired.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use irqlab_sim::{Observer, SliceKind};

@@ -8,10 +8,10 @@
 //! instant per MSI the device raised and one per handler run. Counters on the host:
 //! per-CPU notifications and handler runs per second, and whatever the simulator reports
 //! through `Observer::counter` (e.g. a moderator's coalescing level).
+#![cfg_attr(not(test), allow(dead_code))]
 
 // Until `irqlab run` wires --trace/--irqtop/progress in (cmd_run.rs, owned by the lead),
 // only tests and the sweep use this module; drop this line once it is wired.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use irqlab_report::RunReport;
 use irqlab_report::trace::{Arg, Scope, TraceWriter};
@@ -269,6 +269,10 @@ fn vector_tid(v: usize) -> u32 {
 }
 
 impl<W: Write> Observer for TraceObserver<W> {
+    fn wants_counters(&self) -> bool {
+        true
+    }
+
     fn slice(&mut self, now: u64, cpu: usize, kind: SliceKind) {
         self.advance(now);
         self.close_slice(cpu, now);

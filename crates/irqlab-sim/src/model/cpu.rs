@@ -415,6 +415,11 @@ impl<O: Observer> Sim<'_, O> {
                 }
                 cpu.irq.snapshot = Some(snap);
                 cpu.irq.next_vec = 0;
+                if self.obs.wants_counters() {
+                    let bits = cpu.pir_shadow.iter().map(|w| w.count_ones()).sum::<u32>();
+                    self.obs
+                        .counter(self.now, "pir_pending", c, f64::from(bits));
+                }
                 self.hard(c, IrqPhase::PirRound, self.costs.pir_round);
             }
             // One apic_eoi() for the whole notification.

@@ -268,6 +268,10 @@ impl<O: Observer> Sim<'_, O> {
         let job = &mut self.jobs[j];
         job.outstanding += k;
         job.issued += u64::from(k);
+        if self.obs.wants_counters() {
+            let depth = f64::from(job.outstanding);
+            self.obs.counter(now, "iodepth", j, depth);
+        }
         job.last_submit = now;
         self.totals.submitted += u64::from(k);
         if self.measuring {
@@ -368,6 +372,10 @@ impl<O: Observer> Sim<'_, O> {
                     now - rec.start,
                 );
             }
+        }
+        if self.obs.wants_counters() {
+            let depth = f64::from(self.jobs[j].outstanding);
+            self.obs.counter(now, "iodepth", j, depth);
         }
     }
 }

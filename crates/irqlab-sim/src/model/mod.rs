@@ -19,6 +19,13 @@ use crate::observer::Observer;
 impl<O: Observer> Sim<'_, O> {
     /// Runs until every job has finished and the machine is quiet.
     pub(crate) fn run(&mut self) {
+        let names = build::queue_names(self);
+        let vector_names: Vec<String> = self
+            .vectors
+            .iter()
+            .map(|v| names[v.queue as usize].clone())
+            .collect();
+        self.obs.start(&vector_names, self.cpus.len());
         for c in 0..self.cpus.len() {
             let first = self.costs.tick_period;
             self.q.push(first, Event::Tick { cpu: c as u32 });
