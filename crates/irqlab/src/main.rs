@@ -3,8 +3,8 @@
 mod calib;
 mod cmd_calibrate;
 mod cmd_demo;
-mod cmd_rt;
 mod cmd_reproduce;
+mod cmd_rt;
 mod cmd_run;
 mod cmd_sweep;
 mod irqtop;
@@ -17,7 +17,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "irqlab", version, about = "Interrupt delivery and moderation for fast I/O devices: simulate it, run it, see it")]
+#[command(
+    name = "irqlab",
+    version,
+    about = "Interrupt delivery and moderation for fast I/O devices: simulate it, run it, see it"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
