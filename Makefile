@@ -3,8 +3,10 @@ CARGO ?= cargo
 
 .PHONY: run test stress loom fmt-check clippy bench
 
+ARGS ?= run examples/randread-libaio.fio --platform example --interrupts
+
 run:
-	$(CARGO) run --release -p irqlab -- demo
+	$(CARGO) run --release -p irqlab -- $(ARGS)
 
 # Unit, property and integration tests of every crate, then the loom model checks.
 test:

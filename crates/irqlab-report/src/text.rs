@@ -3,6 +3,7 @@
 
 use crate::fio_stats::{self, GroupDir, LAT_LABELS_M, LAT_LABELS_NU};
 use crate::num2str::{Unit, num2str};
+use crate::model::pct;
 use crate::{DirReport, Engine, JobReport, Latency, RunReport};
 use std::fmt::Write;
 
@@ -222,13 +223,6 @@ fn per_sec(count: u64, window_ns: u64) -> f64 {
     }
 }
 
-fn share(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
-    }
-}
 
 /// Interrupt counts, rates, CPU shares and tick lateness: the part fio has no words for.
 fn irqlab_section(out: &mut String, r: &RunReport) {
@@ -314,13 +308,13 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
             out,
             "  {:>4} {:>6.2}% {:>6.2}% {:>7.2}% {:>7.2}% {:>9.2}% {:>9.2}% {:>6.2}% {:>10} {:>10} {:>8} {:>8} {:>14}  {}/{}/{}",
             c.cpu,
-            share(c.usr_ns, w),
-            share(c.sys_ns, w),
-            share(c.hardirq_ns, w),
-            share(c.softirq_ns, w),
-            share(c.ksoftirqd_ns, w),
-            share(c.irq_thread_ns, w),
-            share(c.idle_ns, w),
+            pct(c.usr_ns, w),
+            pct(c.sys_ns, w),
+            pct(c.hardirq_ns, w),
+            pct(c.softirq_ns, w),
+            pct(c.ksoftirqd_ns, w),
+            pct(c.irq_thread_ns, w),
+            pct(c.idle_ns, w),
             c.ctx_switches,
             c.hardirqs,
             c.pmn,
