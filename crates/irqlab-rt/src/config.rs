@@ -1,7 +1,10 @@
 //! The runtime's own settings (thread counts, placement, media), beside the policy.
 
+use crate::file_media::DEFAULT_CREATE_BYTES;
+use crate::live::LiveCounters;
 use crate::media::{Media, MediaModel};
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
+use std::sync::Arc;
 
 /// Emulated namespace size when the media is a model: offsets range over 1 GiB.
 pub const DEFAULT_NAMESPACE_BYTES: u64 = 1 << 30;
@@ -23,6 +26,10 @@ pub struct RtConfig {
     pub namespace_bytes: u64,
     /// Abort when no completion was reaped for this long.
     pub stall_timeout_ns: u64,
+    /// Size of the file `--media file:PATH` creates when PATH does not exist.
+    pub media_size: u64,
+    /// Counters a monitor thread may sample while the run goes on.
+    pub live: Option<Arc<LiveCounters>>,
 }
 
 impl Default for RtConfig {
@@ -39,6 +46,8 @@ impl Default for RtConfig {
             lazy_wake: false,
             namespace_bytes: DEFAULT_NAMESPACE_BYTES,
             stall_timeout_ns: 10_000_000_000,
+            media_size: DEFAULT_CREATE_BYTES,
+            live: None,
         }
     }
 }
@@ -51,9 +60,13 @@ pub fn check_policy(p: &Policy) -> Result<(), String> {
                 .into(),
         );
     }
-    if p.handler == HandlerStyle::Threaded {
+    if p.handler == HandlerStyle::Threaded && p.reap_after_submit {
+        // The irq thread owns each interrupt queue's CQ: a second reaper would race it
+        // (the kernel serialises them with the cq_poll_lock trylock).
         return Err(
-            "the runtime does not run threaded handlers; use --handler hardirq or irq-poll".into(),
+            "--reap-after-submit with --handler threaded is not run: the irq thread owns \
+             the completion queue; drop one of them"
+                .into(),
         );
     }
     if p.moderator == ModeratorKind::Gsim {

@@ -5,8 +5,9 @@
 //! head doorbell once), and at irq_exit the IRQ_POLL softirq. Polled jobs spin on their CQ.
 
 use crate::clock::now_ns;
+use crate::irq_thread::{self, IrqThread};
 use crate::job::{Io, JobRun, Port, Step};
-use crate::shared::{CpuShared, Target};
+use crate::shared::{CpuShared, Target, bump};
 use crate::usage::Usage;
 use irqlab_core::HandlerStyle;
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId, jiffies};
@@ -64,6 +65,7 @@ impl Port for SubmitPort<'_> {
                 continue;
             };
             self.tags[q].slots[usize::from(cid)] = Some(*io);
+            self.shared.queues[q].set_command(cid, io.offset, io.len);
             let sqe = Sqe {
                 command_id: cid,
                 opcode: if io.is_read {
@@ -92,6 +94,28 @@ impl Port for SubmitPort<'_> {
             if touched & (1 << (q % 64)) != 0 {
                 qs.qp.sq.ring_doorbell();
             }
+        }
+    }
+}
+
+/// blk_mq_end_request for the request of `cid`: frees its tag and completes it to its
+/// job. Returns its bytes (0 and counted in `unknown` when the tag carried nothing).
+fn complete_cid(
+    tags: &mut Tags,
+    jobs: &mut [JobRun],
+    unknown: &mut u64,
+    cid: u16,
+    now: u64,
+) -> u64 {
+    match tags.slots.get_mut(usize::from(cid)).and_then(Option::take) {
+        Some(io) => {
+            tags.free.push(cid);
+            jobs[io.slot as usize].complete(io, now);
+            u64::from(io.len)
+        }
+        None => {
+            *unknown += 1;
+            0
         }
     }
 }
@@ -127,6 +151,12 @@ pub struct CpuResult {
     /// I/Os that found no tag or SQ slot (must stay 0).
     pub overflow: u64,
     pub sleeps: u64,
+    /// `--handler threaded`: clock time in the irq thread's handler runs, the thread's
+    /// getrusage, its handler runs and the futex wakes that found it asleep.
+    pub irq_thread_ns: u64,
+    pub irq_thread_usage: Usage,
+    pub irq_thread_runs: u64,
+    pub irq_thread_wakeups: u64,
 }
 
 /// A CPU thread's state.
@@ -138,7 +168,8 @@ pub struct CpuThread {
     irq_poll: IrqPollCpu,
     poll_ids: Vec<Option<IrqPollId>>,
     moderators: Vec<Option<Moderator>>,
-    /// Bytes reaped per queue since the last moderator event.
+    /// The irq thread of `--handler threaded`.
+    irq: Option<Arc<IrqThread>>,
     res: CpuResult,
 }
 
@@ -174,7 +205,10 @@ impl CpuThread {
             vec_completions: vec![0; n],
             ..CpuResult::default()
         };
+        let threaded = policy.handler == HandlerStyle::Threaded
+            && shared.queues.iter().any(|q| !q.plan.polled);
         Ok(CpuThread {
+            irq: threaded.then(|| Arc::new(IrqThread::default())),
             shared,
             policy,
             jobs,
@@ -188,6 +222,26 @@ impl CpuThread {
 
     /// Runs every job to its end (or until `abort`), then returns what it measured.
     pub fn run(mut self, abort: &AtomicBool) -> CpuResult {
+        let Some(irq) = self.irq.clone() else {
+            self.run_jobs(abort);
+            return self.res;
+        };
+        // The irq thread inherits this thread's CPU affinity, as irq threads follow
+        // their interrupt's affinity (irq_thread_check_affinity).
+        let usage = std::thread::scope(|s| {
+            let h = irq_thread::spawn(s, irq.clone(), self.shared.clone());
+            self.run_jobs(abort);
+            irq.stop();
+            h.join().unwrap_or_default()
+        });
+        self.res.irq_thread_ns = irq.busy_ns.load(Relaxed);
+        self.res.irq_thread_usage = usage;
+        self.res.irq_thread_runs = irq.runs.load(Relaxed);
+        self.res.irq_thread_wakeups = irq.notifier.wakeups();
+        self.res
+    }
+
+    fn run_jobs(&mut self, abort: &AtomicBool) {
         let u0 = Usage::thread();
         let t0 = now_ns();
         let n = self.jobs.len();
@@ -202,6 +256,7 @@ impl CpuThread {
             if self.irq_poll.softirq_pending() {
                 self.softirq();
             }
+            self.take_from_irq_thread();
             let mut progress = false;
             let mut polled_blocked = false;
             let mut all_done = true;
@@ -253,7 +308,11 @@ impl CpuThread {
                 continue;
             }
             let t = now_ns();
-            let woken = self.shared.notifier.wait(|| abort.load(Relaxed));
+            let irq = self.irq.clone();
+            let woken = self
+                .shared
+                .notifier
+                .wait(|| abort.load(Relaxed) || irq.as_ref().is_some_and(|i| i.has_completions()));
             self.res.idle_ns += now_ns() - t;
             if woken == crate::wake::Woken::Notified {
                 self.interrupt();
@@ -262,6 +321,8 @@ impl CpuThread {
         self.res.wall_ns = now_ns() - t0;
         self.res.usage = Usage::thread().since(&u0);
         self.res.sleeps = self.shared.notifier.sleeps();
+        self.res.pmn = self.shared.live.pmn.load(Relaxed);
+        self.res.vec_handled = self.shared.live.handled();
         for (j, job) in self.jobs.iter().enumerate() {
             let start = t0 + job.plan.ramp_ns;
             let end = if finished[j] { ends[j] } else { now_ns() };
@@ -269,7 +330,6 @@ impl CpuThread {
                 .clones
                 .push((j, job.stats.clone(), start, end.max(start)));
         }
-        self.res
     }
 
     /// The interrupt path for one notification.
@@ -279,7 +339,7 @@ impl CpuThread {
         match &shared.target {
             Target::Posted(desc) => {
                 // sysvec_posted_msi_notification: inc PMN, demux, clear ON, extra round.
-                self.res.pmn += 1;
+                bump(&self.shared.live.pmn, 1);
                 self.res.hardirqs += 1;
                 let max_loop = match self.policy.delivery {
                     irqlab_core::Delivery::Posted { max_loop } => max_loop,
@@ -316,7 +376,7 @@ impl CpuThread {
             self.res.spurious += 1;
             return;
         };
-        self.res.vec_handled[q] += 1;
+        bump(&self.shared.live.handled[q], 1);
         let (n, bytes) = match self.policy.handler {
             HandlerStyle::IrqPoll { budget, .. } => {
                 let (n, bytes) = self.reap(q, budget);
@@ -329,7 +389,15 @@ impl CpuThread {
                 }
                 (n, bytes)
             }
-            HandlerStyle::Hardirq | HandlerStyle::Threaded => self.reap(q, u32::MAX),
+            HandlerStyle::Threaded => {
+                // nvme_irq_check: IRQ_WAKE_THREAD when a CQE is pending, else IRQ_NONE.
+                match &self.irq {
+                    Some(irq) if self.shared.queues[q].qp.cqe_pending() => irq.wake(vector),
+                    _ => self.res.spurious += 1,
+                }
+                return;
+            }
+            HandlerStyle::Hardirq => self.reap(q, u32::MAX),
         };
         self.res.vec_completions[q] += u64::from(n);
         self.moderate(q, n, bytes);
@@ -344,17 +412,38 @@ impl CpuThread {
         let unknown = &mut self.res.unknown_cqes;
         let mut bytes = 0u64;
         let n = shared.queues[q].qp.poll_cq(budget, |cqe| {
-            let cid = cqe.command_id;
-            match tags.slots.get_mut(usize::from(cid)).and_then(Option::take) {
-                Some(io) => {
-                    tags.free.push(cid);
-                    bytes += u64::from(io.len);
-                    jobs[io.slot as usize].complete(io, now);
-                }
-                None => *unknown += 1,
-            }
+            bytes += complete_cid(tags, jobs, unknown, cqe.command_id, now);
         });
+        bump(&self.shared.live.completions, u64::from(n));
         (n, bytes)
+    }
+
+    /// Completes to their jobs the commands the irq thread reaped; each batch is one
+    /// thread handler run for the moderator.
+    fn take_from_irq_thread(&mut self) {
+        let Some(irq) = self.irq.clone() else {
+            return;
+        };
+        if !irq.has_completions() {
+            return;
+        }
+        for (q, cids) in irq.take_completions() {
+            let now = now_ns();
+            let mut bytes = 0;
+            for &cid in &cids {
+                bytes += complete_cid(
+                    &mut self.tags[q],
+                    &mut self.jobs,
+                    &mut self.res.unknown_cqes,
+                    cid,
+                    now,
+                );
+            }
+            let n = cids.len() as u32;
+            self.res.vec_completions[q] += u64::from(n);
+            bump(&self.shared.live.completions, u64::from(n));
+            self.moderate(q, n, bytes);
+        }
     }
 
     /// A moderator sees each interrupt's work and may program the device's coalescing.

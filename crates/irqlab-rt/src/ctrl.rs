@@ -5,6 +5,7 @@
 //! device's coalescing policy and the one-outstanding-message gate.
 
 use crate::clock::now_ns;
+use crate::file_media::{MediaCmd, UringMedia};
 use crate::media::MediaClock;
 use crate::shared::CpuShared;
 use irqlab_core::DeviceCoalescing;
@@ -75,12 +76,33 @@ impl CtrlQueue {
     }
 }
 
+/// What serves a controller's commands.
+pub enum Backend {
+    /// The timing model; commands in completion order: (done_ns, queue, sqe).
+    Model {
+        clock: MediaClock,
+        inflight: VecDeque<(u64, usize, Sqe)>,
+    },
+    /// Real I/O on the controller's own io_uring.
+    File(Box<UringMedia>),
+}
+
+impl Backend {
+    pub fn model(clock: MediaClock) -> Backend {
+        Backend::Model {
+            clock,
+            inflight: VecDeque::new(),
+        }
+    }
+}
+
+/// NVMe I/O opcode read (NVM command set): anything else is served as a write.
+const NVME_CMD_READ: u8 = 0x02;
+
 /// One emulated controller: its media queue and the queue pairs it serves.
 pub struct Controller {
     pub index: usize,
-    media: MediaClock,
-    /// Commands on the media, in completion order: (done_ns, queue, sqe).
-    inflight: VecDeque<(u64, usize, Sqe)>,
+    media: Backend,
     queues: Vec<CtrlQueue>,
 }
 
@@ -88,7 +110,7 @@ impl Controller {
     /// A controller serving queue pairs `(cpu, index in cpu.queues)`.
     pub fn new(
         index: usize,
-        media: MediaClock,
+        media: Backend,
         queues: Vec<(Arc<CpuShared>, usize)>,
         coalescing: DeviceCoalescing,
     ) -> Controller {
@@ -107,7 +129,6 @@ impl Controller {
         Controller {
             index,
             media,
-            inflight: VecDeque::new(),
             queues,
         }
     }
@@ -133,28 +154,20 @@ impl Controller {
                 cq.apply(d);
             }
         }
-        for (qi, cq) in self.queues.iter().enumerate() {
-            while let Some(sqe) = cq.cpu.queues[cq.q].qp.fetch() {
-                self.inflight
-                    .push_back((self.media.schedule(now_ns), qi, sqe));
-                busy = true;
-            }
-        }
-        while let Some(&(done, qi, sqe)) = self.inflight.front() {
-            if done > now_ns {
-                break;
-            }
+        busy |= self.serve(now_ns);
+        while let Some((qi, sqe, status)) = self.peek_done(now_ns) {
             let cq = &mut self.queues[qi];
             if cq.cpu.queues[cq.q]
                 .qp
-                .complete(sqe.command_id, 0, 0)
+                .complete(sqe.command_id, status, 0)
                 .is_err()
             {
                 cq.counters.cq_full += 1;
                 break;
             }
-            self.inflight.pop_front();
+            self.pop_done();
             busy = true;
+            let cq = &mut self.queues[qi];
             cq.counters.completions += 1;
             let d = cq
                 .irq
@@ -175,6 +188,66 @@ impl Controller {
         busy
     }
 
+    /// Fetches every visible SQE (round robin over the queues) onto the media and, for
+    /// real I/O, submits them and reaps what the kernel finished.
+    fn serve(&mut self, now_ns: u64) -> bool {
+        let mut busy = false;
+        for (qi, cq) in self.queues.iter().enumerate() {
+            let qs = &cq.cpu.queues[cq.q];
+            while let Some(sqe) = qs.qp.fetch() {
+                busy = true;
+                match &mut self.media {
+                    Backend::Model { clock, inflight } => {
+                        inflight.push_back((clock.schedule(now_ns), qi, sqe));
+                    }
+                    Backend::File(u) => {
+                        let (offset, len) = qs.command(sqe.command_id);
+                        u.queue(MediaCmd {
+                            qi,
+                            sqe,
+                            offset,
+                            len,
+                            is_read: sqe.opcode == NVME_CMD_READ,
+                        });
+                    }
+                }
+            }
+        }
+        if let Backend::File(u) = &mut self.media {
+            busy |= u.reap() > 0;
+            busy |= u.start() > 0;
+        }
+        busy
+    }
+
+    /// The oldest command whose media work is over at `now_ns`: (queue, sqe, status).
+    fn peek_done(&self, now_ns: u64) -> Option<(usize, Sqe, u16)> {
+        match &self.media {
+            Backend::Model { inflight, .. } => match inflight.front() {
+                Some(&(done, qi, sqe)) if done <= now_ns => Some((qi, sqe, 0)),
+                _ => None,
+            },
+            Backend::File(u) => u.peek_done().map(|(c, status)| (c.qi, c.sqe, status)),
+        }
+    }
+
+    fn pop_done(&mut self) {
+        match &mut self.media {
+            Backend::Model { inflight, .. } => {
+                inflight.pop_front();
+            }
+            Backend::File(u) => u.pop_done(),
+        }
+    }
+
+    /// The first failed real I/O, if any.
+    pub fn media_error(&self) -> Option<String> {
+        match &self.media {
+            Backend::File(u) => u.error.clone(),
+            Backend::Model { .. } => None,
+        }
+    }
+
     /// Per-queue counters: ((cpu thread, queue index), counters).
     pub fn counters(&self) -> Vec<((usize, usize), VectorCounters)> {
         self.queues
@@ -185,7 +258,10 @@ impl Controller {
 
     /// Commands still on the media.
     pub fn busy(&self) -> bool {
-        !self.inflight.is_empty()
+        match &self.media {
+            Backend::Model { inflight, .. } => !inflight.is_empty(),
+            Backend::File(u) => u.busy(),
+        }
     }
 }
 

@@ -8,7 +8,10 @@ pub mod clock;
 pub mod config;
 pub mod cpu;
 pub mod ctrl;
+pub mod file_media;
+pub mod irq_thread;
 pub mod job;
+pub mod live;
 pub mod media;
 pub mod pin;
 pub mod report;
@@ -19,5 +22,6 @@ pub mod usage;
 pub mod wake;
 
 pub use config::{RtConfig, check_policy};
+pub use live::{LiveCounters, LiveSnapshot};
 pub use media::{Media, MediaModel};
 pub use run::run;

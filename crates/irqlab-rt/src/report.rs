@@ -15,7 +15,7 @@ use irqlab_report::{
 };
 
 /// Process-wide measures of one run.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Measured {
     pub wall_ns: u64,
     pub wakeups: u64,
@@ -23,6 +23,8 @@ pub struct Measured {
     pub usage: Usage,
     pub pinned: bool,
     pub host_cpus: usize,
+    /// The media as the platform line shows it (a file says O_DIRECT or why not).
+    pub media: String,
 }
 
 fn merge_dir(into: &mut DirReport, from: &DirReport, window_ns: u64) {
@@ -116,8 +118,9 @@ fn cpu_reports(cpus: &[CpuResult]) -> Vec<CpuReport> {
             sys_ns: r.usage.sys_ns,
             hardirq_ns: r.hardirq_ns,
             softirq_ns: r.softirq_ns,
+            irq_thread_ns: r.irq_thread_ns,
             idle_ns: r.idle_ns,
-            ctx_switches: r.usage.ctx(),
+            ctx_switches: r.usage.ctx() + r.irq_thread_usage.ctx(),
             hardirqs: r.hardirqs,
             pmn: r.pmn,
             ..CpuReport::default()
@@ -179,7 +182,7 @@ pub fn build_report(
     let clones = clone_outputs(topo, cpus);
     let job_reports = job_reports(jobs, &clones);
     let duration_ns = job_reports.iter().map(|j| j.runtime_ns).max().unwrap_or(0);
-    let media = cfg.media.describe();
+    let media = &m.media;
     let platform = format!(
         "this host ({} CPUs): {} CPU thread(s), {} controller thread(s), {}, media {}",
         m.host_cpus,
@@ -197,8 +200,10 @@ pub fn build_report(
         .flat_map(|c| c.vec_completions.iter())
         .sum::<u64>()
         + cpus.iter().map(|c| c.reaped_after_submit).sum::<u64>();
-    let thread_cpu: u64 = cpus.iter().map(|c| c.usage.cpu_ns()).sum();
-    let window_cpu: u64 = clones.iter().map(|c| c.usr_ns + c.sys_ns).sum();
+    let irq_thread_cpu: u64 = cpus.iter().map(|c| c.irq_thread_usage.cpu_ns()).sum();
+    let thread_cpu: u64 = cpus.iter().map(|c| c.usage.cpu_ns()).sum::<u64>() + irq_thread_cpu;
+    // An emulated CPU's irq thread works for its I/Os too.
+    let window_cpu: u64 = clones.iter().map(|c| c.usr_ns + c.sys_ns).sum::<u64>() + irq_thread_cpu;
     let notifications: u64 = cpus.iter().map(|c| c.pmn).sum::<u64>()
         + if matches!(policy.delivery, Delivery::Posted { .. }) {
             0
@@ -249,6 +254,11 @@ pub fn build_report(
             sum(|c| c.polled_completions) as f64,
         ),
         ("irq_poll_runs".into(), sum(|c| c.irq_poll_runs) as f64),
+        ("irq_thread_runs".into(), sum(|c| c.irq_thread_runs) as f64),
+        (
+            "irq_thread_wakeups".into(),
+            sum(|c| c.irq_thread_wakeups) as f64,
+        ),
         (
             "moderator_programs".into(),
             sum(|c| c.moderator_programs) as f64,

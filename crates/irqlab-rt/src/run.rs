@@ -4,7 +4,8 @@
 use crate::clock::now_ns;
 use crate::config::{RtConfig, check_policy};
 use crate::cpu::{CpuResult, CpuThread};
-use crate::ctrl::{Controller, VectorCounters, run_controllers};
+use crate::ctrl::{Backend, Controller, VectorCounters, run_controllers};
+use crate::file_media::{FileTarget, UringMedia};
 use crate::job::JobRun;
 use crate::media::{Media, MediaClock};
 use crate::pin::{allowed_cpus, pin_current};
@@ -25,13 +26,19 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
     if jobs.is_empty() {
         return Err("the job file defines no job".into());
     }
-    let model = match &cfg.media {
-        Media::Model(m) => *m,
-        Media::File(p) => {
-            return Err(format!(
-                "--media file:{}: real I/O through io_uring is not built into this runtime yet; use --media model",
-                p.display()
-            ));
+    let file = match &cfg.media {
+        Media::Model(_) => None,
+        Media::File(path) => {
+            let max_bs = jobs.iter().map(|j| j.bs.max(1)).max().unwrap_or(1);
+            let aligned = jobs.iter().all(|j| j.bs.is_multiple_of(512));
+            let write = jobs.iter().any(|j| j.rw.read_pct() < 100);
+            Some(Arc::new(FileTarget::open(
+                path,
+                cfg.media_size,
+                max_bs,
+                aligned,
+                write,
+            )?))
         }
     };
     let topo = Topology::build(
@@ -39,7 +46,7 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
         Placement {
             cpu_threads: cfg.cpu_threads,
             all_polled: policy.delivery == Delivery::Polled,
-            span: cfg.namespace_bytes,
+            span: file.as_ref().map_or(cfg.namespace_bytes, |f| f.size),
         },
     )?;
     let mut cpus = Vec::new();
@@ -69,12 +76,34 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
                     .collect::<Vec<_>>()
             })
             .collect();
+        let media = match (&cfg.media, &file) {
+            (Media::File(_), Some(target)) => {
+                let depth: u32 = queues
+                    .iter()
+                    .map(|(cpu, qi)| cpu.queues[*qi].plan.q_depth)
+                    .sum();
+                Backend::File(Box::new(UringMedia::new(target.clone(), depth)?))
+            }
+            (Media::Model(m), _) => Backend::model(MediaClock::new(*m)),
+            (Media::File(p), None) => {
+                return Err(format!("--media file:{}: not opened", p.display()));
+            }
+        };
         ctrl_threads[c % cfg.controller_threads].push(Controller::new(
             c,
-            MediaClock::new(model),
+            media,
             queues,
             policy.coalescing,
         ));
+    }
+    if let Some(live) = &cfg.live {
+        let names = topo
+            .cpus
+            .iter()
+            .flat_map(|p| p.queues.iter())
+            .map(|q| q.name(&topo.controllers[q.controller]))
+            .collect();
+        live.attach(cpus.clone(), names, expected_ios(&topo))?;
     }
     let host = allowed_cpus();
     let cpu_pin = |i: usize| cfg.pin.then(|| host[i % host.len()]);
@@ -85,6 +114,7 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
     let running = AtomicUsize::new(cpus.len());
     let barrier = Barrier::new(cpus.len() + ctrl_threads.len() + 1);
     let mut pin_errors: Vec<String> = Vec::new();
+    let mut media_errors: Vec<String> = Vec::new();
     let u0 = Usage::process();
     let mut t0 = 0;
     let (cpu_results, ctrl_counters, stalled) = std::thread::scope(|s| {
@@ -97,7 +127,9 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
                 barrier.wait();
                 run_controllers(&mut ctrls, stop);
                 let counters: Vec<_> = ctrls.iter().flat_map(Controller::counters).collect();
-                (counters, pinned)
+                let errors: Vec<String> =
+                    ctrls.iter().filter_map(Controller::media_error).collect();
+                (counters, pinned, errors)
             }));
         }
         let mut cpu_handles = Vec::new();
@@ -132,6 +164,9 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
         }
         barrier.wait();
         t0 = now_ns();
+        if let Some(live) = &cfg.live {
+            live.mark_start(t0);
+        }
         let stalled = watch(&cpus, &running, &abort, cfg.stall_timeout_ns);
         let mut cpu_results = Vec::new();
         for h in cpu_handles {
@@ -141,12 +176,19 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
             pin_errors.extend(pinned);
             cpu_results.push(r);
         }
+        if let Some(live) = &cfg.live {
+            live.mark_end(now_ns());
+        }
         stop.store(true, SeqCst);
         let mut counters = Vec::new();
         for h in ctrl_handles {
-            if let Ok((c, pinned)) = h.join() {
-                counters.extend(c);
-                pin_errors.extend(pinned);
+            match h.join() {
+                Ok((c, pinned, errors)) => {
+                    counters.extend(c);
+                    pin_errors.extend(pinned);
+                    media_errors.extend(errors);
+                }
+                Err(_) => media_errors.push("a controller thread panicked".into()),
             }
         }
         (cpu_results, counters, stalled)
@@ -159,8 +201,16 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
             cfg.stall_timeout_ns / 1_000_000_000
         ));
     }
+    if let Some(e) = media_errors.into_iter().next() {
+        return Err(e);
+    }
     let cpu_results: Vec<CpuResult> = cpu_results.into_iter().collect::<Result<_, _>>()?;
-    let wakeups = cpus.iter().map(|c| c.notifier.wakeups()).sum();
+    // Waking an irq thread is a wake-up too (threaded handlers pay two per interrupt).
+    let wakeups = cpus.iter().map(|c| c.notifier.wakeups()).sum::<u64>()
+        + cpu_results
+            .iter()
+            .map(|c| c.irq_thread_wakeups)
+            .sum::<u64>();
     let counters: Vec<((usize, usize), VectorCounters)> = ctrl_counters;
     Ok(build_report(
         jobs,
@@ -175,8 +225,21 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
             usage,
             pinned: cfg.pin && pin_errors.is_empty(),
             host_cpus: host.len(),
+            media: file.map_or_else(|| cfg.media.describe(), |f| f.describe()),
         },
     ))
+}
+
+/// I/Os the run completes when every clone is bounded by I/O count alone.
+fn expected_ios(topo: &Topology) -> Option<u64> {
+    topo.cpus
+        .iter()
+        .flat_map(|c| c.clones.iter())
+        .map(|c| match (c.plan.limit_ios, c.plan.limit_ns) {
+            (Some(n), None) => Some(n),
+            _ => None,
+        })
+        .sum()
 }
 
 /// Waits for the CPU threads; aborts them when no CQ head doorbell moved for `timeout_ns`.

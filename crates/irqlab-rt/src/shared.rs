@@ -9,7 +9,7 @@ use irqlab_core::posted::{
     FIRST_EXTERNAL_VECTOR, NR_PIR_WORDS, POSTED_MSI_NOTIFICATION_VECTOR, PiDesc,
 };
 use irqlab_core::remapped::{Deliver, RemappedTarget};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 
 /// The local APIC's IRR for device vectors under remapped delivery: a second message of
 /// a vector already pending merges, as on the real APIC.
@@ -21,6 +21,11 @@ pub struct Irr {
 impl Irr {
     pub fn set(&self, vector: u8) {
         self.words[usize::from(vector / 64)].fetch_or(1 << (vector % 64), SeqCst);
+    }
+
+    /// Whether any vector is pending.
+    pub fn any(&self) -> bool {
+        self.words.iter().any(|w| w.load(SeqCst) != 0)
     }
 
     /// Takes every pending vector, ascending (the APIC would deliver by priority; the
@@ -52,6 +57,38 @@ pub enum Target {
     Polled,
 }
 
+/// Adds `n` to a counter only its owning thread writes: a plain load and store, no
+/// locked instruction on the hot path; readers on other threads see it eventually.
+#[inline]
+pub fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Relaxed) + n, Relaxed);
+}
+
+/// What a CPU thread has handled so far, readable while it runs (`--irqtop`, progress).
+/// Only the CPU thread writes them (with [`bump`]); the report takes its final values.
+#[derive(Debug, Default)]
+pub struct CpuLive {
+    /// Handler runs per queue (its vector's /proc/interrupts count on this CPU).
+    pub handled: Box<[AtomicU64]>,
+    /// Posted MSI notifications taken (the PMN row).
+    pub pmn: AtomicU64,
+    /// Completions reaped, every path included.
+    pub completions: AtomicU64,
+}
+
+impl CpuLive {
+    fn new(queues: usize) -> CpuLive {
+        CpuLive {
+            handled: (0..queues).map(|_| AtomicU64::new(0)).collect(),
+            ..CpuLive::default()
+        }
+    }
+
+    pub fn handled(&self) -> Vec<u64> {
+        self.handled.iter().map(|h| h.load(Relaxed)).collect()
+    }
+}
+
 /// One CPU thread as the devices see it.
 #[derive(Debug)]
 pub struct CpuShared {
@@ -59,6 +96,7 @@ pub struct CpuShared {
     pub notifier: Notifier,
     pub target: Target,
     pub queues: Vec<QueueShared>,
+    pub live: CpuLive,
 }
 
 impl CpuShared {
@@ -66,6 +104,7 @@ impl CpuShared {
         CpuShared {
             index,
             notifier: Notifier::new(),
+            live: CpuLive::new(queues.len()),
             target,
             queues,
         }
@@ -126,13 +165,21 @@ pub struct QueueShared {
     program: AtomicU64,
     /// Messages that arrived while masked and were sent at unmask.
     pub resent_at_unmask: AtomicU64,
+    /// Offset and length of each command, by command_id: the SLBA/NLB and data pointer
+    /// fields of a real SQE, which the core's `Sqe` leaves out. The host writes an entry
+    /// before the SQ doorbell that publishes the command; the device reads it after fetch.
+    cmd_offset: Box<[AtomicU64]>,
+    cmd_len: Box<[AtomicU32]>,
 }
 
 impl QueueShared {
     pub fn new(plan: QueuePlan) -> Result<QueueShared, String> {
         let qp = QueuePair::new(plan.qid, u16::from(plan.vector), plan.q_depth)
             .map_err(|e| e.to_string())?;
+        let n = plan.q_depth as usize;
         Ok(QueueShared {
+            cmd_offset: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            cmd_len: (0..n).map(|_| AtomicU32::new(0)).collect(),
             plan,
             qp,
             masked: AtomicBool::new(false),
@@ -151,6 +198,25 @@ impl QueueShared {
         }
         cpu.deliver(self.plan.vector);
         true
+    }
+
+    /// The host fills the command table entry of `command_id` (before submitting it).
+    pub fn set_command(&self, command_id: u16, offset: u64, len: u32) {
+        let i = usize::from(command_id);
+        if let (Some(o), Some(l)) = (self.cmd_offset.get(i), self.cmd_len.get(i)) {
+            o.store(offset, Relaxed);
+            l.store(len, Relaxed);
+        }
+    }
+
+    /// The device reads (offset, length) of a fetched command; the SQ doorbell's
+    /// release and the fetch's acquire order it after the host's write.
+    pub fn command(&self, command_id: u16) -> (u64, u32) {
+        let i = usize::from(command_id);
+        match (self.cmd_offset.get(i), self.cmd_len.get(i)) {
+            (Some(o), Some(l)) => (o.load(Relaxed), l.load(Relaxed)),
+            _ => (0, 0),
+        }
     }
 
     /// disable_irq_nosync().

@@ -168,9 +168,45 @@ fn two_cpu_threads_and_two_controllers_share_the_work() {
 }
 
 #[test]
+fn threaded_handlers_reap_in_the_irq_thread() {
+    for delivery in [Delivery::Remapped, Delivery::Posted { max_loop: 3 }] {
+        let p = Policy {
+            handler: HandlerStyle::Threaded,
+            moderator: ModeratorKind::NetDim,
+            ..policy(delivery)
+        };
+        let r = run(&job(""), &p, &cfg()).unwrap();
+        check_exact(&r, 3000);
+        let runs = extra(&r, "irq_thread_runs");
+        // Each run follows a primary handler that found a CQE; none reaps nothing twice.
+        assert!(
+            runs > 0.0 && runs <= r.vectors[0].handled() as f64,
+            "{runs}"
+        );
+        assert!(r.cpus[0].irq_thread_ns > 0);
+        assert_eq!(r.cpus[0].softirq_ns, 0);
+    }
+    // Each QD1 interrupt wakes the irq thread, which hands the completion to the task.
+    let r = run(
+        &job("iodepth=1
+iodepth_batch_submit=1
+number_ios=300"),
+        &Policy {
+            handler: HandlerStyle::Threaded,
+            ..Policy::default()
+        },
+        &cfg(),
+    )
+    .unwrap();
+    check_exact(&r, 300);
+    assert!(extra(&r, "irq_thread_wakeups") > 100.0, "{:?}", r.extra);
+}
+
+#[test]
 fn unsupported_policies_are_refused_with_a_reason() {
     let p = Policy {
         handler: HandlerStyle::Threaded,
+        reap_after_submit: true,
         ..Policy::default()
     };
     assert!(run(&job(""), &p, &cfg()).unwrap_err().contains("threaded"));
@@ -179,4 +215,81 @@ fn unsupported_policies_are_refused_with_a_reason() {
             .unwrap_err()
             .contains("hybrid")
     );
+}
+
+/// A run on `--media file:PATH`, or None (with the reason printed) where this sandbox
+/// refuses io_uring.
+fn file_run(path: &Path, jobs: &[irqlab_fio::JobSpec], p: &Policy) -> Option<RunReport> {
+    let c = RtConfig {
+        media: Media::File(path.to_path_buf()),
+        media_size: 16 << 20,
+        ..cfg()
+    };
+    match run(jobs, p, &c) {
+        Ok(r) => Some(r),
+        Err(e) if e.contains("io_uring_setup failed") => {
+            eprintln!("skipped: {e}");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn file_media_does_every_io_exactly_once_on_a_real_file() {
+    let path = std::env::temp_dir().join(format!("irqlab-rt-test-{}.dat", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    // The file does not exist: the run creates 16 MiB (4096 blocks) and fills it.
+    let jobs = job("rw=randrw\nrwmixread=70");
+    let posted = policy(Delivery::Posted { max_loop: 3 });
+    let Some(r) = file_run(&path, &jobs, &posted) else {
+        return;
+    };
+    check_exact(&r, 3000);
+    assert!(r.platform.contains("created 16 MiB"), "{}", r.platform);
+    assert!(
+        r.platform.contains("O_DIRECT") || r.platform.contains("buffered"),
+        "{}",
+        r.platform
+    );
+    assert!(r.jobs[0].read.total_ios > 0 && r.jobs[0].write.total_ios > 0);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 16 << 20);
+    // The second run finds the file and uses its size; polled delivery works there too.
+    let r = file_run(&path, &job(""), &policy(Delivery::Polled)).unwrap();
+    check_exact(&r, 3000);
+    assert!(!r.platform.contains("created"), "{}", r.platform);
+    // A block larger than the file is refused.
+    let big = job("bs=32m");
+    let err = run(
+        &big,
+        &posted,
+        &RtConfig {
+            media: Media::File(path.clone()),
+            ..cfg()
+        },
+    )
+    .unwrap_err();
+    assert!(err.contains("less than one block"), "{err}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn live_counters_end_at_the_report_counts() {
+    let live = std::sync::Arc::new(irqlab_rt::LiveCounters::new());
+    assert!(live.snapshot().is_none(), "nothing before the run");
+    let c = RtConfig {
+        live: Some(live.clone()),
+        ..cfg()
+    };
+    let r = run(&job(""), &policy(Delivery::Posted { max_loop: 3 }), &c).unwrap();
+    let s = live.snapshot().unwrap();
+    assert!(live.is_over());
+    assert_eq!(live.expected_ios(), Some(3000));
+    assert_eq!(live.names().unwrap(), ["nvme0q1"]);
+    assert_eq!(s.vectors, vec![r.vectors[0].per_cpu.clone()]);
+    assert_eq!(s.pmn, vec![r.cpus[0].pmn]);
+    assert_eq!(s.completions, 3000);
+    assert_eq!(s.at_ns, live.snapshot().unwrap().at_ns, "frozen at the end");
+    let again = run(&job(""), &policy(Delivery::Remapped), &c).unwrap_err();
+    assert!(again.contains("one per run"), "{again}");
 }
