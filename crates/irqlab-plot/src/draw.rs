@@ -22,7 +22,7 @@ const COLOURS: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 pub(crate) fn png(plot: &LinePlot, ranges: &Ranges, path: &Path) -> Result<(), PlotError> {
     register_font(path)?;
@@ -36,7 +36,7 @@ pub(crate) fn svg(plot: &LinePlot, ranges: &Ranges, path: &Path) -> Result<(), P
     draw(root, plot, ranges).map_err(|msg| backend(path, msg))
 }
 
-fn backend(path: &Path, msg: String) -> PlotError {
+pub(crate) fn backend(path: &Path, msg: String) -> PlotError {
     PlotError::Backend {
         path: path.display().to_string(),
         msg,
@@ -44,7 +44,7 @@ fn backend(path: &Path, msg: String) -> PlotError {
 }
 
 /// The embedded DejaVu Sans stands in for "sans-serif", so no system font is needed.
-fn register_font(path: &Path) -> Result<(), PlotError> {
+pub(crate) fn register_font(path: &Path) -> Result<(), PlotError> {
     static ONCE: Once = Once::new();
     let mut failed = false;
     ONCE.call_once(|| {

@@ -1,6 +1,7 @@
 //! Line plots of sweeps, as PNG and SVG, readable without the CSV: a title, axis labels
 //! with units, tick labels with SI suffixes (1.5M), a legend, a marker on every point and
-//! one distinct colour per series.
+//! one distinct colour per series. [`timeline`] draws CPU lanes over a short window of a
+//! run, like Perfetto's thread tracks.
 //!
 //! ```no_run
 //! use irqlab_plot::{LinePlot, Series, write_svg};
@@ -18,8 +19,11 @@
 
 mod axis;
 mod draw;
+pub mod timeline;
+mod timeline_draw;
 
 pub use axis::si;
+pub use timeline::Timeline;
 
 use std::fmt;
 use std::path::Path;
@@ -51,6 +55,8 @@ pub enum PlotError {
     NotFinite { series: String },
     /// The backend failed (file not writable, encoder error).
     Backend { path: String, msg: String },
+    /// A timeline's window does not start before it ends.
+    EmptyWindow { start: u64, end: u64 },
 }
 
 impl fmt::Display for PlotError {
@@ -64,6 +70,10 @@ impl fmt::Display for PlotError {
                 )
             }
             PlotError::Backend { path, msg } => write!(f, "{path}: cannot draw the plot: {msg}"),
+            PlotError::EmptyWindow { start, end } => write!(
+                f,
+                "the timeline window {start}..{end} ns is empty: its start must come before its end"
+            ),
         }
     }
 }

@@ -11,10 +11,12 @@
 // Until `irqlab run` wires --trace/--irqtop/progress in (cmd_run.rs, owned by the lead),
 // only tests and the sweep use this module; drop this line once it is wired.
 
+use crate::policy_args::DeliveryArg;
 use crate::progress::{SimProgress, sim_total_ns};
+use crate::timeline_observer::{DEFAULT_SPAN_NS, TimelineObserver, parse_timeline_window};
 use crate::trace_observer::{TraceObserver, parse_window};
 use clap::Args;
-use irqlab_core::Policy;
+use irqlab_core::{Delivery, Policy};
 use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
 use irqlab_report::proc_interrupts::FIRST_IRQ;
@@ -358,6 +360,23 @@ pub struct ObserveArgs {
     /// irqtop, then the run's /proc/interrupts table.
     #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
     pub irqtop: Option<u64>,
+    /// Draw a picture (PNG or SVG, by the extension) of a short window of the run: one
+    /// lane per CPU with its usr, sys, hardirq, softirq, ksoftirqd and irq thread slices,
+    /// CPU notifications as triangles (posted PMN and remapped in two colours) and MSI
+    /// messages as ticks, with counts and the messages-per-notification ratio.
+    #[arg(long, value_name = "FILE.png|FILE.svg")]
+    pub timeline: Option<PathBuf>,
+    /// The --timeline window START..END of simulated time, on the --trace-window clock
+    /// (ramp_time included), e.g. 2ms..2050us; END left out means START+200us; at most
+    /// 10ms. Default: the first 200 µs after the longest ramp_time (of the measured run).
+    #[arg(long, value_name = "START..END", value_parser = parse_timeline_window,
+          requires = "timeline")]
+    pub timeline_window: Option<(u64, u64)>,
+    /// Also simulate the same job with this delivery and stack its timeline under this
+    /// run's in the --timeline picture (e.g. --delivery remapped --timeline-compare
+    /// posted); the printed report is this run's.
+    #[arg(long, value_enum, value_name = "DELIVERY", requires = "timeline")]
+    pub timeline_compare: Option<DeliveryArg>,
 }
 
 /// `--irqtop` seconds (e.g. 0.001) as ns.
@@ -379,6 +398,7 @@ pub struct Observers<'a> {
     pub trace: Option<TraceObserver<BufWriter<std::fs::File>>>,
     pub irqtop: Option<IrqTop<&'a mut dyn Write>>,
     pub progress: Option<SimProgress>,
+    pub timeline: Option<TimelineObserver>,
 }
 
 impl Observer for Observers<'_> {
@@ -387,6 +407,9 @@ impl Observer for Observers<'_> {
             o.start(vector_names, ncpus);
         }
         if let Some(o) = &mut self.irqtop {
+            o.start(vector_names, ncpus);
+        }
+        if let Some(o) = &mut self.timeline {
             o.start(vector_names, ncpus);
         }
     }
@@ -403,6 +426,9 @@ impl Observer for Observers<'_> {
         if let Some(o) = &mut self.irqtop {
             o.slice(now, cpu, kind);
         }
+        if let Some(o) = &mut self.timeline {
+            o.slice(now, cpu, kind);
+        }
         if let Some(o) = &mut self.progress {
             o.slice(now, cpu, kind);
         }
@@ -414,6 +440,9 @@ impl Observer for Observers<'_> {
             o.message(now, vector);
         }
         if let Some(o) = &mut self.irqtop {
+            o.message(now, vector);
+        }
+        if let Some(o) = &mut self.timeline {
             o.message(now, vector);
         }
         if let Some(o) = &mut self.progress {
@@ -429,6 +458,9 @@ impl Observer for Observers<'_> {
         if let Some(o) = &mut self.irqtop {
             o.notification(now, cpu, pmn);
         }
+        if let Some(o) = &mut self.timeline {
+            o.notification(now, cpu, pmn);
+        }
     }
 
     #[inline]
@@ -437,6 +469,9 @@ impl Observer for Observers<'_> {
             o.handler(now, cpu, vector, cqes);
         }
         if let Some(o) = &mut self.irqtop {
+            o.handler(now, cpu, vector, cqes);
+        }
+        if let Some(o) = &mut self.timeline {
             o.handler(now, cpu, vector, cqes);
         }
     }
@@ -479,10 +514,24 @@ pub fn simulate_with_observers(
         (None, Some(total)) => Some(SimProgress::new(total, "simulating (ms)")),
         _ => None,
     };
+    let timeline = match &observe.timeline {
+        None => None,
+        Some(path) => {
+            if irqlab_plot::timeline::image_format(path).is_none() {
+                return Err(format!(
+                    "{}: the --timeline file name must end in .png or .svg",
+                    path.display()
+                ));
+            }
+            let (a, b) = timeline_window(jobs, observe);
+            Some(TimelineObserver::new(a, b))
+        }
+    };
     let mut obs = Observers {
         trace,
         irqtop: observe.irqtop.map(|ns| IrqTop::new(ns, irqtop_out)),
         progress,
+        timeline,
     };
     let result = irqlab_sim::simulate_observed(jobs, platform, policy, opts, &mut obs);
     if let Some(p) = &obs.progress {
@@ -497,7 +546,60 @@ pub fn simulate_with_observers(
         top.finish(&report)
             .map_err(|e| format!("cannot print irqtop lines: {e}"))?;
     }
+    if let (Some(t), Some(path)) = (obs.timeline, &observe.timeline) {
+        let mut pictures = vec![t.finish(timeline_title(&report.platform, policy))];
+        if let Some(other) = observe.timeline_compare {
+            let policy = Policy {
+                delivery: compare_delivery(other, policy.delivery),
+                ..*policy
+            };
+            let (a, b) = timeline_window(jobs, observe);
+            let mut t = TimelineObserver::new(a, b);
+            let r = irqlab_sim::simulate_observed(jobs, platform, &policy, opts, &mut t)
+                .map_err(|e| format!("--timeline-compare: {e}"))?;
+            pictures.push(t.finish(timeline_title(&r.platform, &policy)));
+        }
+        irqlab_plot::timeline::write_stacked(&pictures, path).map_err(|e| e.to_string())?;
+    }
     Ok(report)
+}
+
+/// `--timeline-window`, or the first [`DEFAULT_SPAN_NS`] after the longest ramp_time
+/// (the simulator's measured window starts there).
+fn timeline_window(jobs: &[JobSpec], observe: &ObserveArgs) -> (u64, u64) {
+    observe.timeline_window.unwrap_or_else(|| {
+        let start = jobs.iter().map(|j| j.ramp_time_ns).max().unwrap_or(0);
+        (start, start.saturating_add(DEFAULT_SPAN_NS))
+    })
+}
+
+/// The delivery `--timeline-compare` asks for; posted keeps this run's max_loop when it
+/// has one, else the kernel's MAX_POSTED_MSI_COALESCING_LOOP (arch/x86/kernel/irq.c: 3).
+fn compare_delivery(arg: DeliveryArg, this: Delivery) -> Delivery {
+    match arg {
+        DeliveryArg::Remapped => Delivery::Remapped,
+        DeliveryArg::Posted => match this {
+            Delivery::Posted { max_loop } => Delivery::Posted { max_loop },
+            _ => Delivery::Posted { max_loop: 3 },
+        },
+        DeliveryArg::Polled => Delivery::Polled,
+        DeliveryArg::Hybrid => Delivery::Hybrid,
+    }
+}
+
+/// "example: delivery=posted max_loop=3", plus the choices that differ from the stock
+/// kernel's.
+fn timeline_title(platform: &str, policy: &Policy) -> String {
+    let stock = Policy::default().describe();
+    let parts: Vec<String> = policy
+        .describe()
+        .into_iter()
+        .filter(|(k, v)| {
+            k == "delivery" || k == "max_loop" || !stock.iter().any(|(sk, sv)| sk == k && sv == v)
+        })
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!("{platform}: {}", parts.join(" "))
 }
 
 #[cfg(test)]
@@ -691,7 +793,7 @@ mod tests {
         let observe = ObserveArgs {
             trace: Some(path.clone()),
             trace_window: Some((0, 1_000_000)),
-            irqtop: None,
+            ..ObserveArgs::default()
         };
         let report = simulate_with_observers(
             &jobs,

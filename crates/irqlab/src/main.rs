@@ -11,6 +11,7 @@ mod irqtop;
 mod output;
 mod policy_args;
 mod progress;
+mod timeline_observer;
 mod trace_observer;
 
 use clap::{Parser, Subcommand};
