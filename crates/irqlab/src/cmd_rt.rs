@@ -80,17 +80,9 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 /// `--irqtop` seconds (e.g. 0.5) as ns.
+/// Wall-time intervals shorter than 1 ms would measure the monitor thread, not the run.
 fn parse_interval(s: &str) -> Result<u64, String> {
-    let secs: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number of seconds (e.g. 0.5)"))?;
-    if !(secs.is_finite() && (1e-3..=3600.0).contains(&secs)) {
-        return Err(format!(
-            "'{s}': the interval must be between 0.001 and 3600 seconds of wall time"
-        ));
-    }
-    Ok((secs * 1e9).round() as u64)
+    crate::irqtop::parse_seconds(s, 1e-3)
 }
 
 pub fn main(args: RtArgs) -> Result<(), String> {

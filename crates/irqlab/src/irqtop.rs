@@ -5,11 +5,7 @@
 //! counters at wall-time intervals and call [`render_interval`].
 //!
 //! This file also holds the glue that lets several observers watch one simulation
-//! ([`Both`], [`Observers`], [`ObserveArgs`], [`simulate_with_observers`]).
-#![cfg_attr(not(test), allow(dead_code))]
-
-// Until `irqlab run` wires --trace/--irqtop/progress in (cmd_run.rs, owned by the lead),
-// only tests and the sweep use this module; drop this line once it is wired.
+//! ([`Observers`], [`ObserveArgs`], [`simulate_with_observers`]).
 
 use crate::policy_args::DeliveryArg;
 use crate::progress::{SimProgress, sim_total_ns};
@@ -37,6 +33,7 @@ pub struct IrqSnapshot {
 
 impl IrqSnapshot {
     /// The counts of a finished run's report, as /proc/interrupts shows them.
+    #[cfg(test)]
     pub fn from_report(r: &RunReport) -> IrqSnapshot {
         let ncpus = r.cpus.iter().map(|c| c.cpu + 1).max().unwrap_or(0);
         let mut pmn = vec![0; ncpus];
@@ -209,12 +206,14 @@ impl<W: Write> IrqTop<W> {
     }
 
     /// Vector names, when known before the run (otherwise rows show irqN).
+    #[cfg(test)]
     pub fn with_names(mut self, names: Vec<String>) -> Self {
         self.names = names;
         self
     }
 
     /// The counts so far.
+    #[cfg(test)]
     pub fn counts(&self) -> &IrqSnapshot {
         &self.counts
     }
@@ -301,51 +300,6 @@ impl<W: Write> Observer for IrqTop<W> {
     }
 }
 
-/// Two observers watching one run (the trait and tuples are foreign, so a local pair).
-#[derive(Debug, Default)]
-pub struct Both<A, B>(pub A, pub B);
-
-impl<A: Observer, B: Observer> Observer for Both<A, B> {
-    fn start(&mut self, vector_names: &[String], ncpus: usize) {
-        self.0.start(vector_names, ncpus);
-        self.1.start(vector_names, ncpus);
-    }
-
-    fn wants_counters(&self) -> bool {
-        self.0.wants_counters() || self.1.wants_counters()
-    }
-
-    #[inline]
-    fn slice(&mut self, now: u64, cpu: usize, kind: SliceKind) {
-        self.0.slice(now, cpu, kind);
-        self.1.slice(now, cpu, kind);
-    }
-
-    #[inline]
-    fn message(&mut self, now: u64, vector: usize) {
-        self.0.message(now, vector);
-        self.1.message(now, vector);
-    }
-
-    #[inline]
-    fn notification(&mut self, now: u64, cpu: usize, pmn: bool) {
-        self.0.notification(now, cpu, pmn);
-        self.1.notification(now, cpu, pmn);
-    }
-
-    #[inline]
-    fn handler(&mut self, now: u64, cpu: usize, vector: usize, cqes: u32) {
-        self.0.handler(now, cpu, vector, cqes);
-        self.1.handler(now, cpu, vector, cqes);
-    }
-
-    #[inline]
-    fn counter(&mut self, now: u64, name: &str, index: usize, value: f64) {
-        self.0.counter(now, name, index, value);
-        self.1.counter(now, name, index, value);
-    }
-}
-
 /// Observer options of `irqlab run`: flatten into its arguments.
 #[derive(Clone, Debug, Default, Args)]
 pub struct ObserveArgs {
@@ -381,13 +335,19 @@ pub struct ObserveArgs {
 
 /// `--irqtop` seconds (e.g. 0.001) as ns.
 fn parse_interval(s: &str) -> Result<u64, String> {
+    parse_seconds(s, 1e-6)
+}
+
+/// An --irqtop interval: a decimal number of seconds between `min_secs` and one hour,
+/// returned in ns.
+pub(crate) fn parse_seconds(s: &str, min_secs: f64) -> Result<u64, String> {
     let secs: f64 = s
         .trim()
         .parse()
         .map_err(|_| format!("'{s}' is not a number of seconds (e.g. 0.001 for 1 ms)"))?;
-    if !(secs.is_finite() && (1e-6..=3600.0).contains(&secs)) {
+    if !(secs.is_finite() && (min_secs..=3600.0).contains(&secs)) {
         return Err(format!(
-            "'{s}': the interval must be between 1e-6 and 3600 seconds"
+            "'{s}': the interval must be between {min_secs} and 3600 seconds"
         ));
     }
     Ok((secs * 1e9).round() as u64)
@@ -657,18 +617,6 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         // Intervals 0..1, 1..2, 2..3 µs are over at 3.2 µs.
         assert_eq!(text.matches("irqtop |").count(), 3, "{text}");
-    }
-
-    #[test]
-    fn both_forwards_to_each() {
-        let a = IrqTop::new(1_000_000, Vec::new());
-        let b = IrqTop::new(1_000_000, Vec::new());
-        let mut both = Both(a, b);
-        both.handler(5, 2, 1, 3);
-        both.notification(6, 0, true);
-        assert_eq!(both.0.counts(), both.1.counts());
-        assert_eq!(both.0.counts().vector(1, 2), 1);
-        assert_eq!(both.1.counts().pmn, vec![1]);
     }
 
     const JOB: &str = "[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=16\n\

@@ -1,10 +1,6 @@
 //! Progress bars for long runs (sweeps, reproductions, simulations of many seconds, long
 //! runtime jobs): drawn on stderr when it is a terminal, silent otherwise, so piped or
 //! redirected output holds no escape codes.
-#![cfg_attr(not(test), allow(dead_code))]
-
-// Until `irqlab run` wires --trace/--irqtop/progress in (cmd_run.rs, owned by the lead),
-// only tests and the sweep use this module; drop this line once it is wired.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use irqlab_sim::{Observer, SliceKind};
@@ -45,6 +41,7 @@ impl Progress {
     }
 
     /// Whether anything is drawn.
+    #[cfg(test)]
     pub fn is_visible(&self) -> bool {
         !self.bar.is_hidden()
     }
@@ -57,6 +54,7 @@ impl Progress {
         self.bar.set_position(pos);
     }
 
+    #[cfg(test)]
     pub fn position(&self) -> u64 {
         self.bar.position()
     }
@@ -91,6 +89,7 @@ impl SimProgress {
         }
     }
 
+    #[cfg(test)]
     pub fn progress(&self) -> &Progress {
         &self.progress
     }

@@ -8,10 +8,6 @@
 //! instant per MSI the device raised and one per handler run. Counters on the host:
 //! per-CPU notifications and handler runs per second, and whatever the simulator reports
 //! through `Observer::counter` (e.g. a moderator's coalescing level).
-#![cfg_attr(not(test), allow(dead_code))]
-
-// Until `irqlab run` wires --trace/--irqtop/progress in (cmd_run.rs, owned by the lead),
-// only tests and the sweep use this module; drop this line once it is wired.
 
 use irqlab_report::RunReport;
 use irqlab_report::trace::{Arg, Scope, TraceWriter};
@@ -93,6 +89,7 @@ impl<W: Write> TraceObserver<W> {
     }
 
     /// Sets the bucket of the per-CPU rate counters (at least 1 µs).
+    #[cfg(test)]
     pub fn with_rate_window(mut self, ns: u64) -> Self {
         self.rate_window_ns = ns.max(1_000);
         self
@@ -100,6 +97,7 @@ impl<W: Write> TraceObserver<W> {
 
     /// Adds `base` to both pids, so traces of two runs (say remapped and posted) can be
     /// opened together in Perfetto (a zip of both files) without their tracks merging.
+    #[cfg(test)]
     pub fn with_pid_base(mut self, base: u32) -> Self {
         self.host = HOST_PID.saturating_add(base);
         self.devices = DEVICES_PID.saturating_add(base);
@@ -107,6 +105,7 @@ impl<W: Write> TraceObserver<W> {
     }
 
     /// Events written so far.
+    #[cfg(test)]
     pub fn events_written(&self) -> u64 {
         self.w.as_ref().map_or(0, TraceWriter::events_written)
     }
