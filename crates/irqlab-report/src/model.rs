@@ -21,6 +21,10 @@ pub struct Latency {
     sum_sq: u128,
 }
 
+/// The largest sample a [`Latency`] keeps apart: 1000 s covers every completion and
+/// tick lateness we report.
+const MAX_NS: u64 = 1_000_000_000_000;
+
 impl Default for Latency {
     fn default() -> Self {
         Self::new()
@@ -29,9 +33,10 @@ impl Default for Latency {
 
 impl Latency {
     pub fn new() -> Self {
-        // 1 ns .. 1000 s covers every completion and tick lateness we report.
-        let hist = Histogram::new_with_bounds(1, 1_000_000_000_000, 3)
-            .expect("static histogram bounds are valid");
+        // Starts small and grows to the largest value recorded (auto-resize), so a job
+        // whose latencies stay under a millisecond never allocates the counts for seconds.
+        let mut hist = Histogram::new(3).expect("3 significant digits are valid");
+        hist.auto(true);
         Latency {
             hist,
             sum: 0,
@@ -40,10 +45,13 @@ impl Latency {
     }
 
     /// Records one sample in ns (0 is exact, e.g. a tick that was not late; values above
-    /// the range saturate).
+    /// 1000 s count as 1000 s).
     pub fn record(&mut self, ns: u64) {
-        let v = ns.min(self.hist.high());
-        self.hist.saturating_record(v);
+        let v = ns.min(MAX_NS);
+        // record() grows the counts; saturating_record would clamp to the current range.
+        if self.hist.record(v).is_err() {
+            self.hist.saturating_record(v);
+        }
         self.sum += u128::from(v);
         self.sum_sq += u128::from(v) * u128::from(v);
     }

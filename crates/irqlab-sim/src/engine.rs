@@ -41,6 +41,9 @@ pub struct EventQueue {
     /// Bucket 0 holds keys equal to `last`; bucket i > 0 keys whose highest bit differing
     /// from `last` is bit i - 1.
     buckets: Vec<Vec<Slot>>,
+    /// Bit i - 1 set when bucket i > 0 may be non-empty, so a refill finds the next
+    /// bucket with one trailing_zeros instead of scanning 128 vectors.
+    occupied: u128,
     last: u128,
     len: usize,
     seq: u64,
@@ -68,6 +71,7 @@ impl EventQueue {
     pub fn new() -> Self {
         EventQueue {
             buckets: (0..129).map(|_| Vec::new()).collect(),
+            occupied: 0,
             last: 0,
             len: 0,
             seq: 0,
@@ -81,8 +85,17 @@ impl EventQueue {
         self.seq += 1;
         let key = (u128::from(time) << 64) | u128::from(self.seq);
         debug_assert!(key > self.last, "event scheduled in the past");
-        self.buckets[bucket_of(key, self.last)].push(Slot { key, ev });
+        self.put(Slot { key, ev });
         self.len += 1;
+    }
+
+    #[inline]
+    fn put(&mut self, s: Slot) {
+        let b = bucket_of(s.key, self.last);
+        if b > 0 {
+            self.occupied |= 1 << (b - 1);
+        }
+        self.buckets[b].push(s);
     }
 
     /// The earliest event, FIFO among equal times.
@@ -92,12 +105,15 @@ impl EventQueue {
             return None;
         }
         if self.buckets[0].is_empty() {
-            let i = (1..129).find(|&i| !self.buckets[i].is_empty())?;
+            // len > 0 and bucket 0 is empty, so some bucket i > 0 holds the minimum.
+            let i = self.occupied.trailing_zeros() as usize + 1;
+            self.occupied &= !(1 << (i - 1));
             let mut b = std::mem::take(&mut self.buckets[i]);
             let min = b.iter().map(|s| s.key).min().expect("non-empty bucket");
             self.last = min;
+            // Every key of bucket i now falls into a lower bucket.
             for s in b.drain(..) {
-                self.buckets[bucket_of(s.key, min)].push(s);
+                self.put(s);
             }
             // Keep the drained bucket's allocation for reuse.
             self.buckets[i] = b;
