@@ -307,6 +307,12 @@ impl CpuThread {
                 }
                 continue;
             }
+            // A softirq that re-raised itself (budget or time limit spent, its queue still
+            // masked) must run before we sleep: its vector sends nothing until it ends, so
+            // no notification would come (kernel/softirq.c hands it to ksoftirqd, never idle).
+            if self.irq_poll.softirq_pending() {
+                continue;
+            }
             let t = now_ns();
             let irq = self.irq.clone();
             let woken = self

@@ -123,6 +123,30 @@ fn irq_poll_with_a_small_budget_hands_work_to_the_softirq() {
 }
 
 #[test]
+fn a_softirq_that_re_raises_itself_runs_before_the_cpu_thread_sleeps() {
+    // Weight 1 at depth 1024 spends the 256 budget and re-raises with the queue still
+    // masked; sleeping then would wait for a notification the masked vector never sends.
+    let p = Policy {
+        handler: HandlerStyle::IrqPoll {
+            budget: 1,
+            weight: 1,
+        },
+        ..policy(Delivery::Remapped)
+    };
+    let text = "[global]\nioengine=libaio\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\n\
+                direct=1\niodepth=1024\niodepth_batch_submit=1024\n\
+                iodepth_batch_complete_min=1024\nnumber_ios=20000\n[j]\n";
+    let jobs = irqlab_fio::parse_str(text, Path::new("t.fio")).unwrap();
+    let c = RtConfig {
+        media: Media::Model(MediaModel::new(1_000, 10_000_000).unwrap()),
+        stall_timeout_ns: 3_000_000_000,
+        ..RtConfig::default()
+    };
+    let r = run(&jobs, &p, &c).unwrap();
+    check_exact(&r, 20000);
+}
+
+#[test]
 fn moderators_and_reap_after_submit_keep_every_io() {
     for (m, reap) in [
         (ModeratorKind::NetDim, false),
