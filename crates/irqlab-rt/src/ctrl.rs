@@ -37,8 +37,8 @@ struct CtrlQueue {
     q: usize,
     irq: DeviceIrq,
     gate: VectorGate,
-    /// The CQ head doorbell as last read.
-    head_db: u32,
+    /// CQ head doorbell writes seen so far.
+    doorbells_seen: u64,
     timer: Option<u64>,
     counters: VectorCounters,
 }
@@ -121,7 +121,7 @@ impl Controller {
                 q,
                 irq: DeviceIrq::from_policy(coalescing),
                 gate: VectorGate::new(),
-                head_db: 0,
+                doorbells_seen: 0,
                 timer: None,
                 counters: VectorCounters::default(),
             })
@@ -138,11 +138,11 @@ impl Controller {
         let mut busy = false;
         for cq in &mut self.queues {
             let qs = &cq.cpu.queues[cq.q];
-            // The head moves by fewer than q_depth entries between passes (the host can
-            // only consume what was posted), so a changed value is a doorbell write.
-            let db = qs.qp.cq.head_doorbell();
-            if db != cq.head_db {
-                cq.head_db = db;
+            // Count doorbell writes rather than compare head values: the host can consume
+            // entries posted during this pass and bring the head back to the value seen.
+            let writes = qs.qp.cq.doorbell_writes();
+            if writes != cq.doorbells_seen {
+                cq.doorbells_seen = writes;
                 busy = true;
                 if cq.gate.on_cq_doorbell(qs.qp.cq.unacked()) && !cq.polled() {
                     cq.counters.messages += 1;

@@ -155,8 +155,9 @@ impl CompletionQueue {
     /// nvme_ring_cq_doorbell(): writel(cq_head, q_db + db_stride), no shadow doorbell.
     fn ring_cq_doorbell(&self, head: u32) {
         self.head_db.store(head, Ordering::Release);
+        // One host writer; Release so a device that sees the new count sees the head.
         let n = self.doorbell_writes.load(Ordering::Relaxed);
-        self.doorbell_writes.store(n + 1, Ordering::Relaxed);
+        self.doorbell_writes.store(n + 1, Ordering::Release);
     }
 
     /// The host's cq_head.
@@ -169,9 +170,10 @@ impl CompletionQueue {
         self.cq_phase.load(Ordering::Relaxed)
     }
 
-    /// CQ head doorbell writes made by the host.
+    /// CQ head doorbell writes made by the host: a device thread compares it with the
+    /// count it last saw to notice every write, even one that restores an old head value.
     pub fn doorbell_writes(&self) -> u64 {
-        self.doorbell_writes.load(Ordering::Relaxed)
+        self.doorbell_writes.load(Ordering::Acquire)
     }
 
     // ---- device side (one producer) ----
