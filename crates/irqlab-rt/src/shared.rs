@@ -192,12 +192,18 @@ impl QueueShared {
     /// The device sends a message through the MSI-X table: held in the Pending Bit while
     /// the vector is masked. Returns whether it went out (and was delivered to `cpu`).
     pub fn send_msix(&self, cpu: &CpuShared) -> bool {
-        self.pending.store(true, SeqCst);
-        if self.masked.load(SeqCst) || !self.pending.swap(false, SeqCst) {
-            return false;
+        if !self.masked.load(SeqCst) {
+            cpu.deliver(self.plan.vector);
+            return true;
         }
-        cpu.deliver(self.plan.vector);
-        true
+        self.pending.store(true, SeqCst);
+        // The host may have unmasked between the check and the store, and its swap may
+        // have missed the bit: whoever swaps it out delivers, exactly once.
+        if !self.masked.load(SeqCst) && self.pending.swap(false, SeqCst) {
+            cpu.deliver(self.plan.vector);
+            return true;
+        }
+        false
     }
 
     /// The host fills the command table entry of `command_id` (before submitting it).
