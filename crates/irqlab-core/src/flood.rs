@@ -9,8 +9,9 @@
 //! for anything else, i.e. interrupts arriving about as fast as they are handled. A vector
 //! requested with IRQF_RESCUE_THREAD then returns IRQ_WAKE_THREAD from its primary handler
 //! and its work runs in a thread bound to the IRQ's affinity (only requested for vectors
-//! whose affinity spans more than one CPU). `avg` and `last_irq_end` start at 0, like the
-//! zeroed per-CPU variable, so `now` should count from boot.
+//! whose affinity spans more than one CPU). In the kernel `avg` starts at 0 but the first
+//! gap is the time since boot, so a CPU starts far from a flood; here the clock may start
+//! at 0, so the average is seeded with the first measured gap (no flood before it).
 //!
 //! Why it was not merged (Thomas Gleixner): no 64-bit multiply and divide on every
 //! interrupt (it breaks 32-bit builds), sched_clock may be jiffies-based, use the existing
@@ -34,8 +35,10 @@ pub enum HandlerPlacement {
 /// One CPU's `struct irq_interval`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FloodDetector {
-    last_irq_end: u64,
-    avg: u64,
+    /// None until the first irq_exit: no gap has been measured yet.
+    last_irq_end: Option<u64>,
+    /// None until the first gap.
+    avg: Option<u64>,
     threshold_ns: u64,
     floods: u64,
 }
@@ -49,8 +52,8 @@ impl Default for FloodDetector {
 impl FloodDetector {
     pub fn new(threshold_ns: u64) -> FloodDetector {
         FloodDetector {
-            last_irq_end: 0,
-            avg: 0,
+            last_irq_end: None,
+            avg: None,
             threshold_ns,
             floods: 0,
         }
@@ -58,17 +61,23 @@ impl FloodDetector {
 
     /// irq_enter → irq_update_interval.
     pub fn irq_enter(&mut self, now_ns: u64) {
-        let delta = u128::from(now_ns.saturating_sub(self.last_irq_end));
-        let prev = u128::from(self.avg);
-        let avg = (prev * u128::from(IRQ_INTERVAL_EWMA_PREV_FACTOR)
+        let Some(end) = self.last_irq_end else {
+            return;
+        };
+        let delta = u128::from(now_ns.saturating_sub(end));
+        let Some(prev) = self.avg else {
+            self.avg = Some(u64::try_from(delta).unwrap_or(u64::MAX));
+            return;
+        };
+        let avg = (u128::from(prev) * u128::from(IRQ_INTERVAL_EWMA_PREV_FACTOR)
             + delta * u128::from(IRQ_INTERVAL_EWMA_WEIGHT - IRQ_INTERVAL_EWMA_PREV_FACTOR))
             / u128::from(IRQ_INTERVAL_EWMA_WEIGHT);
-        self.avg = u64::try_from(avg).unwrap_or(u64::MAX);
+        self.avg = Some(u64::try_from(avg).unwrap_or(u64::MAX));
     }
 
     /// irq_flood_detected, asked by __handle_irq_event_percpu.
     pub fn flood_detected(&self) -> bool {
-        self.avg <= self.threshold_ns
+        self.avg.is_some_and(|avg| avg <= self.threshold_ns)
     }
 
     /// Where a vector runs its handler: the rescue thread only for IRQF_RESCUE_THREAD
@@ -84,12 +93,12 @@ impl FloodDetector {
 
     /// irq_exit, after invoke_softirq.
     pub fn irq_exit(&mut self, now_ns: u64) {
-        self.last_irq_end = now_ns;
+        self.last_irq_end = Some(now_ns);
     }
 
-    /// The per-CPU sysfs `irq_interval` value.
+    /// The per-CPU sysfs `irq_interval` value (0 before the first measured gap).
     pub fn avg_interval_ns(&self) -> u64 {
-        self.avg
+        self.avg.unwrap_or(0)
     }
 
     /// How many handlers were sent to the rescue thread.
