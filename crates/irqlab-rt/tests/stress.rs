@@ -31,6 +31,11 @@ struct Setup {
     /// Sequence errors (a gap or a duplicate), per CPU thread.
     errors: Vec<AtomicU64>,
     posted: AtomicU64,
+    /// Per CPU thread and queue: vector posts, and handler dispatches of that vector. A
+    /// dispatch without a post since the last one (a doubled interrupt) would reap nothing
+    /// and pass the sequence check, so the counts are compared too.
+    posts: Vec<Vec<AtomicU64>>,
+    dispatches: Vec<Vec<AtomicU64>>,
     stop_producing: AtomicBool,
     stop: AtomicBool,
 }
@@ -66,9 +71,17 @@ fn setup(lazy: bool) -> Setup {
         handled: (0..CPU_THREADS).map(|_| AtomicU64::new(0)).collect(),
         errors: (0..CPU_THREADS).map(|_| AtomicU64::new(0)).collect(),
         posted: AtomicU64::new(0),
+        posts: per_queue(),
+        dispatches: per_queue(),
         stop_producing: AtomicBool::new(false),
         stop: AtomicBool::new(false),
     }
+}
+
+fn per_queue() -> Vec<Vec<AtomicU64>> {
+    (0..CPU_THREADS)
+        .map(|_| (0..VECTORS_PER_CPU).map(|_| AtomicU64::new(0)).collect())
+        .collect()
 }
 
 /// A controller thread: owns queues whose index % CONTROLLER_THREADS == me on every CPU
@@ -94,6 +107,7 @@ fn producer(s: &Setup, me: usize, quota: u64, seed: u64) -> u64 {
             continue;
         }
         seq[k] = seq[k].wrapping_add(1);
+        s.posts[c][q].fetch_add(1, Relaxed);
         cpu.deliver(qs.plan.vector);
         sent += 1;
     }
@@ -118,6 +132,7 @@ fn consumer(s: &Setup, c: usize) {
         }
         handle_notification(desc, 3, |v| {
             let q = cpu.queue_of(v).expect("a vector of this CPU");
+            s.dispatches[c][q].fetch_add(1, Relaxed);
             cpu.queues[q].qp.poll_cq(u32::MAX, |cqe| {
                 if cqe.result != expect[q] {
                     errors += 1;
@@ -131,8 +146,9 @@ fn consumer(s: &Setup, c: usize) {
     }
 }
 
-/// Runs the stress; returns (posted, handled, sequence errors, wake-ups).
-fn stress(total: u64, soak: Option<Duration>, lazy: bool) -> (u64, u64, u64, u64) {
+/// Runs the stress; returns (posted, handled, sequence errors, wake-ups, queues whose
+/// vector was dispatched more often than it was posted).
+fn stress(total: u64, soak: Option<Duration>, lazy: bool) -> (u64, u64, u64, u64, usize) {
     let s = setup(lazy);
     let quota = if soak.is_some() {
         u64::MAX
@@ -206,7 +222,14 @@ fn stress(total: u64, soak: Option<Duration>, lazy: bool) -> (u64, u64, u64, u64
     let handled = s.handled.iter().map(|h| h.load(Relaxed)).sum();
     let errors = s.errors.iter().map(|h| h.load(Relaxed)).sum();
     let wakeups = s.cpus.iter().map(|c| c.notifier.wakeups()).sum();
-    (s.posted.load(Relaxed), handled, errors, wakeups)
+    let doubled = s
+        .posts
+        .iter()
+        .flatten()
+        .zip(s.dispatches.iter().flatten())
+        .filter(|(p, d)| d.load(Relaxed) > p.load(Relaxed))
+        .count();
+    (s.posted.load(Relaxed), handled, errors, wakeups, doubled)
 }
 
 fn message_count() -> u64 {
@@ -226,7 +249,7 @@ fn every_posted_completion_is_handled_exactly_once_and_no_wake_up_is_lost() {
     let t = Instant::now();
     // Lazy wake-ups: the sender skips the futex call while the CPU thread runs, the
     // variant where a lost wake-up is possible if the arm/check/sleep order is wrong.
-    let (posted, handled, errors, wakeups) = stress(message_count(), soak, true);
+    let (posted, handled, errors, wakeups, doubled) = stress(message_count(), soak, true);
     eprintln!(
         "stress: {posted} messages, {handled} handled, {wakeups} wake-ups in {:.1} s",
         t.elapsed().as_secs_f64()
@@ -240,13 +263,15 @@ fn every_posted_completion_is_handled_exactly_once_and_no_wake_up_is_lost() {
         "completions arrive in order, none twice, none missing"
     );
     assert!(wakeups > 0, "the CPU threads did sleep and were woken");
+    assert_eq!(doubled, 0, "no vector dispatched more often than posted");
 }
 
 #[test]
 fn eager_notifications_also_lose_nothing() {
     let n = message_count() / 20;
-    let (posted, handled, errors, _) = stress(n, None, false);
+    let (posted, handled, errors, _, doubled) = stress(n, None, false);
     assert_eq!(posted, n);
     assert_eq!(handled, posted);
     assert_eq!(errors, 0);
+    assert_eq!(doubled, 0);
 }
