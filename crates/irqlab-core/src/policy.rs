@@ -22,7 +22,10 @@ pub enum Delivery {
 pub enum DeviceCoalescing {
     Off,
     /// NVMe feature 08h: `thr` is 0-based (0 means 1 entry), `time_100us` in 100 µs units.
-    Nvme { thr: u8, time_100us: u8 },
+    Nvme {
+        thr: u8,
+        time_100us: u8,
+    },
     /// Calibrated interrupts (Tai et al., OSDI '21): adaptive delay and threshold, with
     /// URGENT and BARRIER hints from the submitter.
     Calibrated,
@@ -91,7 +94,10 @@ impl Policy {
         out.push(("coalescing".into(), self.coalescing.to_string()));
         out.push(("moderator".into(), self.moderator.to_string()));
         out.push(("handler".into(), self.handler.to_string()));
-        out.push(("reap_after_submit".into(), self.reap_after_submit.to_string()));
+        out.push((
+            "reap_after_submit".into(),
+            self.reap_after_submit.to_string(),
+        ));
         out.push(("flood_detection".into(), self.flood_detection.to_string()));
         out
     }

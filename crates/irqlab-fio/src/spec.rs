@@ -42,9 +42,13 @@ pub enum RwMode {
     RandRead,
     RandWrite,
     /// `rw=randrw` with `rwmixread` percent reads.
-    RandRw { read_pct: u8 },
+    RandRw {
+        read_pct: u8,
+    },
     /// `rw=rw` / `readwrite` with `rwmixread` percent reads.
-    ReadWrite { read_pct: u8 },
+    ReadWrite {
+        read_pct: u8,
+    },
 }
 
 impl RwMode {

@@ -2,8 +2,8 @@
 //! what fio cannot show: where the interrupts went and what they cost.
 
 use crate::fio_stats::{self, GroupDir, LAT_LABELS_M, LAT_LABELS_NU};
-use crate::num2str::{Unit, num2str};
 use crate::model::pct;
+use crate::num2str::{Unit, num2str};
 use crate::{DirReport, Engine, JobReport, Latency, RunReport};
 use std::fmt::Write;
 
@@ -222,7 +222,6 @@ fn per_sec(count: u64, window_ns: u64) -> f64 {
         count as f64 * 1e9 / window_ns as f64
     }
 }
-
 
 /// Interrupt counts, rates, CPU shares and tick lateness: the part fio has no words for.
 fn irqlab_section(out: &mut String, r: &RunReport) {
