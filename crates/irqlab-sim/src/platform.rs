@@ -109,6 +109,12 @@ pub struct SyscallCosts {
     pub reap_call_ns: u64,
     /// Copying out one completion event.
     pub reap_io_ns: u64,
+    /// io_uring only: completing one interrupt-driven request through task_work in the
+    /// submitter (io_uring/rw.c io_complete_rw → __io_req_task_work_add, run as
+    /// io_req_rw_complete by tctx_task_work). Polled completions (io_complete_rw_iopoll)
+    /// skip it. Charged per I/O when the job reaps; 0 for engines without task_work.
+    #[serde(default)]
+    pub task_work_io_ns: u64,
 }
 
 impl Default for EngineCosts {
@@ -118,6 +124,7 @@ impl Default for EngineCosts {
             submit_io_ns: b,
             reap_call_ns: c,
             reap_io_ns: d,
+            task_work_io_ns: 0,
         };
         EngineCosts {
             usr_io_ns: 150,
@@ -153,6 +160,18 @@ pub struct RootPort {
     pub bytes_per_ns: f64,
     /// The MSI write itself, before the IOMMU handles it, ns.
     pub msi_ns: u64,
+    /// Posted-request header credits the port advertises (PCIe flow control): the posted
+    /// TLPs it buffers before a device must hold its writes. A read completion uses one
+    /// per `mps_bytes` of data plus one for its CQE; an MSI uses one. 0: unlimited.
+    #[serde(default)]
+    pub credits: u32,
+    /// Max payload size of one posted TLP, bytes (PCIe MPS).
+    #[serde(default = "default_mps_bytes")]
+    pub mps_bytes: u64,
+}
+
+fn default_mps_bytes() -> u64 {
+    256
 }
 
 /// What kind of device a group holds.
@@ -190,6 +209,22 @@ pub struct DeviceGroup {
     pub sqe_fetch_ns: u64,
     /// Size of a completion queue entry write, bytes.
     pub cqe_bytes: u64,
+    /// The device's own interrupt aggregation, used when the policy leaves coalescing off
+    /// (a device may coalesce although feature 08h reads zero): completions per message.
+    /// 0 or 1: none.
+    #[serde(default)]
+    pub coalesce_count: u32,
+    /// The device's own aggregation time, ns, from the first withheld completion; 0: none.
+    #[serde(default)]
+    pub coalesce_time_ns: u64,
+    /// true: a command is served by the media unit its LBA maps to (uniformly random for
+    /// random I/O), so commands collide at low depth; false: by any free unit.
+    #[serde(default)]
+    pub striped: bool,
+    /// Device vectors each interrupt CPU hosts: k consecutive queues send their vectors to
+    /// the first CPU of the group. 0: managed affinity (each queue's first CPU).
+    #[serde(default)]
+    pub vectors_per_cpu: usize,
 }
 
 /// Why a platform could not be used.
@@ -255,6 +290,12 @@ impl Platform {
             return Err("no devices: add a [[devices]] table".into());
         }
         for (i, rp) in self.root_ports.iter().enumerate() {
+            if rp.mps_bytes == 0 || rp.mps_bytes > 4096 {
+                return Err(format!(
+                    "root_ports.{i}.mps_bytes = {} is not in 1..=4096",
+                    rp.mps_bytes
+                ));
+            }
             if !(rp.bytes_per_ns > 0.0 && rp.bytes_per_ns.is_finite()) {
                 return Err(format!(
                     "root_ports.{i}.bytes_per_ns = {} must be a positive number",
@@ -283,6 +324,15 @@ impl Platform {
             }
             if d.queue_depth < 2 || d.queue_depth > 65536 {
                 return Err(format!("devices.{i}.queue_depth must be in 2..=65536"));
+            }
+            if d.coalesce_count > 256 {
+                return Err(format!(
+                    "devices.{i}.coalesce_count = {} is above 256 (08h's 8-bit threshold + 1)",
+                    d.coalesce_count
+                ));
+            }
+            if d.vectors_per_cpu > 256 {
+                return Err(format!("devices.{i}.vectors_per_cpu must be in 0..=256"));
             }
             if d.prefix.is_empty() || !d.prefix.chars().all(|c| c.is_ascii_alphanumeric()) {
                 return Err(format!(

@@ -17,6 +17,8 @@ pub struct RunArgs {
     pub platform: String,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub topology: crate::calib::topology::TopologyArgs,
     /// Override a platform parameter, e.g. --set cpu.irq_entry_ns=300 or
     /// --set devices.0.count=8 (repeatable; applied in order).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -34,6 +36,11 @@ pub fn main(args: RunArgs) -> Result<(), String> {
     let jobs = irqlab_fio::parse_file(&args.job).map_err(|e| e.to_string())?;
     let path = resolve_platform(&args.platform)?;
     let platform = Platform::load(&path, &args.sets).map_err(|e| e.to_string())?;
+    // Topology knobs, shared with scenario files (calib::topology).
+    let topology = args.topology.topology();
+    let sets = topology.platform_sets(&platform);
+    let platform = platform.with_overrides(&sets).map_err(|e| e.to_string())?;
+    let jobs = topology.apply_jobs(&jobs, &platform)?;
     // irqtop lines go to stderr when stdout carries the JSON report.
     let mut irqtop_out: Box<dyn std::io::Write> =
         if args.output.format == crate::output::OutputFormat::Normal {

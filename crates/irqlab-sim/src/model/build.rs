@@ -94,6 +94,20 @@ fn costs(p: &Platform) -> Costs {
     }
 }
 
+/// The vector's interrupt policy: the run's, or the device's own aggregation when the
+/// policy leaves coalescing off (a device can coalesce although feature 08h reads zero).
+fn device_irq(policy: &Policy, g: &crate::platform::DeviceGroup) -> DeviceIrq {
+    let own = CoalesceParams {
+        count: g.coalesce_count.max(1),
+        time_ns: g.coalesce_time_ns,
+    };
+    if policy.coalescing == irqlab_core::DeviceCoalescing::Off && !own.is_off() {
+        DeviceIrq::Nvme(irqlab_core::nvme::NvmeCoalescer::new(own))
+    } else {
+        DeviceIrq::from_policy(policy.coalescing)
+    }
+}
+
 fn check_policy(policy: &Policy) -> Result<(), SimError> {
     if policy.moderator == ModeratorKind::Gsim
         && matches!(policy.handler, HandlerStyle::IrqPoll { .. })
@@ -275,6 +289,10 @@ pub(crate) fn build<'a, O: Observer>(
             write_ns: rp.write_ns,
             bytes_per_ns: rp.bytes_per_ns,
             msi_ns: rp.msi_ns,
+            credits: rp.credits,
+            used: 0,
+            mps: rp.mps_bytes,
+            blocked: VecDeque::new(),
         })
         .collect();
     let mut devices = Vec::new();
@@ -312,6 +330,19 @@ pub(crate) fn build<'a, O: Observer>(
                 cqe_bytes: g.cqe_bytes,
                 fetch_ns: g.sqe_fetch_ns,
                 rng: Stream::new(seed, 1_000 + dev_ix as u64),
+                unit_busy: if g.striped {
+                    vec![false; servers as usize]
+                } else {
+                    Vec::new()
+                },
+                unit_wait: if g.striped {
+                    vec![VecDeque::new(); servers as usize]
+                } else {
+                    Vec::new()
+                },
+                egress: VecDeque::new(),
+                msi_wait: VecDeque::new(),
+                blocked: false,
             });
             let wants_poll = clones
                 .iter()
@@ -331,7 +362,13 @@ pub(crate) fn build<'a, O: Observer>(
                         .map_err(|e| SimError::Platform(format!("device {name}: {e}")))?;
                     let cpus_here = (0..ncpu).filter(|&c| c * nq / ncpu == q).count();
                     let vector = if set == 0 {
-                        let cpu = (0..ncpu).find(|&c| c * nq / ncpu == q).unwrap_or(0);
+                        // Managed affinity: the first CPU of the queue's range; with
+                        // vectors_per_cpu = k, that of the first queue of its group of k.
+                        let home = match g.vectors_per_cpu {
+                            0 => q,
+                            k => q / k * k,
+                        };
+                        let cpu = (0..ncpu).find(|&c| c * nq / ncpu == home).unwrap_or(0);
                         let cpu_s = &mut cpus[cpu];
                         let idt = cpu_s.next_idt;
                         if idt >= POSTED_MSI_NOTIFICATION_VECTOR {
@@ -378,7 +415,7 @@ pub(crate) fn build<'a, O: Observer>(
                         };
                         let moderator = Moderator::new(policy.moderator, None)
                             .map_err(|e| SimError::Config(e.to_string()))?;
-                        let mut irq = DeviceIrq::from_policy(policy.coalescing);
+                        let mut irq = device_irq(policy, g);
                         if let Some(m) = &moderator {
                             // The CQ starts at the moderator's start profile.
                             let p = m.profile();
@@ -549,6 +586,13 @@ pub(crate) fn build<'a, O: Observer>(
         cpu.ksoftirqd = threads.len() as u32 - 1;
     }
     let njobs = jobs.len();
+    // Every job ends by its runtime, so the run does soon after; size-limited jobs have
+    // no such bound.
+    let stop_at = jobs
+        .iter()
+        .map(|j| j.end)
+        .try_fold(0u64, |m, e| e.map(|e| m.max(e)))
+        .map_or(u64::MAX, |m| m.saturating_add(1_000_000_000));
     Ok(Sim {
         now: 0,
         q: EventQueue::new(),
@@ -570,6 +614,8 @@ pub(crate) fn build<'a, O: Observer>(
         free_ios: Vec::new(),
         jobs_live: njobs,
         draining: false,
+        stop_at,
+        cut_short: false,
         measuring: false,
         window_start,
         window_end: 0,

@@ -654,12 +654,14 @@ impl<O: Observer> Sim<'_, O> {
         self.notify(c, LOCAL_TIMER_VECTOR);
     }
 
-    /// scheduler_tick: a thread that used its slice yields to a waiting one.
+    /// scheduler_tick: a thread that used its slice yields to a waiting one; so does a
+    /// thread busy-polling (its vruntime grows while the waiters' does not, so CFS picks
+    /// them at the next tick; the polling loops also stop on need_resched()).
     fn tick_work(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        if cpu.current.is_some()
+        if let Some(t) = cpu.current
             && !cpu.runq.is_empty()
-            && self.now - cpu.slice_start >= self.costs.slice
+            && (self.now - cpu.slice_start >= self.costs.slice || self.threads[t as usize].spinning)
         {
             cpu.need_resched = true;
         }
@@ -733,7 +735,9 @@ impl<O: Observer> Sim<'_, O> {
                 let preempt = cpu.need_resched
                     && !cpu.runq.is_empty()
                     && !th.fifo
-                    && (front_fifo || self.now - cpu.slice_start >= self.costs.slice);
+                    && (front_fifo
+                        || th.spinning
+                        || self.now - cpu.slice_start >= self.costs.slice);
                 if !preempt {
                     cpu.need_resched = false;
                     cpu.mode = Mode::Thread;
@@ -910,10 +914,14 @@ impl<O: Observer> Sim<'_, O> {
     /// otherwise burn sys time until one is posted (the device pokes the spinners).
     fn spin_check(&mut self, c: usize, t: usize) {
         let found = match self.threads[t].kind {
-            ThreadKind::Job(j) => self.jobs[j as usize]
-                .queues
-                .iter()
-                .any(|&q| self.queues[q as usize].qp.cqe_pending()),
+            ThreadKind::Job(j) => {
+                let job = &self.jobs[j as usize];
+                job.ready.len() as u32 >= job.waiting_for
+                    || job
+                        .queues
+                        .iter()
+                        .any(|&q| self.queues[q as usize].qp.cqe_pending())
+            }
             _ => true,
         };
         if found {
@@ -929,17 +937,22 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn poke_spinners(&mut self, q: usize) {
         for i in 0..self.queues[q].spinners.len() {
             let t = self.queues[q].spinners[i] as usize;
-            let th = &self.threads[t];
-            let c = th.cpu as usize;
-            if th.spinning
-                && th.state == TState::Running
-                && self.cpus[c].current == Some(t as u32)
-                && self.cpus[c].mode == Mode::Thread
-                && !self.cpus[c].stepping
-            {
-                let ns = self.costs.poll_check;
-                self.step(c, ns, SliceKind::Sys);
-            }
+            self.poke_thread(t);
+        }
+    }
+
+    /// Thread `t`, if it is spinning on its CPU right now, finds work one poll later.
+    pub(crate) fn poke_thread(&mut self, t: usize) {
+        let th = &self.threads[t];
+        let c = th.cpu as usize;
+        if th.spinning
+            && th.state == TState::Running
+            && self.cpus[c].current == Some(t as u32)
+            && self.cpus[c].mode == Mode::Thread
+            && !self.cpus[c].stepping
+        {
+            let ns = self.costs.poll_check;
+            self.step(c, ns, SliceKind::Sys);
         }
     }
 

@@ -17,12 +17,28 @@ impl<O: Observer> Sim<'_, O> {
                 break;
             };
             let io = self.queues[q].tags[sqe.command_id as usize];
-            let dev = &mut self.devices[d];
+            self.media_take(d, io);
+        }
+    }
+
+    /// A fetched command goes to the media: any free unit (a shared pool), or on striped
+    /// media the unit its LBA maps to (uniform for random I/O), FIFO behind that unit.
+    fn media_take(&mut self, d: usize, io: u32) {
+        let dev = &mut self.devices[d];
+        if dev.unit_busy.is_empty() {
             if dev.busy < dev.servers {
                 self.start_service(d, io);
             } else {
                 dev.waiting.push_back(io);
             }
+            return;
+        }
+        let u = dev.rng.below(dev.unit_busy.len() as u64) as usize;
+        self.ios[io as usize].unit = u as u32;
+        if dev.unit_busy[u] {
+            dev.unit_wait[u].push_back(io);
+        } else {
+            self.start_service(d, io);
         }
     }
 
@@ -30,6 +46,9 @@ impl<O: Observer> Sim<'_, O> {
     fn start_service(&mut self, d: usize, io: u32) {
         let dev = &mut self.devices[d];
         dev.busy += 1;
+        if !dev.unit_busy.is_empty() {
+            dev.unit_busy[self.ios[io as usize].unit as usize] = true;
+        }
         let t = if self.ios[io as usize].read {
             dev.read_time.draw(&mut dev.rng)
         } else {
@@ -38,16 +57,44 @@ impl<O: Observer> Sim<'_, O> {
         self.q.push(self.now + t, Event::ServiceDone { io });
     }
 
-    /// Media service of `io` ended: its data and CQE go to the root port, then the
-    /// device decides about the vector's message.
+    /// Media service of `io` ended: the unit takes its next command, and the completion
+    /// (data, CQE, then the message decision) goes out if the port has credits; otherwise
+    /// the device holds it, in order, until credits return.
     pub(crate) fn service_done(&mut self, io: u32) {
+        let q = self.ios[io as usize].queue as usize;
+        let d = self.queues[q].device as usize;
+        let dev = &mut self.devices[d];
+        dev.busy -= 1;
+        if dev.unit_busy.is_empty() {
+            if let Some(next) = dev.waiting.pop_front() {
+                self.start_service(d, next);
+            }
+        } else {
+            let u = self.ios[io as usize].unit as usize;
+            dev.unit_busy[u] = false;
+            if let Some(next) = dev.unit_wait[u].pop_front() {
+                self.start_service(d, next);
+            }
+        }
+        let dev = &self.devices[d];
+        let port = dev.port as usize;
+        if dev.egress.is_empty()
+            && dev.msi_wait.is_empty()
+            && self.port_room(port, self.completion_credits(io))
+        {
+            self.emit_completion(io);
+        } else {
+            self.devices[d].egress.push_back(io);
+            self.block_device(d);
+        }
+    }
+
+    /// The device writes `io`'s data and CQE into the root port, then decides about the
+    /// vector's message.
+    fn emit_completion(&mut self, io: u32) {
         let Io { queue, hints, .. } = self.ios[io as usize];
         let q = queue as usize;
         let d = self.queues[q].device as usize;
-        self.devices[d].busy -= 1;
-        if let Some(next) = self.devices[d].waiting.pop_front() {
-            self.start_service(d, next);
-        }
         self.queues[q].cqes_in_flight += 1;
         let port = self.devices[d].port as usize;
         self.port_push(port, PortItem::Completion { io });
@@ -120,14 +167,22 @@ impl<O: Observer> Sim<'_, O> {
         self.vectors[v].messages += 1;
         self.obs.message(self.now, v);
         let q = self.vectors[v].queue as usize;
-        let port = self.devices[self.queues[q].device as usize].port as usize;
-        self.port_push(
-            port,
-            PortItem::Msi {
-                vector: v as u32,
-                notify: false,
-            },
-        );
+        let d = self.queues[q].device as usize;
+        let port = self.devices[d].port as usize;
+        // The MSI follows the CQEs already written and goes ahead of completions the
+        // device still holds; without a credit it waits in the device too.
+        if self.devices[d].msi_wait.is_empty() && self.port_room(port, 1) {
+            self.port_push(
+                port,
+                PortItem::Msi {
+                    vector: v as u32,
+                    notify: false,
+                },
+            );
+        } else {
+            self.devices[d].msi_wait.push_back(v as u32);
+            self.block_device(d);
+        }
     }
 
     /// The CQ head doorbell reached the controller: the vector's message is serviced;
@@ -211,7 +266,88 @@ impl<O: Observer> Sim<'_, O> {
 
     // ---------------------------------------------------------------- root port
 
+    /// Posted header credits a read completion takes: one per MPS of data, one for the CQE.
+    #[inline]
+    fn completion_credits(&self, io: u32) -> u32 {
+        let rec = &self.ios[io as usize];
+        if !rec.read {
+            return 1;
+        }
+        let mps = self.ports
+            [self.devices[self.queues[rec.queue as usize].device as usize].port as usize]
+            .mps;
+        (self.jobs[rec.job as usize].bs.div_ceil(mps) + 1) as u32
+    }
+
+    #[inline]
+    fn item_credits(&self, item: PortItem) -> u32 {
+        match item {
+            PortItem::Completion { io } => self.completion_credits(io),
+            PortItem::Msi { .. } => 1,
+        }
+    }
+
+    /// Whether port `p` accepts a write needing `need` credits (an empty port takes any).
+    #[inline]
+    fn port_room(&self, p: usize, need: u32) -> bool {
+        let port = &self.ports[p];
+        port.credits == 0 || port.used == 0 || port.used + need <= port.credits
+    }
+
+    fn block_device(&mut self, d: usize) {
+        if !self.devices[d].blocked {
+            self.devices[d].blocked = true;
+            let p = self.devices[d].port as usize;
+            self.ports[p].blocked.push_back(d as u32);
+        }
+    }
+
+    /// Credits came back: blocked devices write what they hold, one write each in turn,
+    /// until a write does not fit.
+    fn serve_blocked(&mut self, p: usize) {
+        while let Some(&d) = self.ports[p].blocked.front() {
+            let d = d as usize;
+            let dev = &self.devices[d];
+            let sent = if let Some(&v) = dev.msi_wait.front() {
+                self.port_room(p, 1) && {
+                    self.devices[d].msi_wait.pop_front();
+                    self.port_push(
+                        p,
+                        PortItem::Msi {
+                            vector: v,
+                            notify: false,
+                        },
+                    );
+                    true
+                }
+            } else if let Some(&io) = dev.egress.front() {
+                self.port_room(p, self.completion_credits(io)) && {
+                    self.devices[d].egress.pop_front();
+                    self.emit_completion(io);
+                    true
+                }
+            } else {
+                true
+            };
+            if !sent {
+                break;
+            }
+            // emit_completion may have queued an MSI for this device: keep its turn order.
+            self.ports[p].blocked.pop_front();
+            let dev = &mut self.devices[d];
+            if dev.egress.is_empty() && dev.msi_wait.is_empty() {
+                dev.blocked = false;
+            } else {
+                self.ports[p].blocked.push_back(d as u32);
+            }
+        }
+    }
+
     fn port_push(&mut self, p: usize, item: PortItem) {
+        if self.ports[p].credits > 0 {
+            let need = self.item_credits(item);
+            self.ports[p].used += need;
+        }
         self.ports[p].fifo.push_back(item);
         if !self.ports[p].busy {
             self.port_start(p);
@@ -273,6 +409,12 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn port_done(&mut self, p: usize) {
         let item = self.ports[p].fifo.pop_front();
         self.ports[p].busy = false;
+        if self.ports[p].credits > 0
+            && let Some(it) = item
+        {
+            let need = self.item_credits(it);
+            self.ports[p].used -= need;
+        }
         match item {
             Some(PortItem::Completion { io }) => {
                 let Io { queue, tag, .. } = self.ios[io as usize];
@@ -300,7 +442,10 @@ impl<O: Observer> Sim<'_, O> {
             }
             None => {}
         }
-        if !self.ports[p].fifo.is_empty() {
+        if !self.ports[p].blocked.is_empty() {
+            self.serve_blocked(p);
+        }
+        if !self.ports[p].busy && !self.ports[p].fifo.is_empty() {
             self.port_start(p);
         }
     }

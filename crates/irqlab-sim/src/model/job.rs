@@ -25,6 +25,9 @@ fn depth_bucket(depth: u32) -> usize {
 }
 
 impl<O: Observer> Sim<'_, O> {
+    /// (submit call, submit per I/O, reap call, reap per I/O) of job `j`'s engine. The
+    /// per-I/O reap includes io_uring's task_work completion unless the ring polls
+    /// (io_uring/rw.c: io_complete_rw queues task_work, io_complete_rw_iopoll does not).
     fn engine_costs(&self, j: usize) -> (u64, u64, u64, u64) {
         let e = &self.engine;
         let c = match self.jobs[j].engine {
@@ -36,7 +39,12 @@ impl<O: Observer> Sim<'_, O> {
             c.submit_call_ns,
             c.submit_io_ns,
             c.reap_call_ns,
-            c.reap_io_ns,
+            c.reap_io_ns
+                + if self.jobs[j].polled {
+                    0
+                } else {
+                    c.task_work_io_ns
+                },
         )
     }
 
@@ -131,6 +139,12 @@ impl<O: Observer> Sim<'_, O> {
                     }
                 }
                 JobPhase::Poll => {
+                    // Another poller of a shared queue may have reaped our completions.
+                    let job = &mut self.jobs[j];
+                    if job.ready.len() as u32 >= job.waiting_for {
+                        job.phase = JobPhase::ReapCall;
+                        continue;
+                    }
                     let mut list =
                         std::mem::take(&mut self.threads[self.jobs[j].thread as usize].reaping);
                     let mut n = 0;
@@ -244,6 +258,7 @@ impl<O: Observer> Sim<'_, O> {
                 hints,
                 start,
                 submitted: now,
+                unit: 0,
             };
             queue.tags[tag as usize] = io;
             let _ = queue.qp.submit(
@@ -337,12 +352,16 @@ impl<O: Observer> Sim<'_, O> {
         let j = self.ios[io].job as usize;
         let job = &mut self.jobs[j];
         job.ready.push_back(io as u32);
-        if job.phase == JobPhase::Wait && job.ready.len() as u32 >= job.waiting_for {
-            let t = job.thread as usize;
+        let enough = job.ready.len() as u32 >= job.waiting_for;
+        let t = job.thread as usize;
+        if job.phase == JobPhase::Wait && enough {
             if self.threads[t].state == TState::Blocked {
                 self.wake_thread(t, Some(c));
                 return true;
             }
+        } else if job.polled && enough && self.threads[t].spinning {
+            // Reaped for it by another poller of a shared queue: it sees it one poll later.
+            self.poke_thread(t);
         }
         false
     }

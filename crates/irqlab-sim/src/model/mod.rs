@@ -42,6 +42,10 @@ impl<O: Observer> Sim<'_, O> {
         }
         while let Some((t, ev)) = self.q.pop() {
             debug_assert!(t >= self.now, "time went backwards");
+            if t > self.stop_at {
+                self.cut_short = true;
+                break;
+            }
             self.now = t;
             self.dispatch(ev);
             if self.jobs_live == 0 && !self.draining {

@@ -148,6 +148,7 @@ impl<O: Observer> Sim<'_, O> {
             ("msi_merged".to_string(), sum(&|v| v.merged) as f64),
             ("msi_withheld".to_string(), sum(&|v| v.withheld) as f64),
             ("simulated_ns".to_string(), self.now as f64),
+            ("cut_short".to_string(), f64::from(u8::from(self.cut_short))),
         ];
         RunReport {
             engine: Engine::Simulated,

@@ -365,6 +365,8 @@ pub(crate) struct Io {
     pub hints: u8,
     pub start: u64,
     pub submitted: u64,
+    /// Striped media: the unit serving it.
+    pub unit: u32,
 }
 
 pub(crate) struct Device {
@@ -378,6 +380,15 @@ pub(crate) struct Device {
     pub cqe_bytes: u64,
     pub fetch_ns: u64,
     pub rng: Stream,
+    /// Striped media: per unit, busy and its FIFO of commands (empty when not striped).
+    pub unit_busy: Vec<bool>,
+    pub unit_wait: Vec<VecDeque<u32>>,
+    /// Completions served but not yet written: the port had no credit (PCIe flow control).
+    pub egress: VecDeque<u32>,
+    /// MSIs decided but not yet written (ahead of `egress`: they follow CQEs already out).
+    pub msi_wait: VecDeque<u32>,
+    /// In its port's list of devices waiting for credits.
+    pub blocked: bool,
 }
 
 pub(crate) struct Queue {
@@ -441,6 +452,13 @@ pub(crate) struct Port {
     pub write_ns: u64,
     pub bytes_per_ns: f64,
     pub msi_ns: u64,
+    /// Posted header credits (0: unlimited), those held by the FIFO, and the payload size
+    /// one credit carries.
+    pub credits: u32,
+    pub used: u32,
+    pub mps: u64,
+    /// Devices holding writes until credits return, served in turn.
+    pub blocked: VecDeque<u32>,
 }
 
 /// Totals for the conservation checks.
@@ -473,6 +491,10 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub free_ios: Vec<u32>,
     pub jobs_live: usize,
     pub draining: bool,
+    /// A run always ends: past this time (1 s of simulated time after the last job's
+    /// end) the loop stops and the report says `cut_short`. u64::MAX: no bound.
+    pub stop_at: u64,
+    pub cut_short: bool,
     pub measuring: bool,
     pub window_start: u64,
     pub window_end: u64,

@@ -5,6 +5,32 @@
 use irqlab_fio::{CpusPolicy, JobSpec};
 use irqlab_sim::Platform;
 
+/// The topology knobs as command-line options (`irqlab run`).
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct TopologyArgs {
+    /// Use N disks: each job of the file becomes one job per disk (nvme0..nvmeN-1),
+    /// its clones pinned to distinct CPUs; the platform grows if it has fewer.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub disks: Option<u64>,
+    /// fio clones per disk (numjobs of each per-disk job).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub jobs_per_disk: Option<u32>,
+    /// Device vectors each interrupt CPU hosts (devices.N.vectors_per_cpu; 0: managed
+    /// affinity, one per queue's first CPU).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=256))]
+    pub vectors_per_cpu: Option<u64>,
+}
+
+impl TopologyArgs {
+    pub fn topology(&self) -> Topology {
+        Topology {
+            disks: self.disks.map(|n| n as usize),
+            jobs_per_disk: self.jobs_per_disk,
+            vectors_per_cpu: self.vectors_per_cpu.map(|n| n as usize),
+        }
+    }
+}
+
 /// Changes of topology; `None` keeps what the job file and platform say.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Topology {
@@ -170,6 +196,42 @@ mod tests {
             ..Default::default()
         };
         assert!(t.platform_sets(&p).is_empty());
+    }
+
+    #[test]
+    fn command_line_knobs_become_a_topology() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            t: TopologyArgs,
+        }
+        let cli = Cli::try_parse_from([
+            "x",
+            "--disks",
+            "4",
+            "--jobs-per-disk",
+            "2",
+            "--vectors-per-cpu",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.t.topology(),
+            Topology {
+                disks: Some(4),
+                jobs_per_disk: Some(2),
+                vectors_per_cpu: Some(1),
+            }
+        );
+        assert!(Cli::try_parse_from(["x", "--disks", "0"]).is_err());
+        let p = Platform::from_toml(PLATFORM, "example", &[]).unwrap();
+        let sets = cli.t.topology().platform_sets(&p);
+        assert!(sets.contains(&"devices.0.vectors_per_cpu=1".to_string()));
+        assert!(
+            p.with_overrides(&sets).is_ok(),
+            "the platform accepts the knob"
+        );
     }
 
     #[test]
