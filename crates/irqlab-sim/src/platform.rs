@@ -180,6 +180,22 @@ fn default_mps_bytes() -> u64 {
 pub enum DeviceKind {
     /// An NVMe controller (nvme-pci).
     Nvme,
+    /// An Intel DSA work queue per `queues` (drivers/dma/idxd): descriptors complete by a
+    /// completion record write and, with Request Completion Interrupt, one MSI-X message
+    /// each; no CQ head doorbell gates the messages and the handler rings none.
+    Dsa,
+    /// An RDMA completion queue per `queues` (drivers/infiniband/core/cq.c): one
+    /// completion event per arm (ib_req_notify_cq IB_CQ_NEXT_COMP), re-armed by the
+    /// handler after it polled; the NIC's CQ moderation (usec, comps) coalesces events.
+    Rdma,
+}
+
+impl DeviceKind {
+    /// Whether the host must acknowledge a message before the device sends another: the
+    /// NVMe CQ head doorbell rule, or an RDMA CQ's one event per arm.
+    pub fn gated(self) -> bool {
+        !matches!(self, DeviceKind::Dsa)
+    }
 }
 
 /// `count` identical devices behind one root port.
@@ -225,6 +241,23 @@ pub struct DeviceGroup {
     /// the first CPU of the group. 0: managed affinity (each queue's first CPU).
     #[serde(default)]
     pub vectors_per_cpu: usize,
+    /// Pins every vector of the group to this CPU (writing /proc/irq/N/smp_affinity), as
+    /// the C2 DSA test pins both completion vectors to one CPU. Absent: managed affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_cpu: Option<usize>,
+    /// The handler's CPU time per completion of this device, ns, when it differs from
+    /// kernel.cqe_ns (an idxd completion record check, an ib_poll_cq work completion).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_ns: Option<u64>,
+    /// Whether the device writes `bs` bytes of data toward memory for every command,
+    /// whatever fio's direction (a DSA memory fill writes its destination buffer).
+    #[serde(default)]
+    pub writes_data: bool,
+    /// The submitter's costs for a device no fio engine drives (a kernel thread posting
+    /// DSA batch descriptors): they replace the job's engine costs, and the job has no
+    /// user-space work per I/O. Absent: the job's ioengine costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitter: Option<SyscallCosts>,
 }
 
 /// Why a platform could not be used.
@@ -333,6 +366,14 @@ impl Platform {
             }
             if d.vectors_per_cpu > 256 {
                 return Err(format!("devices.{i}.vectors_per_cpu must be in 0..=256"));
+            }
+            if let Some(c) = d.irq_cpu
+                && c >= self.cpu.count
+            {
+                return Err(format!(
+                    "devices.{i}.irq_cpu = {c}, but the platform has CPUs 0-{}",
+                    self.cpu.count - 1
+                ));
             }
             if d.prefix.is_empty() || !d.prefix.chars().all(|c| c.is_ascii_alphanumeric()) {
                 return Err(format!(

@@ -6,7 +6,7 @@
 use super::state::*;
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
-use crate::platform::{DeviceKind, Platform};
+use crate::platform::Platform;
 use crate::rng::{ServiceTime, Stream};
 use crate::{SimError, SimOptions};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
@@ -301,10 +301,11 @@ pub(crate) fn build<'a, O: Observer>(
     // queue_of[device][0 = irq set, 1 = poll set][cpu]
     let mut queue_of: Vec<[Vec<u32>; 2]> = Vec::new();
     let mut dev_ix = 0usize;
+    // The group of each device, for its submitter costs.
+    let mut group_of: Vec<&crate::platform::DeviceGroup> = Vec::new();
     for g in &p.devices {
-        match g.kind {
-            DeviceKind::Nvme => {}
-        }
+        let gated = g.kind.gated();
+        let cqe_ns = g.completion_ns.unwrap_or(costs.cqe);
         let port = p
             .root_ports
             .iter()
@@ -343,7 +344,9 @@ pub(crate) fn build<'a, O: Observer>(
                 egress: VecDeque::new(),
                 msi_wait: VecDeque::new(),
                 blocked: false,
+                writes_data: g.writes_data,
             });
+            group_of.push(g);
             let wants_poll = clones
                 .iter()
                 .any(|c| c.polled && c.devices.contains(&dev_ix));
@@ -368,7 +371,9 @@ pub(crate) fn build<'a, O: Observer>(
                             0 => q,
                             k => q / k * k,
                         };
-                        let cpu = (0..ncpu).find(|&c| c * nq / ncpu == home).unwrap_or(0);
+                        let cpu = g.irq_cpu.unwrap_or_else(|| {
+                            (0..ncpu).find(|&c| c * nq / ncpu == home).unwrap_or(0)
+                        });
                         let cpu_s = &mut cpus[cpu];
                         let idt = cpu_s.next_idt;
                         if idt >= POSTED_MSI_NOTIFICATION_VECTOR {
@@ -456,6 +461,8 @@ pub(crate) fn build<'a, O: Observer>(
                     queues.push(Queue {
                         device: dev_ix as u32,
                         vector,
+                        gated,
+                        cqe_ns,
                         qp,
                         tags: vec![u32::MAX; g.queue_depth as usize],
                         free_tags: (0..g.queue_depth as u16).rev().collect(),
@@ -514,12 +521,20 @@ pub(crate) fn build<'a, O: Observer>(
             s.iodepth_batch_submit.min(iodepth)
         };
         let name = s.name.clone();
+        // A device no fio engine drives (DSA) brings its own submitter costs.
+        let submitter = c
+            .devices
+            .first()
+            .and_then(|&d| group_of[d].submitter.clone());
+        let usr_io = if submitter.is_some() { 0 } else { costs.usr_io };
         jobs.push(Job {
             name,
             groupid: 0,
             options: s.options.clone(),
             thread: threads.len() as u32 - 1,
             engine: s.ioengine,
+            submitter,
+            usr_io,
             queues: jq,
             next_file: 0,
             bs: s.bs,

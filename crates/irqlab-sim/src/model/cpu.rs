@@ -354,7 +354,8 @@ impl<O: Observer> Sim<'_, O> {
             let n = self.poll_queue(q, budget_left, &mut list);
             self.cpus[c].reaping = list;
             self.cpus[c].irq.reaped += n;
-            self.hard(c, IrqPhase::Reap, u64::from(n) * self.costs.cqe);
+            let ns = u64::from(n) * self.queues[q].cqe_ns;
+            self.hard(c, IrqPhase::Reap, ns);
             return;
         }
         self.obs.handler(self.now, c, v, reaped);
@@ -370,7 +371,11 @@ impl<O: Observer> Sim<'_, O> {
                 self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
             }
         }
-        if reaped > 0 && self.cpus[c].irq.idt != POSTED_MSI_NOTIFICATION_VECTOR {
+        if !self.queues[q].gated {
+            // idxd: the handler walks the completion records; no head doorbell exists.
+            self.queues[q].cq_locked = false;
+            self.vector_done(c);
+        } else if reaped > 0 && self.cpus[c].irq.idt != POSTED_MSI_NOTIFICATION_VECTOR {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
             // the doorbell leaving the CPU first.
             self.queues[q].cq_locked = false;
@@ -540,10 +545,14 @@ impl<O: Observer> Sim<'_, O> {
                 let n = self.poll_queue(q, weight, &mut list);
                 self.cpus[c].soft_reaping = list;
                 self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
-                let db = if n > 0 { self.costs.cq_doorbell } else { 0 };
-                return Some(
-                    (self.costs.irq_poll_call + u64::from(n) * self.costs.cqe + db).max(1),
-                );
+                let gated = self.queues[q].gated;
+                let db = if n > 0 && gated {
+                    self.costs.cq_doorbell
+                } else {
+                    0
+                };
+                let per = self.queues[q].cqe_ns;
+                return Some((self.costs.irq_poll_call + u64::from(n) * per + db).max(1));
             }
             let cpu = &mut self.cpus[c];
             if let Ok((rearm, _, _)) = cpu.irq_poll.finish()
@@ -635,6 +644,9 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The CQ head doorbell MMIO write leaves the CPU; the device sees it after the flight.
     pub(crate) fn ring_cq_doorbell(&mut self, q: usize) {
+        if !self.queues[q].gated {
+            return;
+        }
         let at = self.now + self.costs.mmio_flight;
         self.q.push(at, Event::CqDoorbell { queue: q as u32 });
     }
@@ -1017,7 +1029,7 @@ impl<O: Observer> Sim<'_, O> {
             self.threads[t].reaping = list;
             self.threads[t].wakeups += n;
             return ThreadStep::Run {
-                ns: u64::from(n) * self.costs.cqe,
+                ns: u64::from(n) * self.queues[q].cqe_ns,
                 kind: SliceKind::IrqThread,
             };
         }

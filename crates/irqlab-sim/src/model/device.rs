@@ -155,6 +155,12 @@ impl<O: Observer> Sim<'_, O> {
     /// The device wants to signal vector `v`: one message unless one is outstanding.
     fn gate_raise(&mut self, v: usize) {
         let q = self.vectors[v].queue as usize;
+        if !self.queues[q].gated {
+            // DSA: each completion record written with Request Completion Interrupt
+            // sends its MSI-X message; nothing waits for the host.
+            self.send_msi(v);
+            return;
+        }
         let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
         if self.vectors[v].gate.raise(unacked) {
             self.send_msi(v);
@@ -270,12 +276,11 @@ impl<O: Observer> Sim<'_, O> {
     #[inline]
     fn completion_credits(&self, io: u32) -> u32 {
         let rec = &self.ios[io as usize];
-        if !rec.read {
+        let dev = &self.devices[self.queues[rec.queue as usize].device as usize];
+        if !rec.read && !dev.writes_data {
             return 1;
         }
-        let mps = self.ports
-            [self.devices[self.queues[rec.queue as usize].device as usize].port as usize]
-            .mps;
+        let mps = self.ports[dev.port as usize].mps;
         (self.jobs[rec.job as usize].bs.div_ceil(mps) + 1) as u32
     }
 
@@ -367,7 +372,7 @@ impl<O: Observer> Sim<'_, O> {
                 let d = self.queues[rec.queue as usize].device as usize;
                 let tr = self.costs.dma_translate;
                 let bytes = |n: u64| (n as f64 / port.bytes_per_ns) as u64;
-                let data = if rec.read {
+                let data = if rec.read || self.devices[d].writes_data {
                     port.write_ns + bytes(self.jobs[rec.job as usize].bs) + tr
                 } else {
                     0

@@ -30,10 +30,13 @@ impl<O: Observer> Sim<'_, O> {
     /// (io_uring/rw.c: io_complete_rw queues task_work, io_complete_rw_iopoll does not).
     fn engine_costs(&self, j: usize) -> (u64, u64, u64, u64) {
         let e = &self.engine;
-        let c = match self.jobs[j].engine {
-            IoEngine::Libaio => &e.libaio,
-            IoEngine::IoUring => &e.io_uring,
-            IoEngine::Pvsync2 | IoEngine::Psync => &e.pvsync2,
+        let c = match &self.jobs[j].submitter {
+            Some(sub) => sub,
+            None => match self.jobs[j].engine {
+                IoEngine::Libaio => &e.libaio,
+                IoEngine::IoUring => &e.io_uring,
+                IoEngine::Pvsync2 | IoEngine::Psync => &e.pvsync2,
+            },
         };
         (
             c.submit_call_ns,
@@ -200,10 +203,16 @@ impl<O: Observer> Sim<'_, O> {
             }
             job.batch_start = now;
             job.phase = JobPhase::Usr { k };
-            let ns = u64::from(k) * self.costs.usr_io;
+            let ns = u64::from(k) * job.usr_io;
+            // A kernel submitter (usr_io 0) has no user-space part: its 1 ns is sys.
+            let kind = if ns == 0 {
+                SliceKind::Sys
+            } else {
+                SliceKind::Usr
+            };
             return Some(ThreadStep::Run {
                 ns: ns.max(1),
-                kind: SliceKind::Usr,
+                kind,
             });
         } else {
             // wait_for_completions(): a full queue must reap at least one.

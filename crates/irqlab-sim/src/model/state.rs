@@ -318,6 +318,10 @@ pub(crate) struct Job {
     pub options: Vec<(String, String)>,
     pub thread: u32,
     pub engine: irqlab_fio::IoEngine,
+    /// The device's submitter costs, replacing the engine's (DSA), and fio's user-space
+    /// work per I/O (0 with a device submitter).
+    pub submitter: Option<crate::platform::SyscallCosts>,
+    pub usr_io: u64,
     /// Queues the job's files map to (round robin per I/O).
     pub queues: Vec<u32>,
     pub next_file: usize,
@@ -389,11 +393,18 @@ pub(crate) struct Device {
     pub msi_wait: VecDeque<u32>,
     /// In its port's list of devices waiting for credits.
     pub blocked: bool,
+    /// Every command writes `bs` bytes toward memory (DSA memory fill), not only reads.
+    pub writes_data: bool,
 }
 
 pub(crate) struct Queue {
     pub device: u32,
     pub vector: Option<u32>,
+    /// One message until the host acknowledges (NVMe CQ head doorbell, RDMA CQ arm);
+    /// false for DSA, whose every completion interrupt is sent.
+    pub gated: bool,
+    /// Handler CPU time per completion, ns.
+    pub cqe_ns: u64,
     pub qp: QueuePair,
     /// Request by NVMe command_id (tag).
     pub tags: Vec<u32>,

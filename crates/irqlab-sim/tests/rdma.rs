@@ -1,0 +1,117 @@
+//! RDMA completion queues (C5): rdma_dim, fed from every handler call, climbs the
+//! moderation levels under load and cuts interrupts per I/O; counts still add up.
+
+mod common;
+use common::*;
+use irqlab_core::{ModeratorKind, Policy};
+use irqlab_report::RunReport;
+use irqlab_sim::{Observer, Platform, SimOptions, simulate_observed};
+use std::path::PathBuf;
+
+/// One fio job on one nvme-rdma queue, CPU-bound on the host.
+const ONE_QUEUE: &str = "\
+[global]
+ioengine=libaio
+rw=randread
+bs=512
+iodepth=64
+iodepth_batch_submit=8
+iodepth_batch_complete_min=1
+time_based
+runtime=10ms
+ramp_time=20ms
+
+[q]
+filename=/dev/nvme0n1
+cpus_allowed=0
+";
+
+/// The highest moderation level any vector was programmed to.
+#[derive(Default)]
+struct Levels {
+    top: f64,
+    changes: u64,
+}
+
+impl Observer for Levels {
+    fn wants_counters(&self) -> bool {
+        true
+    }
+    fn counter(&mut self, _now: u64, name: &str, _index: usize, value: f64) {
+        if name == "moderation_level" {
+            self.top = self.top.max(value);
+            self.changes += 1;
+        }
+    }
+}
+
+fn rdma_platform() -> Platform {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../platforms/nvmeof-rdma-cx5.toml");
+    Platform::load(&p, &[]).expect("nvmeof-rdma-cx5 loads")
+}
+
+fn run_rdma(moderator: ModeratorKind, text: &str) -> (RunReport, Levels) {
+    let policy = Policy {
+        moderator,
+        ..Policy::default()
+    };
+    let mut levels = Levels::default();
+    let r = simulate_observed(
+        &jobs(text),
+        &rdma_platform(),
+        &policy,
+        &SimOptions { seed: 5 },
+        &mut levels,
+    )
+    .unwrap_or_else(|e| panic!("simulation runs: {e}"));
+    (r, levels)
+}
+
+fn ios_per_interrupt(r: &RunReport) -> f64 {
+    r.total_ios() as f64 / r.vector_interrupts() as f64
+}
+
+#[test]
+fn rdma_dim_climbs_under_load_and_cuts_interrupts_per_io() {
+    let (none, lv_none) = run_rdma(ModeratorKind::None, ONE_QUEUE);
+    let (dim, lv_dim) = run_rdma(ModeratorKind::RdmaDim, ONE_QUEUE);
+    assert_eq!(lv_none.changes, 0, "no moderator, no levels");
+    assert!(
+        lv_dim.top >= 5.0,
+        "rdma_dim reached level {} only ({} changes)",
+        lv_dim.top,
+        lv_dim.changes
+    );
+    assert!(
+        ios_per_interrupt(&dim) > 3.0 * ios_per_interrupt(&none),
+        "I/Os per interrupt: rdma_dim {} vs none {}",
+        ios_per_interrupt(&dim),
+        ios_per_interrupt(&none)
+    );
+    // The host is CPU-bound: the interrupt time saved becomes I/O.
+    assert!(
+        dim.total_ios() > none.total_ios(),
+        "rdma_dim {} vs none {} I/Os",
+        dim.total_ios(),
+        none.total_ios()
+    );
+}
+
+#[test]
+fn rdma_runs_conserve_every_io_and_message() {
+    let text = ONE_QUEUE.replace("ramp_time=20ms\n", "");
+    for m in [ModeratorKind::None, ModeratorKind::RdmaDim] {
+        let (r, _) = run_rdma(m, &text);
+        let submitted = extra(&r, "ios_submitted");
+        assert!(submitted > 100.0, "{m:?}");
+        for key in ["ios_completed", "ios_reaped", "cqes_posted"] {
+            assert_eq!(extra(&r, key), submitted, "{m:?}: {key}");
+        }
+        assert_eq!(r.total_ios() as f64, submitted, "{m:?}");
+        let messages: u64 = r.vectors.iter().map(|v| v.messages).sum();
+        let merged = extra(&r, "msi_merged") as u64;
+        assert_eq!(messages, r.vector_interrupts() + merged, "{m:?}");
+        // One event per arm: fewer messages than completions (the CQ arm gate).
+        assert!((messages as f64) < submitted, "{m:?}");
+    }
+}
