@@ -66,8 +66,13 @@ pub struct KernelCosts {
     pub mmio_flight_ns: u64,
     /// One nvme_poll call that finds nothing (spin iteration of a polled reap).
     pub poll_check_ns: u64,
-    /// One handle_pending_pir round in the posted MSI demux (read 4 words, xchg).
+    /// One handle_pending_pir round in the posted MSI demux after the IOMMU posted into
+    /// the descriptor: the read of its cache line misses, then xchg of non-zero words.
     pub pir_round_ns: u64,
+    /// A round that finds the descriptor's line as this CPU left it (no post since the
+    /// last round): four L1 hits and no xchg.
+    #[serde(default = "default_pir_round_clean_ns")]
+    pub pir_round_clean_ns: u64,
     /// Fixed cost of one irq_poll poll call (list handling, softirq bookkeeping).
     pub irq_poll_call_ns: u64,
     /// Softirq entry and exit (handle_softirqs bookkeeping) per run.
@@ -84,6 +89,11 @@ pub struct KernelCosts {
 
 fn default_moderation_program_ns() -> u64 {
     20_000
+}
+
+/// Four L1-hit loads (about 1 ns each at 3–4 GHz) and the loop around them.
+fn default_pir_round_clean_ns() -> u64 {
+    10
 }
 
 /// Per-call and per-I/O costs of each fio ioengine, ns.

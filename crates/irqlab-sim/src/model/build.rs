@@ -81,6 +81,7 @@ fn costs(p: &Platform) -> Costs {
         mmio_flight: k.mmio_flight_ns,
         poll_check: k.poll_check_ns.max(1),
         pir_round: k.pir_round_ns,
+        pir_round_clean: k.pir_round_clean_ns,
         irq_poll_call: k.irq_poll_call_ns,
         softirq: k.softirq_ns,
         irq_thread: k.irq_thread_ns,
@@ -263,6 +264,7 @@ pub(crate) fn build<'a, O: Observer>(
             pi: posted_delivery
                 .then(|| PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR as u8, c as u32)),
             pir_shadow: [0; 4],
+            pid_dirty: false,
             softirq: SoftirqCpu::new(SoftirqConfig::new(costs.hz)),
             irq_poll: IrqPollCpu::default(),
             iop_vector: Vec::new(),

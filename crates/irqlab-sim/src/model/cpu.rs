@@ -420,12 +420,19 @@ impl<O: Observer> Sim<'_, O> {
                 }
                 cpu.irq.snapshot = Some(snap);
                 cpu.irq.next_vec = 0;
+                // arch/x86/kernel/irq.c handle_pending_pir: the IOMMU's atomic update
+                // evicts the line from this CPU; an untouched line is read from L1.
+                let cost = if std::mem::take(&mut cpu.pid_dirty) {
+                    self.costs.pir_round
+                } else {
+                    self.costs.pir_round_clean
+                };
                 if self.obs.wants_counters() {
                     let bits = cpu.pir_shadow.iter().map(|w| w.count_ones()).sum::<u32>();
                     self.obs
                         .counter(self.now, "pir_pending", c, f64::from(bits));
                 }
-                self.hard(c, IrqPhase::PirRound, self.costs.pir_round);
+                self.hard(c, IrqPhase::PirRound, cost);
             }
             // One apic_eoi() for the whole notification.
             None => self.eoi_and_exit(c),

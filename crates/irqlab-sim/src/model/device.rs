@@ -391,6 +391,7 @@ impl<O: Observer> Sim<'_, O> {
                         self.vectors[v].merged += 1;
                     }
                     cpu.pir_shadow[w] |= b;
+                    cpu.pid_dirty = true;
                     let notify = cpu.pi.as_ref().is_some_and(|pi| pi.post(idt as u8));
                     if self.obs.wants_counters() {
                         let bits = cpu.pir_shadow.iter().map(|w| w.count_ones()).sum::<u32>();

@@ -31,6 +31,7 @@ pub(crate) struct Costs {
     pub mmio_flight: u64,
     pub poll_check: u64,
     pub pir_round: u64,
+    pub pir_round_clean: u64,
     pub irq_poll_call: u64,
     pub softirq: u64,
     pub irq_thread: u64,
@@ -186,6 +187,9 @@ pub(crate) struct Cpu {
     pub pi: Option<PiDesc>,
     /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
     pub pir_shadow: [u64; 4],
+    /// The IOMMU wrote the descriptor's line since the last harvest, so the next round's
+    /// read misses in this CPU's cache.
+    pub pid_dirty: bool,
     pub softirq: SoftirqCpu,
     pub irq_poll: IrqPollCpu,
     /// Vector of each irq_poll instance on this CPU.
