@@ -116,16 +116,7 @@ impl<O: Observer> Sim<'_, O> {
             IrqDecision::Fire(_) => self.gate_raise(v),
             IrqDecision::ArmTimer { deadline_ns } => {
                 self.count_coalesced(v);
-                let vec = &mut self.vectors[v];
-                vec.timer_gen = vec.timer_gen.wrapping_add(1);
-                let epoch = vec.timer_gen;
-                self.q.push(
-                    deadline_ns.max(now),
-                    Event::CoalesceTimer {
-                        vector: v as u32,
-                        epoch,
-                    },
-                );
+                self.arm_coalesce_timer(v, deadline_ns.max(now));
             }
             IrqDecision::Hold => self.count_coalesced(v),
         }
@@ -150,6 +141,20 @@ impl<O: Observer> Sim<'_, O> {
                 self.gate_raise(v);
             }
         }
+    }
+
+    /// (Re)arms vector `v`'s coalescing timer; a newer arming makes older expiries stale.
+    fn arm_coalesce_timer(&mut self, v: usize, at: u64) {
+        let vec = &mut self.vectors[v];
+        vec.timer_gen = vec.timer_gen.wrapping_add(1);
+        let epoch = vec.timer_gen;
+        self.q.push(
+            at,
+            Event::CoalesceTimer {
+                vector: v as u32,
+                epoch,
+            },
+        );
     }
 
     /// The device wants to signal vector `v`: one message unless one is outstanding.
@@ -255,16 +260,7 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             IrqDecision::ArmTimer { deadline_ns } => {
-                let vec = &mut self.vectors[v];
-                vec.timer_gen = vec.timer_gen.wrapping_add(1);
-                let epoch = vec.timer_gen;
-                self.q.push(
-                    deadline_ns.max(now),
-                    Event::CoalesceTimer {
-                        vector: v as u32,
-                        epoch,
-                    },
-                );
+                self.arm_coalesce_timer(v, deadline_ns.max(now));
             }
             IrqDecision::Hold => {}
         }
