@@ -67,7 +67,7 @@ fn job(j: &JobReport, plus: bool, group_agg: &[(u32, u64, u64)]) -> Value {
     for (k, v) in &j.options {
         options.insert(k.clone(), Value::String(v.clone()));
     }
-    let runtime_ms = j.runtime_ns.div_ceil(1_000_000);
+    let runtime_ms = fio_stats::ns_to_ms(j.runtime_ns);
     let mut o = Map::new();
     o.insert("jobname".into(), json!(j.name));
     o.insert("groupid".into(), json!(j.groupid));

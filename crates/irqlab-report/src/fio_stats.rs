@@ -100,10 +100,16 @@ pub fn percentiles(lat: &Latency) -> Vec<(f64, u64)> {
 /// The measured window of one direction in whole ms, fio's `runtime[ddir]`; a
 /// non-empty window under 1 ms counts as 1 ms so rates stay finite.
 pub fn runtime_ms(d: &DirReport) -> u64 {
-    if d.runtime_ns == 0 {
+    ns_to_ms(d.runtime_ns)
+}
+
+/// ns to whole ms, rounded; a non-empty window under 1 ms counts as 1 ms. One rule for
+/// every runtime field of a report.
+pub fn ns_to_ms(ns: u64) -> u64 {
+    if ns == 0 {
         0
     } else {
-        ((d.runtime_ns + 500_000) / 1_000_000).max(1)
+        ((ns + 500_000) / 1_000_000).max(1)
     }
 }
 

@@ -19,6 +19,9 @@ pub struct Latency {
     hist: Histogram<u64>,
     sum: u128,
     sum_sq: u128,
+    /// Exact extremes (the histogram's are bucket bounds, 0.1% off).
+    min: u64,
+    max: u64,
 }
 
 /// The largest sample a [`Latency`] keeps apart: 1000 s covers every completion and
@@ -41,6 +44,8 @@ impl Latency {
             hist,
             sum: 0,
             sum_sq: 0,
+            min: u64::MAX,
+            max: 0,
         }
     }
 
@@ -54,13 +59,19 @@ impl Latency {
         }
         self.sum += u128::from(v);
         self.sum_sq += u128::from(v) * u128::from(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
     }
 
     /// Adds every sample of `other` (group_reporting, per-CPU totals).
     pub fn merge(&mut self, other: &Latency) {
-        self.hist.add(&other.hist).expect("histograms share bounds");
+        self.hist
+            .add(&other.hist)
+            .expect("auto-resizing histograms accept every count");
         self.sum += other.sum;
         self.sum_sq += other.sum_sq;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
     }
 
     pub fn count(&self) -> u64 {
@@ -68,19 +79,11 @@ impl Latency {
     }
 
     pub fn min(&self) -> u64 {
-        if self.count() == 0 {
-            0
-        } else {
-            self.hist.min()
-        }
+        if self.count() == 0 { 0 } else { self.min }
     }
 
     pub fn max(&self) -> u64 {
-        if self.count() == 0 {
-            0
-        } else {
-            self.hist.max()
-        }
+        self.max
     }
 
     pub fn mean(&self) -> f64 {
@@ -312,4 +315,22 @@ pub(crate) fn pct(part: u64, whole: u64) -> f64 {
 
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Latency;
+
+    #[test]
+    fn min_and_max_are_exact_and_merge() {
+        let mut a = Latency::new();
+        a.record(686_817_999);
+        assert_eq!((a.min(), a.max()), (686_817_999, 686_817_999));
+        let mut b = Latency::new();
+        b.record(3);
+        b.record(1_000_000_001);
+        a.merge(&b);
+        assert_eq!((a.min(), a.max(), a.count()), (3, 1_000_000_001, 3));
+        assert_eq!((Latency::new().min(), Latency::new().max()), (0, 0));
+    }
 }

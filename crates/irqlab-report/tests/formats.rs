@@ -174,7 +174,7 @@ fn text_reads_like_fio() {
         "hardirq share of CPU 0"
     );
     assert!(
-        out.contains("  2.00us/50.02us/50.02us\n"),
+        out.contains("  2.00us/50.02us/50.00us\n"),
         "tick lateness p50/p99/max"
     );
     has_line(&out, "  events=123456");
