@@ -339,9 +339,9 @@ impl Platform {
                     rp.mps_bytes
                 ));
             }
-            if !(rp.bytes_per_ns > 0.0 && rp.bytes_per_ns.is_finite()) {
+            if !(rp.bytes_per_ns >= 1e-3 && rp.bytes_per_ns <= 1e4) {
                 return Err(format!(
-                    "root_ports.{i}.bytes_per_ns = {} must be a positive number",
+                    "root_ports.{i}.bytes_per_ns = {} is not in 0.001..=10000 (1 MB/s to 10 TB/s)",
                     rp.bytes_per_ns
                 ));
             }
@@ -361,6 +361,13 @@ impl Platform {
             }
             if d.read_ns == 0 || d.write_ns == 0 {
                 return Err(format!("devices.{i}: read_ns and write_ns must be above 0"));
+            }
+            // max_iops x service time servers run in parallel; each is modelled.
+            let servers = d.max_iops * d.read_ns.max(d.write_ns) as f64 / 1e9;
+            if servers > 1e6 {
+                return Err(format!(
+                    "devices.{i}: max_iops x service time gives {servers:.0} parallel media servers; at most 1000000 are modelled"
+                ));
             }
             if !(d.service_cv >= 0.0 && d.service_cv <= 10.0) {
                 return Err(format!("devices.{i}.service_cv must be in 0..=10"));
@@ -392,7 +399,43 @@ impl Platform {
                 ));
             }
         }
+        if self.cpu.tick_ns >= 1_000_000_000 / self.cpu.tick_hz {
+            return Err(format!(
+                "cpu.tick_ns = {} is not shorter than the tick period at tick_hz = {}",
+                self.cpu.tick_ns, self.cpu.tick_hz
+            ));
+        }
+        // Every cost and time in ns is at most a second: an absurd value is refused
+        // rather than simulated (and sums of them over a run cannot wrap).
+        let tree = toml::Value::try_from(self).map_err(|e| e.to_string())?;
+        if let Some((key, v)) = ns_over_a_second(&tree, String::new()) {
+            return Err(format!("{key} = {v} ns is more than 1 s (1000000000 ns)"));
+        }
         Ok(())
+    }
+}
+
+/// The first `*_ns` key in `v` whose value is above 1 s, with its dotted path.
+fn ns_over_a_second(v: &toml::Value, path: String) -> Option<(String, i64)> {
+    let child = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match v {
+        toml::Value::Table(t) => t.iter().find_map(|(k, x)| match x {
+            toml::Value::Integer(n) if k.ends_with("_ns") && *n > 1_000_000_000 => {
+                Some((child(k), *n))
+            }
+            _ => ns_over_a_second(x, child(k)),
+        }),
+        toml::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| ns_over_a_second(x, child(&i.to_string()))),
+        _ => None,
     }
 }
 

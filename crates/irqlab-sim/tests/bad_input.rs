@@ -95,3 +95,43 @@ fn too_many_ios_for_a_queue() {
     );
     assert!(e.contains("in flight"), "{e}");
 }
+
+#[test]
+fn absurd_platform_values_are_refused_not_simulated() {
+    for (set, want) in [
+        ("root_ports.0.write_ns=9223372036854775807", "more than 1 s"),
+        ("cpu.irq_entry_ns=2000000000", "cpu.irq_entry_ns"),
+        ("root_ports.0.bytes_per_ns=1e-300", "bytes_per_ns"),
+        ("devices.0.max_iops=1e15", "parallel media servers"),
+        ("cpu.tick_ns=2000000", "tick period"),
+    ] {
+        let path = example_path();
+        let e = Platform::load(&path, &[set.to_string()])
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "--set {set}: {e}");
+    }
+}
+
+#[test]
+fn runs_too_long_and_ios_too_big_are_refused() {
+    let e = err(
+        "[j]\nfilename=nvme0n1\ntime_based\nruntime=2ms\nramp_time=1000h\n",
+        &[],
+    );
+    assert!(e.contains("over 600 s"), "{e}");
+    let e = err("[j]\nfilename=nvme0n1\nbs=4g\nruntime=2ms\n", &[]);
+    assert!(e.contains("bs is over 16 MiB"), "{e}");
+}
+
+#[test]
+fn a_queue_of_65536_entries_uses_every_command_id() {
+    let r = run(
+        "[j]\nfilename=nvme0n1\niodepth=8\nnumber_ios=200\n",
+        Policy::default(),
+        &["devices.0.queue_depth=65536"],
+        1,
+    );
+    assert_eq!(r.total_ios(), 200);
+}

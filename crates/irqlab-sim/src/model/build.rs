@@ -19,6 +19,11 @@ use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::{IoEngine, JobSpec};
 use std::collections::VecDeque;
 
+/// The longest run (runtime + ramp_time) the model accepts.
+const MAX_SIMULATED_NS: u64 = 600_000_000_000;
+/// The largest I/O the model accepts: bigger ones would be split by the block layer.
+const MAX_BS: u64 = 16 << 20;
+
 /// The device names of a platform, in order: prefix0, prefix1, ... per prefix.
 pub(crate) fn device_names(p: &Platform) -> Vec<String> {
     let mut names = Vec::new();
@@ -216,6 +221,18 @@ pub(crate) fn build<'a, O: Observer>(
         }
         if s.time_based && s.runtime_ns.is_none() {
             return Err(job_err(s, "time_based needs runtime="));
+        }
+        if s.total_time_ns().is_some_and(|t| t > MAX_SIMULATED_NS) {
+            return Err(job_err(
+                s,
+                "runtime + ramp_time is over 600 s; the model simulates about a second of a busy server per few seconds of wall time: expected a shorter runtime (figures settle within tens of ms)",
+            ));
+        }
+        if s.bs > MAX_BS {
+            return Err(job_err(
+                s,
+                "bs is over 16 MiB: the block layer would split such I/Os into max_sectors_kb pieces, which the model does not do; expected bs <= 16m",
+            ));
         }
         for k in 0..s.numjobs {
             let cpu = match s.clone_cpus(k) {
@@ -446,6 +463,7 @@ pub(crate) fn build<'a, O: Observer>(
                             timer_gen: 0,
                             masked: false,
                             mask_pending: false,
+                            resend_pending: false,
                             iop,
                             thread,
                             thread_pending: false,
@@ -454,6 +472,7 @@ pub(crate) fn build<'a, O: Observer>(
                             device_coalesced: 0,
                             completions: 0,
                             merged: 0,
+                            pended: 0,
                             withheld: 0,
                         });
                         Some(v)
@@ -467,7 +486,8 @@ pub(crate) fn build<'a, O: Observer>(
                         cqe_ns,
                         qp,
                         tags: vec![u32::MAX; g.queue_depth as usize],
-                        free_tags: (0..g.queue_depth as u16).rev().collect(),
+                        // Command ids 0..queue_depth (65536 entries use every u16).
+                        free_tags: (0..g.queue_depth).rev().map(|t| t as u16).collect(),
                         cqes_in_flight: 0,
                         shared: cpus_here > 1,
                         cq_locked: false,
@@ -567,7 +587,8 @@ pub(crate) fn build<'a, O: Observer>(
             hybrid_min: u64::MAX,
             last_submit: 0,
             slept: false,
-            rng: Stream::new(seed, 10_000 + ji as u64 * 7 + u64::from(c.k)),
+            // One stream per (job section, clone): ji and k in separate bit fields.
+            rng: Stream::new(seed, (1 << 40) | (ji as u64) << 20 | u64::from(c.k)),
             finished_at: 0,
             read: DirStats::default(),
             write: DirStats::default(),

@@ -186,7 +186,6 @@ impl<O: Observer> Sim<'_, O> {
         }
         match idt {
             LOCAL_TIMER_VECTOR => {
-                cpu.irq.tick_due = cpu.tick_due;
                 if measuring {
                     cpu.stats.ticks += 1;
                     cpu.stats
@@ -310,6 +309,14 @@ impl<O: Observer> Sim<'_, O> {
 
     /// A device vector's handler starts on CPU `c`.
     fn start_vector(&mut self, c: usize, v: usize) {
+        // kernel/irq/chip.c handle_edge_irq: on a disabled IRQ (irq_poll or GSIM owns it)
+        // the handler does not run and the interrupt is not counted; it is resent later.
+        if self.vectors[v].masked {
+            self.vectors[v].resend_pending = true;
+            self.vectors[v].pended += 1;
+            self.vector_done(c);
+            return;
+        }
         if self.measuring {
             self.vectors[v].per_cpu[c] += 1;
         }
@@ -575,11 +582,12 @@ impl<O: Observer> Sim<'_, O> {
                 SoftirqStep::Run(_) => {}
                 SoftirqStep::Done => return None,
                 SoftirqStep::WakeKsoftirqd => {
-                    if self.measuring {
-                        self.cpus[c].stats.ksoftirqd_wakeups += 1;
-                    }
                     let t = self.cpus[c].ksoftirqd as usize;
                     if self.threads[t].state == TState::Blocked {
+                        // wakeup_softirqd: only a sleeping ksoftirqd is woken (and counted).
+                        if self.measuring {
+                            self.cpus[c].stats.ksoftirqd_wakeups += 1;
+                        }
                         self.wake_thread(t, Some(c));
                     }
                     return None;
@@ -669,7 +677,15 @@ impl<O: Observer> Sim<'_, O> {
         if self.cpus[c].mode == Mode::Idle {
             return;
         }
-        self.cpus[c].tick_due = self.now;
+        // The tick hrtimer's expiry stays at the first missed period until its handler
+        // runs (hrtimer_forward is called there), so lateness counts from that tick.
+        let (w, b) = (
+            (LOCAL_TIMER_VECTOR / 64) as usize,
+            1u64 << (LOCAL_TIMER_VECTOR % 64),
+        );
+        if self.cpus[c].irr[w] & b == 0 {
+            self.cpus[c].tick_due = self.now;
+        }
         self.notify(c, LOCAL_TIMER_VECTOR);
     }
 
@@ -751,9 +767,13 @@ impl<O: Observer> Sim<'_, O> {
                     .runq
                     .front()
                     .is_some_and(|&n| self.threads[n as usize].fifo);
+                // handle_softirqs runs with BH disabled: ksoftirqd in the middle of one
+                // is not preempted.
+                let in_bh = matches!(th.kind, ThreadKind::Ksoftirqd(_)) && cpu.softirq.in_softirq();
                 let preempt = cpu.need_resched
                     && !cpu.runq.is_empty()
                     && !th.fifo
+                    && !in_bh
                     && (front_fifo
                         || th.spinning
                         || self.now - cpu.slice_start >= self.costs.slice);

@@ -204,7 +204,16 @@ impl<O: Observer> Sim<'_, O> {
         };
         let v = v as usize;
         let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
-        if self.vectors[v].gate.on_cq_doorbell(unacked) {
+        let vec = &mut self.vectors[v];
+        if vec.masked {
+            // The doorbell still acknowledges the message; a raise it owes waits in the
+            // MSI-X pending bit until enable_irq.
+            let owed = vec.gate.has_withheld() && unacked > 0;
+            vec.gate.on_cq_doorbell(0);
+            vec.mask_pending |= owed;
+            return;
+        }
+        if vec.gate.on_cq_doorbell(unacked) {
             self.send_msi(v);
         }
     }
@@ -215,7 +224,11 @@ impl<O: Observer> Sim<'_, O> {
         vec.masked = false;
         let q = vec.queue as usize;
         let pending = std::mem::take(&mut vec.mask_pending);
-        if pending || self.queues[q].qp.cqe_pending() {
+        if std::mem::take(&mut vec.resend_pending) {
+            // kernel/irq/resend.c check_irq_resend: the interrupt that found the IRQ
+            // disabled is injected again; the gate already counts it as outstanding.
+            self.send_msi(v);
+        } else if pending || self.queues[q].qp.cqe_pending() {
             self.gate_raise(v);
         }
     }

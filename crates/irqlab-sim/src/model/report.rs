@@ -25,6 +25,7 @@ impl<O: Observer> Sim<'_, O> {
             v.device_coalesced = 0;
             v.completions = 0;
             v.merged = 0;
+            v.pended = 0;
             v.withheld = 0;
         }
         for q in &mut self.queues {
@@ -146,6 +147,7 @@ impl<O: Observer> Sim<'_, O> {
             ("ios_reaped".to_string(), self.totals.reaped as f64),
             ("cqes_posted".to_string(), self.totals.cqes_posted as f64),
             ("msi_merged".to_string(), sum(&|v| v.merged) as f64),
+            ("msi_pended".to_string(), sum(&|v| v.pended) as f64),
             ("msi_withheld".to_string(), sum(&|v| v.withheld) as f64),
             ("simulated_ns".to_string(), self.now as f64),
             ("cut_short".to_string(), f64::from(u8::from(self.cut_short))),

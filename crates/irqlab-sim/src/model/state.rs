@@ -107,8 +107,6 @@ pub(crate) struct IrqFrame {
     pub snapshot: Option<PirSnapshot>,
     /// Posted: the last vector dispatched from `snapshot` (dispatch is ascending).
     pub next_vec: u16,
-    /// Tick: when it was due.
-    pub tick_due: u64,
     /// After Wakeups, go back to this phase's continuation.
     pub after_wakeups: IrqPhase,
 }
@@ -123,7 +121,6 @@ impl IrqFrame {
             demux: None,
             snapshot: None,
             next_vec: 0,
-            tick_due: 0,
             after_wakeups: IrqPhase::Reap,
         }
     }
@@ -435,6 +432,9 @@ pub(crate) struct Vector {
     /// disable_irq_nosync by the irq_poll handler: messages wait in the pending bit.
     pub masked: bool,
     pub mask_pending: bool,
+    /// A message reached a CPU while the vector was disabled: the kernel marked
+    /// IRQS_PENDING instead of running the handler, and enable_irq resends it.
+    pub resend_pending: bool,
     pub iop: Option<IrqPollId>,
     pub thread: Option<u32>,
     pub thread_pending: bool,
@@ -449,6 +449,8 @@ pub(crate) struct Vector {
     pub completions: u64,
     /// Messages merged into a pending IRR or PIR bit.
     pub merged: u64,
+    /// Messages that reached a CPU while the vector was disabled (IRQS_PENDING).
+    pub pended: u64,
     pub withheld: u64,
 }
 
