@@ -258,7 +258,11 @@ impl<W: Write> TraceWriter<W> {
 /// Parses a window `START..END` in ns; either side may be left out, and each may carry
 /// an `ns`, `us`, `ms` or `s` suffix (`1ms..2ms`).
 pub fn parse_window(s: &str) -> Result<Range<u64>, String> {
-    let bad = || format!("'{s}' is not a time window; expected START..END in ns (e.g. 1ms..2ms)");
+    let bad = || {
+        format!(
+            "'{s}' is not a time window; expected START..END with whole numbers and a unit of ns, us, ms or s (e.g. 1ms..2ms, or 500us.. for the rest of the run)"
+        )
+    };
     let (a, b) = s.split_once("..").ok_or_else(bad)?;
     let side = |t: &str, default: u64| -> Result<u64, String> {
         let t = t.trim();
@@ -278,7 +282,7 @@ pub fn parse_window(s: &str) -> Result<Range<u64>, String> {
     };
     let (start, end) = (side(a, 0)?, side(b, u64::MAX)?);
     if start >= end {
-        return Err(bad());
+        return Err(format!("'{s}': the window's END must be after its START"));
     }
     Ok(start..end)
 }

@@ -53,6 +53,11 @@ impl FileTarget {
             notes.push(format!("created {} MiB", create_bytes >> 20));
         }
         let meta = std::fs::metadata(path).map_err(|e| format!("--media file:{shown}: {e}"))?;
+        if !meta.is_file() && !meta.file_type().is_block_device() {
+            return Err(format!(
+                "--media file:{shown} is not a regular file or a block device; expected a file (created if missing) or a block device"
+            ));
+        }
         if write && meta.file_type().is_block_device() {
             return Err(format!(
                 "--media file:{shown} is a block device and the job writes: refusing to \

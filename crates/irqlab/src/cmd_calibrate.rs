@@ -221,7 +221,8 @@ pub fn patch_text(text: &str, fitted: &[(String, String)]) -> Option<String> {
 }
 
 pub fn main(args: CalibrateArgs) -> Result<(), String> {
-    let base = Platform::load(&args.platform, &[]).map_err(|e| e.to_string())?;
+    let path = crate::cmd_run::resolve_platform(&args.platform.to_string_lossy())?;
+    let base = Platform::load(&path, &[]).map_err(|e| e.to_string())?;
     let params: Vec<Param> = args
         .params
         .iter()
@@ -292,11 +293,11 @@ pub fn main(args: CalibrateArgs) -> Result<(), String> {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
         })
         .collect();
-    let original = std::fs::read_to_string(&args.platform)
-        .map_err(|e| format!("{}: cannot read: {e}", args.platform.display()))?;
+    let original = std::fs::read_to_string(&path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let mut header = format!(
         "# Fitted by `irqlab calibrate` from {} ({} evaluations, objective {:.4e}):\n",
-        args.platform.display(),
+        path.display(),
         best.evals,
         best.f
     );

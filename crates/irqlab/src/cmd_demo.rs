@@ -19,7 +19,8 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 20_000)]
     pub messages: u64,
     /// MAX_POSTED_MSI_COALESCING_LOOP for the posted run (the extra round included)
-    #[arg(long, default_value_t = MAX_POSTED_MSI_COALESCING_LOOP)]
+    #[arg(long, default_value_t = MAX_POSTED_MSI_COALESCING_LOOP,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
     pub max_loop: u32,
     /// Seed of the arrival process
     #[arg(long, default_value_t = 1)]
@@ -183,8 +184,13 @@ fn check(a: &DemoArgs) -> Result<(), String> {
             a.messages
         ));
     }
-    if a.gap_ns > 1_000_000_000 || a.handler_ns > 1_000_000_000 || a.notify_ns > 1_000_000_000 {
-        return Err("--gap-ns, --handler-ns and --notify-ns must be at most 1 s".into());
+    if [a.gap_ns, a.handler_ns, a.notify_ns, a.round_ns]
+        .iter()
+        .any(|&ns| ns > 1_000_000_000)
+    {
+        return Err(
+            "--gap-ns, --handler-ns, --notify-ns and --round-ns must be at most 1 s".into(),
+        );
     }
     Ok(())
 }
