@@ -78,17 +78,22 @@ fn job_file(dir: &std::path::Path, runtime_ms: u64) -> std::path::PathBuf {
     path
 }
 
-/// The bare engine: pop the minimum, push it back at now + Exp(1 µs).
-fn heap_hold_model(pending: usize, events: u64) -> f64 {
-    let mut heap = BinaryHeap::with_capacity(pending);
+/// Exponential gaps with a 1 µs mean from a xorshift64 stream: the hold model's clock.
+fn exp_gaps() -> impl FnMut() -> u64 {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = || {
+    move || {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         let u = ((x >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
         (-u.ln() * 1000.0) as u64
-    };
+    }
+}
+
+/// The bare engine: pop the minimum, push it back at now + Exp(1 µs).
+fn heap_hold_model(pending: usize, events: u64) -> f64 {
+    let mut heap = BinaryHeap::with_capacity(pending);
+    let mut next = exp_gaps();
     let mut seq = 0u64;
     for i in 0..pending {
         seq += 1;
@@ -108,14 +113,7 @@ fn heap_hold_model(pending: usize, events: u64) -> f64 {
 fn engine_hold_model(pending: usize, events: u64) -> f64 {
     use irqlab_sim::engine::{Event, EventQueue};
     let mut q = EventQueue::new();
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let u = ((x >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-        (-u.ln() * 1000.0) as u64
-    };
+    let mut next = exp_gaps();
     for i in 0..pending {
         q.push(next(), Event::Tick { cpu: i as u32 });
     }
