@@ -208,7 +208,10 @@ fn irqlab(r: &RunReport) -> Value {
     o.insert("pmn".into(), json!(pmn));
     o.insert("vector_interrupts".into(), json!(r.vector_interrupts()));
     o.insert("coalescing_ratio".into(), json!(r.coalescing_ratio()));
-    o.insert("ios_per_interrupt".into(), json!(r.ios_per_interrupt()));
+    o.insert(
+        "ios_per_notification".into(),
+        json!(r.ios_per_notification()),
+    );
     if let Some(m) = &r.measured {
         o.insert(
             "measured".into(),

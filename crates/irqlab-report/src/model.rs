@@ -299,7 +299,7 @@ impl RunReport {
     }
 
     /// Completed I/Os per CPU notification.
-    pub fn ios_per_interrupt(&self) -> f64 {
+    pub fn ios_per_notification(&self) -> f64 {
         ratio(self.total_ios(), self.notifications())
     }
 }

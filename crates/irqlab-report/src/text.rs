@@ -269,11 +269,11 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
     );
     let _ = writeln!(
         out,
-        "  notifications={notifications} ({:.1}/s), vector interrupts={}, coalescing ratio={:.2}, I/Os per interrupt={:.2}",
+        "  notifications={notifications} ({:.1}/s), vector interrupts={}, coalescing ratio={:.2}, I/Os per notification={:.2}",
         per_sec(notifications, w),
         r.vector_interrupts(),
         r.coalescing_ratio(),
-        r.ios_per_interrupt()
+        r.ios_per_notification()
     );
     out.push('\n');
 

@@ -167,7 +167,7 @@ fn text_reads_like_fio() {
     has_line(&out, "  PMN (posted MSI notifications): 10000 (100000.0/s)");
     has_line(
         &out,
-        "  notifications=30000 (300000.0/s), vector interrupts=60000, coalescing ratio=2.00, I/Os per interrupt=3.33",
+        "  notifications=30000 (300000.0/s), vector interrupts=60000, coalescing ratio=2.00, I/Os per notification=3.33",
     );
     assert!(
         out.contains("   0   0.00%   0.00%    5.00%"),

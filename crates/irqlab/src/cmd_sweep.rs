@@ -41,7 +41,7 @@ pub struct SweepArgs {
     pub seed: u64,
     /// Metric to plot and print (repeatable; one plot each): iops, iops_per_device,
     /// bw_MiBps, clat_mean_us, clat_p50_us, clat_p99_us, interrupts_per_sec,
-    /// notifications_per_sec, pmn_per_sec, msi_per_sec, ios_per_interrupt,
+    /// notifications_per_sec, pmn_per_sec, msi_per_sec, ios_per_notification,
     /// coalescing_ratio, cpu_busy_pct, irq_cpu_pct, ctx_switches_per_sec, duration_ms.
     /// The CSV always has them all. Default: iops.
     #[arg(long = "metric", value_name = "NAME")]

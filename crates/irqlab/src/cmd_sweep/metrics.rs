@@ -54,7 +54,7 @@ pub const METRICS: [Metric; 16] = [
         label: "MSI messages raised per second (1/s)",
     },
     Metric {
-        name: "ios_per_interrupt",
+        name: "ios_per_notification",
         label: "I/Os per CPU notification (ratio)",
     },
     Metric {
@@ -127,7 +127,7 @@ pub fn measure(r: &RunReport, devices: usize) -> Vec<f64> {
         per_sec(r.notifications()),
         per_sec(r.cpus.iter().map(|c| c.pmn).sum()),
         per_sec(r.vectors.iter().map(|v| v.messages).sum()),
-        r.ios_per_interrupt(),
+        r.ios_per_notification(),
         r.coalescing_ratio(),
         pct(busy_ns),
         pct(irq_ns),
