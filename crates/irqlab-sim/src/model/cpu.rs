@@ -411,6 +411,15 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
+    /// Tells a tracer how many PIR bits CPU `c` has pending (free without one).
+    pub(crate) fn report_pir_pending(&mut self, c: usize) {
+        if self.obs.wants_counters() {
+            let bits: u32 = self.cpus[c].pir_shadow.iter().map(|w| w.count_ones()).sum();
+            self.obs
+                .counter(self.now, "pir_pending", c, f64::from(bits));
+        }
+    }
+
     /// One handle_pending_pir round of sysvec_posted_msi_notification.
     fn pir_round(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
@@ -433,11 +442,7 @@ impl<O: Observer> Sim<'_, O> {
                 } else {
                     self.costs.pir_round_clean
                 };
-                if self.obs.wants_counters() {
-                    let bits = cpu.pir_shadow.iter().map(|w| w.count_ones()).sum::<u32>();
-                    self.obs
-                        .counter(self.now, "pir_pending", c, f64::from(bits));
-                }
+                self.report_pir_pending(c);
                 self.hard(c, IrqPhase::PirRound, cost);
             }
             // One apic_eoi() for the whole notification.

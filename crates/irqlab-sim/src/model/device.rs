@@ -402,11 +402,7 @@ impl<O: Observer> Sim<'_, O> {
                     cpu.pir_shadow[w] |= b;
                     cpu.pid_dirty = true;
                     let notify = cpu.pi.as_ref().is_some_and(|pi| pi.post(idt as u8));
-                    if self.obs.wants_counters() {
-                        let bits = cpu.pir_shadow.iter().map(|w| w.count_ones()).sum::<u32>();
-                        self.obs
-                            .counter(self.now, "pir_pending", c, f64::from(bits));
-                    }
+                    self.report_pir_pending(c);
                     if let Some(PortItem::Msi { notify: n, .. }) = self.ports[p].fifo.front_mut() {
                         *n = notify;
                     }
