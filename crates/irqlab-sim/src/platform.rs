@@ -55,9 +55,15 @@ pub struct CpuCosts {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct KernelCosts {
-    /// nvme_handle_cqe plus the request completion (blk_mq_end_request, aio/io_uring
-    /// event post), per CQE.
+    /// nvme_handle_cqe, per CQE: read the entry, find the request, add it to the
+    /// completion batch (before the CQ doorbell). With `complete_io_ns` 0 it carries the
+    /// whole completion.
     pub cqe_ns: u64,
+    /// Per request in nvme_pci_complete_batch, which nvme_irq runs after the CQ doorbell
+    /// (drivers/nvme/host/pci.c): blk_mq_end_request_batch, the bio's end_io and the
+    /// engine's event (aio ring entry, io_uring CQE or task_work add).
+    #[serde(default)]
+    pub complete_io_ns: u64,
     /// One MMIO write of the CQ head doorbell.
     pub cq_doorbell_ns: u64,
     /// One MMIO write of the SQ tail doorbell.

@@ -325,6 +325,9 @@ pub(crate) fn build<'a, O: Observer>(
     for g in &p.devices {
         let gated = g.kind.gated();
         let cqe_ns = g.completion_ns.unwrap_or(costs.cqe);
+        // nvme_irq: nvme_poll_cq rings the doorbell, then nvme_pci_complete_batch runs.
+        let complete_ns =
+            (g.kind == crate::platform::DeviceKind::Nvme).then_some(p.kernel.complete_io_ns);
         let port = p
             .root_ports
             .iter()
@@ -432,6 +435,7 @@ pub(crate) fn build<'a, O: Observer>(
                                 start_runnable: false,
                                 reaping: Vec::new(),
                                 wakeups: 0,
+                                completing: false,
                             });
                             Some(threads.len() as u32 - 1)
                         } else {
@@ -484,6 +488,7 @@ pub(crate) fn build<'a, O: Observer>(
                         vector,
                         gated,
                         cqe_ns,
+                        complete_ns,
                         qp,
                         tags: vec![u32::MAX; g.queue_depth as usize],
                         // Command ids 0..queue_depth (65536 entries use every u16).
@@ -528,6 +533,7 @@ pub(crate) fn build<'a, O: Observer>(
             start_runnable: true,
             reaping: Vec::new(),
             wakeups: 0,
+            completing: false,
         });
         if c.polled {
             let tid = threads.len() as u32 - 1;
@@ -620,6 +626,7 @@ pub(crate) fn build<'a, O: Observer>(
             start_runnable: false,
             reaping: Vec::new(),
             wakeups: 0,
+            completing: false,
         });
         cpu.ksoftirqd = threads.len() as u32 - 1;
     }

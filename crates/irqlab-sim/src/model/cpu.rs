@@ -259,6 +259,12 @@ impl<O: Observer> Sim<'_, O> {
             }
             IrqPhase::Reap => {
                 let v = self.cpus[c].irq.vector as usize;
+                let q = self.vectors[v].queue as usize;
+                if self.queues[q].complete_ns.is_some() {
+                    // nvme_poll_cq keeps polling; the batch completes after the doorbell.
+                    self.reap_more(c);
+                    return;
+                }
                 let mut list = std::mem::take(&mut self.cpus[c].reaping);
                 let woke = self.complete_list(c, v, &mut list);
                 self.cpus[c].reaping = list;
@@ -273,6 +279,18 @@ impl<O: Observer> Sim<'_, O> {
                 IrqPhase::Reap => self.reap_more(c),
                 _ => self.vector_done(c),
             },
+            IrqPhase::Complete => {
+                let v = self.cpus[c].irq.vector as usize;
+                let mut list = std::mem::take(&mut self.cpus[c].reaping);
+                let woke = self.complete_list(c, v, &mut list);
+                self.cpus[c].reaping = list;
+                if woke > 0 {
+                    self.cpus[c].irq.after_wakeups = IrqPhase::Complete;
+                    self.hard(c, IrqPhase::Wakeups, woke * self.costs.wakeup);
+                } else {
+                    self.vector_done(c);
+                }
+            }
             IrqPhase::Doorbell => {
                 let v = self.cpus[c].irq.vector as usize;
                 let q = self.vectors[v].queue as usize;
@@ -381,6 +399,16 @@ impl<O: Observer> Sim<'_, O> {
             // idxd: the handler walks the completion records; no head doorbell exists.
             self.queues[q].cq_locked = false;
             self.vector_done(c);
+        } else if let Some(per) = self.queues[q].complete_ns
+            && reaped > 0
+        {
+            // nvme_irq: one doorbell for everything nvme_poll_cq found, then
+            // nvme_pci_complete_batch; the device sees the doorbell while the CPU completes.
+            self.queues[q].cq_locked = false;
+            let at = self.now + self.costs.cq_doorbell + self.costs.mmio_flight;
+            self.q.push(at, Event::CqDoorbell { queue: q as u32 });
+            let n = self.cpus[c].reaping.len() as u64;
+            self.hard(c, IrqPhase::Complete, self.costs.cq_doorbell + n * per);
         } else if reaped > 0 && self.cpus[c].irq.idt != POSTED_MSI_NOTIFICATION_VECTOR {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
             // the doorbell leaving the CPU first.
@@ -569,7 +597,7 @@ impl<O: Observer> Sim<'_, O> {
                 } else {
                     0
                 };
-                let per = self.queues[q].cqe_ns;
+                let per = self.queues[q].reap_ns();
                 return Some((self.costs.irq_poll_call + u64::from(n) * per + db).max(1));
             }
             let cpu = &mut self.cpus[c];
@@ -1031,11 +1059,13 @@ impl<O: Observer> Sim<'_, O> {
         ThreadStep::Block
     }
 
-    /// irq_thread: while RUNTHREAD is set, run nvme_irq as the thread function (reap
-    /// every pending CQE, ring the CQ doorbell once), then sleep.
+    /// irq_thread: while RUNTHREAD is set, run nvme_irq as the thread function (poll
+    /// every pending CQE, ring the CQ doorbell once, complete the batch), then sleep.
     fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
         let q = self.vectors[v].queue as usize;
-        if !self.threads[t].reaping.is_empty() {
+        let inline = self.queues[q].complete_ns.is_none();
+        if (self.threads[t].completing || inline) && !self.threads[t].reaping.is_empty() {
+            self.threads[t].completing = false;
             let mut list = std::mem::take(&mut self.threads[t].reaping);
             let woke = self.complete_list(c, v, &mut list);
             self.threads[t].reaping = list;
@@ -1067,8 +1097,11 @@ impl<O: Observer> Sim<'_, O> {
         if self.threads[t].wakeups > 0 {
             self.threads[t].wakeups = 0;
             self.ring_cq_doorbell(q);
+            // nvme_pci_complete_batch runs after the doorbell.
+            self.threads[t].completing = true;
+            let n = self.threads[t].reaping.len() as u64;
             return ThreadStep::Run {
-                ns: self.costs.cq_doorbell,
+                ns: self.costs.cq_doorbell + n * self.queues[q].complete_ns.unwrap_or(0),
                 kind: SliceKind::IrqThread,
             };
         }

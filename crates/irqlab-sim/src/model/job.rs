@@ -72,10 +72,10 @@ impl<O: Observer> Sim<'_, O> {
                 JobPhase::Submit { k } => {
                     self.submit_batch(j, k);
                     if self.policy.reap_after_submit && !self.jobs[j].polled {
-                        let n = self.reap_after_submit(c, j);
+                        let (n, reap_ns) = self.reap_after_submit(c, j);
                         if n > 0 {
                             self.jobs[j].phase = JobPhase::SubmitReap;
-                            let ns = u64::from(n) * self.costs.cqe + self.costs.cq_doorbell;
+                            let ns = reap_ns + self.costs.cq_doorbell;
                             return ThreadStep::Run {
                                 ns,
                                 kind: SliceKind::Sys,
@@ -150,11 +150,13 @@ impl<O: Observer> Sim<'_, O> {
                     }
                     let mut list =
                         std::mem::take(&mut self.threads[self.jobs[j].thread as usize].reaping);
-                    let mut n = 0;
+                    let (mut n, mut reap_ns) = (0, 0);
                     for i in 0..self.jobs[j].queues.len() {
                         let q = self.jobs[j].queues[i] as usize;
                         if self.queues[q].qp.cqe_pending() {
-                            n += self.poll_queue(q, u32::MAX, &mut list);
+                            let got = self.poll_queue(q, u32::MAX, &mut list);
+                            n += got;
+                            reap_ns += u64::from(got) * self.queues[q].reap_ns();
                             self.ring_cq_doorbell(q);
                         }
                     }
@@ -164,7 +166,7 @@ impl<O: Observer> Sim<'_, O> {
                     }
                     self.jobs[j].phase = JobPhase::PollReap;
                     return ThreadStep::Run {
-                        ns: u64::from(n) * self.costs.cqe + self.costs.cq_doorbell,
+                        ns: reap_ns + self.costs.cq_doorbell,
                         kind: SliceKind::Sys,
                     };
                 }
@@ -311,21 +313,24 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Ming Lei's 2019 patch: after bd->last on a queue shared by several CPUs,
     /// spin_trylock the CQ lock and reap what is there. Returns the CQEs taken.
-    fn reap_after_submit(&mut self, _c: usize, j: usize) -> u32 {
+    /// Returns the CQEs reaped and their CPU time.
+    fn reap_after_submit(&mut self, _c: usize, j: usize) -> (u32, u64) {
         let t = self.jobs[j].thread as usize;
         let mut list = std::mem::take(&mut self.threads[t].reaping);
-        let mut n = 0;
+        let (mut n, mut ns) = (0, 0);
         for i in 0..self.jobs[j].queues.len() {
             let q = self.jobs[j].queues[i] as usize;
             let queue = &self.queues[q];
             if !queue.shared || queue.cq_locked || !queue.qp.cqe_pending() {
                 continue;
             }
-            n += self.poll_queue(q, u32::MAX, &mut list);
+            let got = self.poll_queue(q, u32::MAX, &mut list);
+            n += got;
+            ns += u64::from(got) * self.queues[q].reap_ns();
             self.ring_cq_doorbell(q);
         }
         self.threads[t].reaping = list;
-        n
+        (n, ns)
     }
 
     /// Completes the CQEs the job's thread reaped itself (polling, reap after submit).

@@ -79,6 +79,8 @@ pub(crate) enum IrqPhase {
     Reap,
     /// The handler rings the CQ head doorbell.
     Doorbell,
+    /// nvme_irq after the doorbell: nvme_pci_complete_batch over the reaped requests.
+    Complete,
     /// Threaded handler: the primary handler checked the CQ and woke the thread.
     Primary,
     /// Posted MSI: one handle_pending_pir round.
@@ -243,7 +245,10 @@ pub(crate) struct Thread {
     pub start_runnable: bool,
     /// CQEs popped by this thread's reap step in progress.
     pub reaping: Vec<u32>,
+    /// irq thread: CQEs polled since its last doorbell.
     pub wakeups: u32,
+    /// irq thread: the step running is the batch completion after the doorbell.
+    pub completing: bool,
 }
 
 /// What a thread does next, returned by its logic when a step ends.
@@ -398,14 +403,24 @@ pub(crate) struct Device {
     pub writes_data: bool,
 }
 
+impl Queue {
+    /// CPU time to reap and complete one entry, wherever the completion runs.
+    pub fn reap_ns(&self) -> u64 {
+        self.cqe_ns + self.complete_ns.unwrap_or(0)
+    }
+}
+
 pub(crate) struct Queue {
     pub device: u32,
     pub vector: Option<u32>,
     /// One message until the host acknowledges (NVMe CQ head doorbell, RDMA CQ arm);
     /// false for DSA, whose every completion interrupt is sent.
     pub gated: bool,
-    /// Handler CPU time per completion, ns.
+    /// Handler CPU time per completion, ns (NVMe: nvme_handle_cqe before the doorbell).
     pub cqe_ns: u64,
+    /// NVMe: per request, the batch completion nvme_irq runs after ringing the CQ
+    /// doorbell. None: the handler completes each entry as it polls it (idxd, ib_cq).
+    pub complete_ns: Option<u64>,
     pub qp: QueuePair,
     /// Request by NVMe command_id (tag).
     pub tags: Vec<u32>,

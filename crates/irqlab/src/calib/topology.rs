@@ -53,7 +53,7 @@ impl Topology {
             && let Some(first) = platform.devices.first()
         {
             // Disks are named across the groups of the first prefix (nvme0-3 on rp0,
-            // nvme4-7 on rp1): only a shortfall grows the last of those groups.
+            // nvme4-7 in a second group): only a shortfall grows the last of those groups.
             let same: Vec<usize> = (0..platform.devices.len())
                 .filter(|&i| platform.devices[i].prefix == first.prefix)
                 .collect();
