@@ -309,9 +309,10 @@ const ONE_DISK_DEEP: &str = "[j]\nioengine=io_uring\nrw=randread\nbs=4k\niodepth
 #[test]
 fn nvme_irq_rings_the_doorbell_before_completing_the_batch() {
     // drivers/nvme/host/pci.c nvme_irq: nvme_poll_cq rings the CQ doorbell, then
-    // nvme_pci_complete_batch runs. The same CPU time split after the doorbell lets the
-    // device signal the next CQEs while the CPU still completes, so a posted handler's
-    // second round finds that vector's bit again without a new notification.
+    // nvme_pci_complete_batch runs. The same CPU time spent after the doorbell (rather
+    // than all of it before, as v5.7-v5.15 completed inline) lets the device signal the
+    // next CQEs while the CPU still completes, so a posted handler's second round finds
+    // that vector's bit again without a new notification.
     let posted = Policy {
         delivery: Delivery::Posted { max_loop: 3 },
         ..Policy::default()

@@ -136,3 +136,44 @@ fn polled_runs_conserve_and_raise_no_interrupts() {
             .any(|v| v.chip == "POLLED" && v.completions == 500)
     );
 }
+
+#[test]
+fn batch_completion_after_the_doorbell_conserves_under_every_handler() {
+    // A long nvme_pci_complete_batch (2 us per request) after the doorbell: the device
+    // signals again while requests complete, under every delivery and handler style.
+    let sets = ["devices.0.queues=1", "kernel.complete_io_ns=2000"];
+    for delivery in [Delivery::Remapped, Delivery::Posted { max_loop: 3 }] {
+        for handler in [
+            HandlerStyle::Hardirq,
+            HandlerStyle::Threaded,
+            HandlerStyle::IrqPoll {
+                budget: 2,
+                weight: 2,
+            },
+        ] {
+            let policy = Policy {
+                delivery,
+                handler,
+                ..Policy::default()
+            };
+            check(
+                &run(SHARED_QUEUE, policy, &sets, 1),
+                &format!("{delivery:?} {handler:?}"),
+            );
+        }
+        let flood = Policy {
+            delivery,
+            flood_detection: true,
+            ..Policy::default()
+        };
+        let r = run(
+            SHARED_QUEUE,
+            flood,
+            &[sets[0], sets[1], "devices.0.max_iops=4000000"],
+            1,
+        );
+        check(&r, &format!("{delivery:?} flood detection"));
+        let rescue: u64 = r.cpus.iter().map(|c| c.irq_thread_ns).sum();
+        assert!(rescue > 0, "{delivery:?}: the rescue thread ran");
+    }
+}

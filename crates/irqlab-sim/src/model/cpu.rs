@@ -277,6 +277,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             IrqPhase::Wakeups => match self.cpus[c].irq.after_wakeups {
                 IrqPhase::Reap => self.reap_more(c),
+                IrqPhase::Complete => self.batch_done(c),
                 _ => self.vector_done(c),
             },
             IrqPhase::Complete => {
@@ -288,7 +289,7 @@ impl<O: Observer> Sim<'_, O> {
                     self.cpus[c].irq.after_wakeups = IrqPhase::Complete;
                     self.hard(c, IrqPhase::Wakeups, woke * self.costs.wakeup);
                 } else {
-                    self.vector_done(c);
+                    self.batch_done(c);
                 }
             }
             IrqPhase::Doorbell => {
@@ -382,9 +383,10 @@ impl<O: Observer> Sim<'_, O> {
             self.hard(c, IrqPhase::Reap, ns);
             return;
         }
-        self.obs.handler(self.now, c, v, reaped);
-        self.moderate(v, reaped);
-        self.gsim_hook(c, v);
+        let batch = self.queues[q].complete_ns.is_some() && reaped > 0 && self.queues[q].gated;
+        if !batch {
+            self.handler_returned(c, v, reaped);
+        }
         if budget_left == 0
             && self.queues[q].qp.cqe_pending()
             && let Some(id) = self.vectors[v].iop
@@ -423,6 +425,22 @@ impl<O: Observer> Sim<'_, O> {
             self.queues[q].cq_locked = false;
             self.vector_done(c);
         }
+    }
+
+    /// What runs when a vector's handler has returned: the tracer, the moderator's sample
+    /// (bytes counted by the completions) and GSIM's accounting.
+    fn handler_returned(&mut self, c: usize, v: usize, reaped: u32) {
+        self.obs.handler(self.now, c, v, reaped);
+        self.moderate(v, reaped);
+        self.gsim_hook(c, v);
+    }
+
+    /// nvme_pci_complete_batch is over: nvme_irq returns.
+    fn batch_done(&mut self, c: usize) {
+        let v = self.cpus[c].irq.vector as usize;
+        let reaped = self.cpus[c].irq.reaped;
+        self.handler_returned(c, v, reaped);
+        self.vector_done(c);
     }
 
     /// apic_eoi() then irq_exit(): one step, nothing happens in between.
@@ -597,6 +615,12 @@ impl<O: Observer> Sim<'_, O> {
                 } else {
                     0
                 };
+                if db > 0 && self.queues[q].complete_ns.is_some() {
+                    // nvme_process_cq rings the doorbell before the requests complete.
+                    let scan = self.costs.irq_poll_call + u64::from(n) * self.queues[q].cqe_ns;
+                    let at = self.now + scan + db + self.costs.mmio_flight;
+                    self.q.push(at, Event::CqDoorbell { queue: q as u32 });
+                }
                 let per = self.queues[q].reap_ns();
                 return Some((self.costs.irq_poll_call + u64::from(n) * per + db).max(1));
             }
@@ -632,7 +656,8 @@ impl<O: Observer> Sim<'_, O> {
     /// did less than its weight, irq_poll_complete() and enable_irq().
     fn finish_poll(&mut self, c: usize, v: usize, work: u32) {
         let q = self.vectors[v].queue as usize;
-        if work > 0 {
+        // NVMe rang it when the poll began (soft_next); idxd and ib_cq ring after.
+        if work > 0 && self.queues[q].complete_ns.is_none() {
             self.ring_cq_doorbell(q);
         }
         self.moderate(v, work);
