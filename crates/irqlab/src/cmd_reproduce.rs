@@ -128,7 +128,11 @@ pub fn main(args: ReproduceArgs) -> Result<(), String> {
         eprintln!("irqlab: reproduce: {e}");
     }
     let text = match args.format {
-        Format::Table => table::text(&rows),
+        Format::Table => format!(
+            "{}\n{}",
+            table::text(&rows),
+            table::summary(&rows, args.check.unwrap_or(10.0))
+        ),
         Format::Csv => table::csv(&rows),
         Format::Json => {
             let mut s = serde_json::to_string_pretty(&table::json(&rows))

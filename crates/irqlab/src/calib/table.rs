@@ -94,6 +94,29 @@ pub fn text(rows: &[Row]) -> String {
     out
 }
 
+/// One line under the table: how many figures are within `pct` percent, in all and per
+/// experiment (a figure that could not be computed counts as off).
+pub fn summary(rows: &[Row], pct: f64) -> String {
+    let mut per: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    for r in rows {
+        let e = per.entry(r.experiment.as_str()).or_default();
+        e.1 += 1;
+        if r.error_pct().abs() <= pct {
+            e.0 += 1;
+        }
+    }
+    let within: usize = per.values().map(|v| v.0).sum();
+    let parts: Vec<String> = per
+        .iter()
+        .map(|(e, (ok, n))| format!("{e} {ok}/{n}"))
+        .collect();
+    format!(
+        "within {pct}%: {within} of {} figures ({})\n",
+        rows.len(),
+        parts.join(", ")
+    )
+}
+
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -137,6 +160,31 @@ pub fn json(rows: &[Row]) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn figure(experiment: &str, published: f64, simulated: f64) -> Row {
+        Row {
+            experiment: experiment.into(),
+            row: "r".into(),
+            metric: "iops".into(),
+            published,
+            simulated,
+            source: String::new(),
+        }
+    }
+
+    #[test]
+    fn summary_counts_figures_within_the_limit_per_experiment() {
+        let rows = [
+            figure("C1", 100.0, 109.0),
+            figure("C1", 100.0, 111.0),
+            figure("C2", 100.0, f64::NAN),
+            figure("C3", 100.0, 90.0),
+        ];
+        assert_eq!(
+            summary(&rows, 10.0),
+            "within 10%: 2 of 4 figures (C1 1/2, C2 0/1, C3 1/1)\n"
+        );
+    }
 
     fn row() -> Row {
         Row {
