@@ -239,6 +239,12 @@ pub struct DeviceGroup {
     pub service_cv: f64,
     /// Time for the controller to fetch a batch of SQEs after the doorbell, ns.
     pub sqe_fetch_ns: u64,
+    /// How long the controller's fetch engine is busy per SQ doorbell it serves, however
+    /// many SQEs that doorbell brings: doorbells queue behind one another, so many
+    /// queues at depth 1 saturate it where batched submissions do not. 0: fetches
+    /// overlap freely.
+    #[serde(default)]
+    pub fetch_busy_ns: u64,
     /// Size of a completion queue entry write, bytes.
     pub cqe_bytes: u64,
     /// The device's own interrupt aggregation, used when the policy leaves coalescing off

@@ -343,3 +343,32 @@ fn nvme_irq_rings_the_doorbell_before_completing_the_batch() {
     let (b, a) = (hardirq_per_io(&before), hardirq_per_io(&after));
     assert!((a / b - 1.0).abs() < 0.25, "hardirq per I/O {b} -> {a}");
 }
+
+#[test]
+fn a_busy_fetch_engine_caps_many_qd1_queues_but_not_batched_doorbells() {
+    // One doorbell at a time, 2 us each: at most 500K doorbells/s. Eight polled QD1 jobs
+    // ring one doorbell per I/O and hit it; one job ringing once per 32 SQEs does not.
+    let qd1 = "[global]\nioengine=pvsync2\nhipri\nrw=randread\nbs=4k\nfilename=nvme0n1\nruntime=10ms\ntime_based\nnumjobs=8\ncpus_allowed=0-7\ncpus_allowed_policy=split\n[j]\n";
+    let batched = "[j]\nioengine=io_uring\nhipri\nrw=randread\nbs=4k\niodepth=128\niodepth_batch_submit=32\niodepth_batch_complete_min=32\nfilename=nvme0n1\ncpus_allowed=0\nruntime=10ms\ntime_based\n";
+    // An Optane-like device (3 us reads, 3M IOPS) so that the host, not the media, paces.
+    let fast = ["devices.0.read_ns=3000", "devices.0.max_iops=3000000"];
+    let busy = [fast[0], fast[1], "devices.0.fetch_busy_ns=2000"];
+    let iops = |r: &irqlab_report::RunReport| r.total_ios() as f64 / r.duration_ns as f64 * 1e9;
+    let (free, capped) = (
+        iops(&run(qd1, Policy::default(), &fast, 1)),
+        iops(&run(qd1, Policy::default(), &busy, 1)),
+    );
+    assert!(
+        capped <= 510_000.0,
+        "8 QD1 queues: {capped} IOPS above 1/2us"
+    );
+    assert!(
+        free > capped * 1.2,
+        "without the engine {free}, with it {capped}"
+    );
+    let batched_iops = iops(&run(batched, Policy::default(), &busy, 1));
+    assert!(
+        batched_iops > 600_000.0,
+        "32 SQEs per doorbell: {batched_iops} IOPS"
+    );
+}

@@ -352,6 +352,8 @@ pub(crate) fn build<'a, O: Observer>(
                 write_time: ServiceTime::new(g.write_ns, g.service_cv),
                 cqe_bytes: g.cqe_bytes,
                 fetch_ns: g.sqe_fetch_ns,
+                fetch_busy_ns: g.fetch_busy_ns,
+                fetch_free_at: 0,
                 rng: Stream::new(seed, 1_000 + dev_ix as u64),
                 unit_busy: if g.striped {
                     vec![false; servers as usize]

@@ -305,10 +305,21 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
+    /// The SQ tail doorbell reaches the device; its fetch engine serves doorbells in
+    /// arrival order, one at a time when it has an occupancy (`fetch_busy_ns`).
     fn schedule_fetch(&mut self, q: u32, count: u32) {
         let d = self.queues[q as usize].device as usize;
-        let at = self.now + self.costs.mmio_flight + self.devices[d].fetch_ns;
-        self.q.push(at, Event::SqFetched { queue: q, count });
+        let dev = &mut self.devices[d];
+        let arrival = self.now + self.costs.mmio_flight;
+        let start = if dev.fetch_busy_ns > 0 {
+            let start = arrival.max(dev.fetch_free_at);
+            dev.fetch_free_at = start + dev.fetch_busy_ns;
+            start
+        } else {
+            arrival
+        };
+        self.q
+            .push(start + dev.fetch_ns, Event::SqFetched { queue: q, count });
     }
 
     /// Ming Lei's 2019 patch: after bd->last on a queue shared by several CPUs,

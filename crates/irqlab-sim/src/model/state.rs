@@ -389,6 +389,9 @@ pub(crate) struct Device {
     pub write_time: ServiceTime,
     pub cqe_bytes: u64,
     pub fetch_ns: u64,
+    /// The fetch engine's occupancy per doorbell, and when it is free again.
+    pub fetch_busy_ns: u64,
+    pub fetch_free_at: u64,
     pub rng: Stream,
     /// Striped media: per unit, busy and its FIFO of commands (empty when not striped).
     pub unit_busy: Vec<bool>,
