@@ -383,7 +383,7 @@ impl<O: Observer> Sim<'_, O> {
             self.hard(c, IrqPhase::Reap, ns);
             return;
         }
-        let batch = self.queues[q].complete_ns.is_some() && reaped > 0 && self.queues[q].gated;
+        let batch = reaped > 0 && self.queues[q].complete_ns.is_some();
         if !batch {
             self.handler_returned(c, v, reaped);
         }
@@ -407,16 +407,14 @@ impl<O: Observer> Sim<'_, O> {
             // nvme_irq: one doorbell for everything nvme_poll_cq found, then
             // nvme_pci_complete_batch; the device sees the doorbell while the CPU completes.
             self.queues[q].cq_locked = false;
-            let at = self.now + self.costs.cq_doorbell + self.costs.mmio_flight;
-            self.q.push(at, Event::CqDoorbell { queue: q as u32 });
+            self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
             let n = self.cpus[c].reaping.len() as u64;
             self.hard(c, IrqPhase::Complete, self.costs.cq_doorbell + n * per);
         } else if reaped > 0 && self.cpus[c].irq.idt != POSTED_MSI_NOTIFICATION_VECTOR {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
             // the doorbell leaving the CPU first.
             self.queues[q].cq_locked = false;
-            let at = self.now + self.costs.cq_doorbell + self.costs.mmio_flight;
-            self.q.push(at, Event::CqDoorbell { queue: q as u32 });
+            self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
             let ns = self.costs.cq_doorbell + self.costs.eoi + self.costs.irq_exit;
             self.hard(c, IrqPhase::Exit, ns);
         } else if reaped > 0 {
@@ -618,8 +616,7 @@ impl<O: Observer> Sim<'_, O> {
                 if db > 0 && self.queues[q].complete_ns.is_some() {
                     // nvme_process_cq rings the doorbell before the requests complete.
                     let scan = self.costs.irq_poll_call + u64::from(n) * self.queues[q].cqe_ns;
-                    let at = self.now + scan + db + self.costs.mmio_flight;
-                    self.q.push(at, Event::CqDoorbell { queue: q as u32 });
+                    self.ring_cq_doorbell_in(q, scan + db);
                 }
                 let per = self.queues[q].reap_ns();
                 return Some((self.costs.irq_poll_call + u64::from(n) * per + db).max(1));
@@ -716,10 +713,16 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The CQ head doorbell MMIO write leaves the CPU; the device sees it after the flight.
     pub(crate) fn ring_cq_doorbell(&mut self, q: usize) {
+        self.ring_cq_doorbell_in(q, 0);
+    }
+
+    /// The CQ head doorbell leaves the CPU `cpu_ns` from now (the work before it in the
+    /// step that rings it); the device sees it `mmio_flight_ns` later.
+    fn ring_cq_doorbell_in(&mut self, q: usize, cpu_ns: u64) {
         if !self.queues[q].gated {
             return;
         }
-        let at = self.now + self.costs.mmio_flight;
+        let at = self.now + cpu_ns + self.costs.mmio_flight;
         self.q.push(at, Event::CqDoorbell { queue: q as u32 });
     }
 
