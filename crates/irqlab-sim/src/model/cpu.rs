@@ -260,18 +260,9 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::Reap => {
                 let v = self.cpus[c].irq.vector as usize;
                 let q = self.vectors[v].queue as usize;
-                if self.queues[q].complete_ns.is_some() {
-                    // nvme_poll_cq keeps polling; the batch completes after the doorbell.
-                    self.reap_more(c);
-                    return;
-                }
-                let mut list = std::mem::take(&mut self.cpus[c].reaping);
-                let woke = self.complete_list(c, v, &mut list);
-                self.cpus[c].reaping = list;
-                if woke > 0 {
-                    self.cpus[c].irq.after_wakeups = IrqPhase::Reap;
-                    self.hard(c, IrqPhase::Wakeups, woke * self.costs.wakeup);
-                } else {
+                // NVMe: nvme_poll_cq keeps polling; the batch completes after the doorbell.
+                let batched = self.queues[q].complete_ns.is_some();
+                if batched || !self.complete_reaped(c, IrqPhase::Reap) {
                     self.reap_more(c);
                 }
             }
@@ -281,14 +272,7 @@ impl<O: Observer> Sim<'_, O> {
                 _ => self.vector_done(c),
             },
             IrqPhase::Complete => {
-                let v = self.cpus[c].irq.vector as usize;
-                let mut list = std::mem::take(&mut self.cpus[c].reaping);
-                let woke = self.complete_list(c, v, &mut list);
-                self.cpus[c].reaping = list;
-                if woke > 0 {
-                    self.cpus[c].irq.after_wakeups = IrqPhase::Complete;
-                    self.hard(c, IrqPhase::Wakeups, woke * self.costs.wakeup);
-                } else {
+                if !self.complete_reaped(c, IrqPhase::Complete) {
                     self.batch_done(c);
                 }
             }
@@ -423,6 +407,21 @@ impl<O: Observer> Sim<'_, O> {
             self.queues[q].cq_locked = false;
             self.vector_done(c);
         }
+    }
+
+    /// Completes the requests the running handler reaped. If that woke threads, starts
+    /// the waker's Wakeups step, which continues at `then`, and returns true.
+    fn complete_reaped(&mut self, c: usize, then: IrqPhase) -> bool {
+        let v = self.cpus[c].irq.vector as usize;
+        let mut list = std::mem::take(&mut self.cpus[c].reaping);
+        let woke = self.complete_list(c, v, &mut list);
+        self.cpus[c].reaping = list;
+        if woke == 0 {
+            return false;
+        }
+        self.cpus[c].irq.after_wakeups = then;
+        self.hard(c, IrqPhase::Wakeups, woke * self.costs.wakeup);
+        true
     }
 
     /// What runs when a vector's handler has returned: the tracer, the moderator's sample
