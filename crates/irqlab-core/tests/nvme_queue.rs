@@ -1,6 +1,8 @@
 //! NVMe queue pair: phase tags, cq_head, doorbells, full rings (drivers/nvme/host/pci.c).
 
-use irqlab_core::nvme::{CompletionQueue, CqFull, Cqe, QueuePair, SqFull, Sqe, VectorGate};
+use irqlab_core::nvme::{
+    CompletionQueue, CqFull, Cqe, MsiRule, QueuePair, SqFull, Sqe, VectorGate,
+};
 use std::sync::Arc;
 
 fn cqe(id: u16) -> Cqe {
@@ -162,6 +164,32 @@ fn vector_gate_holds_until_doorbell_then_resends_if_entries_remain() {
     );
     assert!(g.raise(1));
     assert_eq!((g.sent, g.withheld_raises), (3, 2));
+}
+
+#[test]
+fn per_completion_rule_sends_a_message_for_every_entry() {
+    let mut g = VectorGate::with_rule(MsiRule::PerCompletion);
+    assert!(g.raise(1));
+    assert!(g.raise(2), "no outstanding message holds the next one");
+    assert!(!g.is_outstanding());
+    assert!(
+        !g.on_cq_doorbell(1),
+        "the doorbell owes nothing: each entry had its message"
+    );
+    assert!(!g.raise(0), "nothing unconsumed: nothing to signal");
+    assert_eq!((g.sent, g.withheld_raises, g.empty_raises), (2, 0, 1));
+}
+
+#[test]
+fn msi_rules_parse_by_their_platform_names() {
+    for r in [MsiRule::PerCompletion, MsiRule::UntilDoorbell] {
+        assert_eq!(r.as_str().parse::<MsiRule>(), Ok(r));
+    }
+    let e = "per_cqe".parse::<MsiRule>().unwrap_err();
+    assert!(
+        e.to_string().contains("per_completion or until_doorbell"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -26,6 +26,10 @@ pub enum Event {
     ThreadTimer { thread: u32, epoch: u32 },
     /// A CPU's GSIM moderation timer fires.
     GsimTimer { cpu: u32, epoch: u32 },
+    /// A root port's IOMMU engine finished handling an MSI (remapped or posted).
+    EngineDone { port: u32 },
+    /// The delivery unit finished sending the notification at the head of its queue.
+    Delivered,
     /// A moderator's requested level reaches the device (after the work item).
     ModeratorProgram { vector: u32 },
     /// The ramp time is over: statistics start.

@@ -5,6 +5,7 @@
 //! with defaults, re-serialised, patched, and deserialised again, so any parameter can be
 //! overridden and an unknown key is an error that lists the keys that do exist.
 
+use irqlab_core::nvme::MsiRule;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -157,8 +158,15 @@ impl Default for EngineCosts {
 pub struct IommuCosts {
     /// IRTE lookup and translation of one MSI (both modes).
     pub remap_ns: u64,
-    /// Sending one notification interrupt message to a CPU.
+    /// The root port's part of one CPU notification: the ordering work that holds the
+    /// port's posted writes while the notification leaves (remapped: every MSI; posted:
+    /// an MSI that found ON clear).
     pub notify_ns: u64,
+    /// The socket's interrupt delivery unit: time to send one notification to a CPU's
+    /// local APIC. One unit serves every root port, one notification at a time; 0 means
+    /// no shared limit.
+    #[serde(default)]
+    pub deliver_ns: u64,
     /// Posted mode: the atomic PIR update of the posted interrupt descriptor.
     pub post_ns: u64,
     /// DMA address translation per data or CQE write (IOTLB hit); 0 for passthrough.
@@ -184,6 +192,11 @@ pub struct RootPort {
     /// Max payload size of one posted TLP, bytes (PCIe MPS).
     #[serde(default = "default_mps_bytes")]
     pub mps_bytes: u64,
+    /// CPU notifications the port may have on their way to the delivery unit before an
+    /// MSI that needs another holds the port's FIFO (strong ordering with DMA). 0: no
+    /// limit.
+    #[serde(default)]
+    pub notify_slots: u32,
 }
 
 fn default_mps_bytes() -> u64 {
@@ -207,10 +220,39 @@ pub enum DeviceKind {
 }
 
 impl DeviceKind {
-    /// Whether the host must acknowledge a message before the device sends another: the
-    /// NVMe CQ head doorbell rule, or an RDMA CQ's one event per arm.
-    pub fn gated(self) -> bool {
+    /// Whether the host acknowledges consumed entries with a write the device sees: the
+    /// NVMe CQ head doorbell, or an RDMA CQ's re-arm. A DSA completion record has none.
+    pub fn has_cq_doorbell(self) -> bool {
         !matches!(self, DeviceKind::Dsa)
+    }
+
+    /// The message rule of a device that does not name one: NVMe's MSI-X text asks for a
+    /// message per completion; an RDMA CQ raises one event per arm; a DSA descriptor with
+    /// Request Completion Interrupt sends its own message.
+    pub fn default_msi(self) -> MsiRule {
+        match self {
+            DeviceKind::Nvme | DeviceKind::Dsa => MsiRule::PerCompletion,
+            DeviceKind::Rdma => MsiRule::UntilDoorbell,
+        }
+    }
+}
+
+/// `msi = "per_completion" | "until_doorbell"` in platform files, read with the core's
+/// own names so the two never drift apart.
+mod msi_rule_name {
+    use irqlab_core::nvme::MsiRule;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<MsiRule>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(r) => s.serialize_str(r.as_str()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<MsiRule>, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map(Some).map_err(serde::de::Error::custom)
     }
 }
 
@@ -247,6 +289,15 @@ pub struct DeviceGroup {
     pub fetch_busy_ns: u64,
     /// Size of a completion queue entry write, bytes.
     pub cqe_bytes: u64,
+    /// When the device sends a vector's message: `per_completion` (a message for every
+    /// entry written) or `until_doorbell` (one outstanding until the CQ head doorbell).
+    /// Absent: the kind's rule (NVMe and DSA per completion, RDMA per arm).
+    #[serde(
+        default,
+        with = "msi_rule_name",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub msi: Option<MsiRule>,
     /// The device's own interrupt aggregation, used when the policy leaves coalescing off
     /// (a device may coalesce although feature 08h reads zero): completions per message.
     /// 0 or 1: none.
@@ -280,6 +331,13 @@ pub struct DeviceGroup {
     /// user-space work per I/O. Absent: the job's ioengine costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitter: Option<SyscallCosts>,
+}
+
+impl DeviceGroup {
+    /// The device's message rule: its own, or its kind's.
+    pub fn msi_rule(&self) -> MsiRule {
+        self.msi.unwrap_or(self.kind.default_msi())
+    }
 }
 
 /// Why a platform could not be used.
@@ -319,12 +377,27 @@ impl Platform {
         }
         let mut tree = toml::Value::try_from(&self)
             .map_err(|e| PlatformError(format!("cannot re-encode the platform: {e}")))?;
+        let mut added = Vec::new();
         for set in sets {
-            apply_set(&mut tree, set)?;
+            if let Some(key) = apply_set(&mut tree, set)? {
+                added.push((set.clone(), key));
+            }
         }
-        let p: Platform = tree
-            .try_into()
-            .map_err(|e| PlatformError(format!("--set: {e}")))?;
+        let p: Platform = tree.try_into().map_err(|e: toml::de::Error| {
+            // A key absent from the file was added: if the schema has no such field, say
+            // so in the user's terms.
+            let msg = e.message().to_string();
+            match added
+                .iter()
+                .find(|(_, k)| msg.contains(&format!("unknown field `{k}`")))
+            {
+                Some((set, k)) => PlatformError(format!(
+                    "--set '{set}': unknown key '{k}'; {}",
+                    msg.replace(&format!("unknown field `{k}`, "), "")
+                )),
+                None => PlatformError(format!("--set: {msg}")),
+            }
+        })?;
         p.validate()
             .map_err(|e| PlatformError(format!("after --set: {e}")))?;
         Ok(p)
@@ -393,6 +466,19 @@ impl Platform {
                     d.coalesce_count
                 ));
             }
+            match (d.kind, d.msi) {
+                (DeviceKind::Dsa, Some(MsiRule::UntilDoorbell)) => {
+                    return Err(format!(
+                        "devices.{i}.msi = \"until_doorbell\": a DSA work queue has no CQ head doorbell to wait for; use per_completion"
+                    ));
+                }
+                (DeviceKind::Rdma, Some(MsiRule::PerCompletion)) => {
+                    return Err(format!(
+                        "devices.{i}.msi = \"per_completion\": an RDMA CQ raises one event per arm (ib_req_notify_cq); use until_doorbell"
+                    ));
+                }
+                _ => {}
+            }
             if d.vectors_per_cpu > 256 {
                 return Err(format!("devices.{i}.vectors_per_cpu must be in 0..=256"));
             }
@@ -451,7 +537,9 @@ fn ns_over_a_second(v: &toml::Value, path: String) -> Option<(String, i64)> {
     }
 }
 
-fn apply_set(tree: &mut toml::Value, set: &str) -> Result<(), PlatformError> {
+/// Applies one `KEY=VALUE`. Returns the last key when it was absent and has been added
+/// (an optional field the file leaves out); deserialising then checks that it exists.
+fn apply_set(tree: &mut toml::Value, set: &str) -> Result<Option<String>, PlatformError> {
     let (key, raw) = set.split_once('=').ok_or_else(|| {
         PlatformError(format!(
             "--set '{set}': expected KEY=VALUE, e.g. cpu.irq_entry_ns=300"
@@ -461,12 +549,22 @@ fn apply_set(tree: &mut toml::Value, set: &str) -> Result<(), PlatformError> {
     let raw = raw.trim();
     let mut node = tree;
     let mut walked = String::new();
-    for part in key.split('.') {
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, &part) in parts.iter().enumerate() {
         let here = if walked.is_empty() {
             "the top level".to_string()
         } else {
             format!("'{walked}'")
         };
+        if let toml::Value::Table(t) = node
+            && i + 1 == parts.len()
+            && !t.contains_key(part)
+            && !walked.is_empty()
+        {
+            // An optional field the file leaves out: add it with the type its text reads as.
+            t.insert(part.to_string(), guess_value(raw));
+            return Ok(Some(part.to_string()));
+        }
         node = match node {
             toml::Value::Table(t) => {
                 let known: Vec<String> = t.keys().cloned().collect();
@@ -519,7 +617,20 @@ fn apply_set(tree: &mut toml::Value, set: &str) -> Result<(), PlatformError> {
     }
     .map_err(|why| PlatformError(format!("--set '{set}': '{raw}' for '{key}': {why}")))?;
     *node = new;
-    Ok(())
+    Ok(None)
+}
+
+/// The TOML value a bare `--set` text stands for: an integer, a number, a boolean, or text.
+fn guess_value(raw: &str) -> toml::Value {
+    if let Ok(i) = raw.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Ok(f) = raw.parse::<f64>() {
+        toml::Value::Float(f)
+    } else if let Ok(b) = raw.parse::<bool>() {
+        toml::Value::Boolean(b)
+    } else {
+        toml::Value::String(raw.trim_matches('"').to_string())
+    }
 }
 
 #[cfg(test)]
@@ -551,6 +662,24 @@ mod tests {
         let e = Platform::from_toml(EXAMPLE, "example.toml", &sets).unwrap_err();
         assert!(e.0.contains("unknown key 'irq_entri_ns'"), "{e}");
         assert!(e.0.contains("irq_entry_ns"), "{e}");
+    }
+
+    #[test]
+    fn optional_keys_left_out_of_the_file_can_be_set() {
+        let sets = vec![
+            "devices.0.msi=until_doorbell".to_string(),
+            "devices.0.irq_cpu=3".to_string(),
+        ];
+        let p = Platform::from_toml(EXAMPLE, "example.toml", &sets).unwrap();
+        assert_eq!(p.devices[0].msi, Some(MsiRule::UntilDoorbell));
+        assert_eq!(p.devices[0].irq_cpu, Some(3));
+        let bad = vec!["devices.0.msi_rule=per_completion".to_string()];
+        let e = Platform::from_toml(EXAMPLE, "example.toml", &bad).unwrap_err();
+        assert!(e.0.contains("unknown key 'msi_rule'"), "{e}");
+        assert!(e.0.contains("msi"), "names the keys that exist: {e}");
+        let bad_rule = vec!["devices.0.msi=per_cqe".to_string()];
+        let e = Platform::from_toml(EXAMPLE, "example.toml", &bad_rule).unwrap_err();
+        assert!(e.0.contains("per_completion or until_doorbell"), "{e}");
     }
 
     #[test]

@@ -1,16 +1,79 @@
-//! One outstanding MSI-X message per vector until the host rings the CQ head doorbell.
+//! When a device sends an MSI-X message for a vector: its message rule.
 //!
-//! The device treats a vector's message as unserviced until a CQ head doorbell write on
-//! that vector's queue shows the host has consumed entries; completions meanwhile are
-//! withheld, and one message goes out after the doorbell if entries remain unacknowledged.
-//! This is the project's device model (docs: design.md, "the path of one I/O"); the spec
-//! text allows it ("the controller may delay an interrupt if it detects that interrupts
-//! are already being processed for this vector ... the Completion Queue Head Doorbell
-//! register is being updated", quoted in Microsoft's nvme.h documentation of 08h).
+//! NVMe's MSI-X text asks for nothing more than a message when entries are posted; the
+//! spec's interrupt-coalescing section lets a controller "delay an interrupt if it detects
+//! that interrupts are already being processed for this vector ... the Completion Queue
+//! Head Doorbell register is being updated" (quoted in Microsoft's nvme.h documentation of
+//! feature 08h). Devices differ, so the rule is a property of the device:
+//!
+//! - [`MsiRule::PerCompletion`]: a message for every completion entry written (the literal
+//!   reading; an Intel DSA descriptor with Request Completion Interrupt does this too).
+//! - [`MsiRule::UntilDoorbell`]: one outstanding message per vector until the host writes
+//!   the CQ head doorbell; entries posted meanwhile raise one message after it (an RDMA CQ
+//!   armed with IB_CQ_NEXT_COMP is this rule, the re-arm being the "doorbell").
+//!
+//! A device's own aggregation (08h-style count and time) sits in front of either rule.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How a device decides to send a vector's next message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MsiRule {
+    /// Every completion written sends a message.
+    PerCompletion,
+    /// One message outstanding until the CQ head doorbell (or CQ re-arm).
+    #[default]
+    UntilDoorbell,
+}
+
+impl MsiRule {
+    /// The name platform files use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MsiRule::PerCompletion => "per_completion",
+            MsiRule::UntilDoorbell => "until_doorbell",
+        }
+    }
+}
+
+impl fmt::Display for MsiRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A rule name that is neither `per_completion` nor `until_doorbell`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownMsiRule(pub String);
+
+impl fmt::Display for UnknownMsiRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown MSI rule '{}'; expected per_completion or until_doorbell",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownMsiRule {}
+
+impl FromStr for MsiRule {
+    type Err = UnknownMsiRule;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "per_completion" => Ok(MsiRule::PerCompletion),
+            "until_doorbell" => Ok(MsiRule::UntilDoorbell),
+            _ => Err(UnknownMsiRule(s.to_string())),
+        }
+    }
+}
 
 /// The message state of one vector.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VectorGate {
+    rule: MsiRule,
     outstanding: bool,
     withheld: bool,
     /// Messages sent.
@@ -22,8 +85,21 @@ pub struct VectorGate {
 }
 
 impl VectorGate {
+    /// The until-doorbell rule (the NVMe gate this project started with).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A gate following `rule`.
+    pub fn with_rule(rule: MsiRule) -> Self {
+        VectorGate {
+            rule,
+            ..Self::default()
+        }
+    }
+
+    pub fn rule(&self) -> MsiRule {
+        self.rule
     }
 
     /// The device wants to signal the vector; `unacked` is the number of entries the host
@@ -38,6 +114,10 @@ impl VectorGate {
         if unacked == 0 {
             self.empty_raises += 1;
             return false;
+        }
+        if self.rule == MsiRule::PerCompletion {
+            self.sent += 1;
+            return true;
         }
         if self.outstanding {
             self.withheld = true;
@@ -63,7 +143,7 @@ impl VectorGate {
         resend
     }
 
-    /// A message is in flight or being handled.
+    /// A message is in flight or being handled (never under the per-completion rule).
     pub fn is_outstanding(&self) -> bool {
         self.outstanding
     }

@@ -6,7 +6,8 @@
 //! - [`queue`]: a queue pair gluing the two, as `struct nvme_queue`.
 //! - [`coalesce`]: feature 08h aggregation (THR/TIME), feature 09h Coalescing Disable.
 //! - [`calibrated`]: calibrated interrupts (Tai et al., OSDI '21), Algorithm 2.
-//! - [`gate`]: one outstanding MSI-X message per vector until the CQ head doorbell.
+//! - [`gate`]: a device's message rule: a message per completion, or one outstanding
+//!   per vector until the CQ head doorbell.
 //! - [`device_irq`]: the device-side policy chosen by [`crate::DeviceCoalescing`].
 
 pub mod calibrated;
@@ -23,7 +24,7 @@ pub use coalesce::{
 };
 pub use cq::{CompletionQueue, CqFull, Cqe};
 pub use device_irq::DeviceIrq;
-pub use gate::VectorGate;
+pub use gate::{MsiRule, UnknownMsiRule, VectorGate};
 pub use queue::QueuePair;
 pub use sq::{SQE_HINT_BARRIER, SQE_HINT_URGENT, SqFull, Sqe, SubmissionQueue};
 

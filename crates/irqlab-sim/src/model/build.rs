@@ -312,6 +312,15 @@ pub(crate) fn build<'a, O: Observer>(
             used: 0,
             mps: rp.mps_bytes,
             blocked: VecDeque::new(),
+            notify_slots: rp.notify_slots,
+            notify_inflight: 0,
+            notify_stalled: false,
+            engine_busy: false,
+            engine_msi: (0, false),
+            engine_stalled: false,
+            busy_ns: 0,
+            stalled_ns: 0,
+            stalled_since: 0,
         })
         .collect();
     let mut devices = Vec::new();
@@ -323,7 +332,8 @@ pub(crate) fn build<'a, O: Observer>(
     // The group of each device, for its submitter costs.
     let mut group_of: Vec<&crate::platform::DeviceGroup> = Vec::new();
     for g in &p.devices {
-        let gated = g.kind.gated();
+        let doorbell = g.kind.has_cq_doorbell();
+        let msi_rule = g.msi_rule();
         let cqe_ns = g.completion_ns.unwrap_or(costs.cqe);
         // nvme_irq: nvme_poll_cq rings the doorbell, then nvme_pci_complete_batch runs.
         let complete_ns =
@@ -462,11 +472,12 @@ pub(crate) fn build<'a, O: Observer>(
                             queue: first_q + q as u32,
                             cpu: cpu as u32,
                             idt,
-                            gate: VectorGate::new(),
+                            gate: VectorGate::with_rule(msi_rule),
                             irq,
                             moderator,
                             bytes_since: 0,
                             timer_gen: 0,
+                            msi_held: false,
                             masked: false,
                             mask_pending: false,
                             resend_pending: false,
@@ -488,7 +499,7 @@ pub(crate) fn build<'a, O: Observer>(
                     queues.push(Queue {
                         device: dev_ix as u32,
                         vector,
-                        gated,
+                        doorbell,
                         cqe_ns,
                         complete_ns,
                         qp,
@@ -657,6 +668,14 @@ pub(crate) fn build<'a, O: Observer>(
         queues,
         vectors,
         ports,
+        delivery: DeliveryUnit {
+            service_ns: p.iommu.deliver_ns,
+            busy: false,
+            queue: VecDeque::new(),
+            delivered: 0,
+            busy_ns: 0,
+            busy_since: 0,
+        },
         ios: Vec::with_capacity(4096),
         free_ios: Vec::new(),
         jobs_live: njobs,

@@ -381,7 +381,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
             }
         }
-        if !self.queues[q].gated {
+        if !self.queues[q].doorbell {
             // idxd: the handler walks the completion records; no head doorbell exists.
             self.queues[q].cq_locked = false;
             self.vector_done(c);
@@ -606,8 +606,8 @@ impl<O: Observer> Sim<'_, O> {
                 let n = self.poll_queue(q, weight, &mut list);
                 self.cpus[c].soft_reaping = list;
                 self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
-                let gated = self.queues[q].gated;
-                let db = if n > 0 && gated {
+                let has_db = self.queues[q].doorbell;
+                let db = if n > 0 && has_db {
                     self.costs.cq_doorbell
                 } else {
                     0
@@ -718,7 +718,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The CQ head doorbell leaves the CPU `cpu_ns` from now (the work before it in the
     /// step that rings it); the device sees it `mmio_flight_ns` later.
     fn ring_cq_doorbell_in(&mut self, q: usize, cpu_ns: u64) {
-        if !self.queues[q].gated {
+        if !self.queues[q].doorbell {
             return;
         }
         let at = self.now + cpu_ns + self.costs.mmio_flight;

@@ -157,15 +157,10 @@ impl<O: Observer> Sim<'_, O> {
         );
     }
 
-    /// The device wants to signal vector `v`: one message unless one is outstanding.
+    /// The device wants to signal vector `v`: its message rule decides (a message per
+    /// completion, or one outstanding until the CQ head doorbell).
     fn gate_raise(&mut self, v: usize) {
         let q = self.vectors[v].queue as usize;
-        if !self.queues[q].gated {
-            // DSA: each completion record written with Request Completion Interrupt
-            // sends its MSI-X message; nothing waits for the host.
-            self.send_msi(v);
-            return;
-        }
         let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
         if self.vectors[v].gate.raise(unacked) {
             self.send_msi(v);
@@ -175,6 +170,12 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     fn send_msi(&mut self, v: usize) {
+        if self.vectors[v].msi_held {
+            // MSI-X keeps one pending message per vector: a message the device could not
+            // write yet already covers this completion.
+            self.vectors[v].merged += 1;
+            return;
+        }
         self.vectors[v].messages += 1;
         self.obs.message(self.now, v);
         let q = self.vectors[v].queue as usize;
@@ -183,15 +184,10 @@ impl<O: Observer> Sim<'_, O> {
         // The MSI follows the CQEs already written and goes ahead of completions the
         // device still holds; without a credit it waits in the device too.
         if self.devices[d].msi_wait.is_empty() && self.port_room(port, 1) {
-            self.port_push(
-                port,
-                PortItem::Msi {
-                    vector: v as u32,
-                    notify: false,
-                },
-            );
+            self.port_push(port, PortItem::Msi { vector: v as u32 });
         } else {
             self.devices[d].msi_wait.push_back(v as u32);
+            self.vectors[v].msi_held = true;
             self.block_device(d);
         }
     }
@@ -281,7 +277,9 @@ impl<O: Observer> Sim<'_, O> {
 
     // ---------------------------------------------------------------- root port
 
-    /// Posted header credits a read completion takes: one per MPS of data, one for the CQE.
+    /// Posted header credits a read completion holds: one per MPS of data and one for the
+    /// CQE, but at most half the port's: flow control is per TLP, so a long transfer
+    /// streams through a window of credits instead of waiting for an empty port.
     #[inline]
     fn completion_credits(&self, io: u32) -> u32 {
         let rec = &self.ios[io as usize];
@@ -289,8 +287,9 @@ impl<O: Observer> Sim<'_, O> {
         if !rec.read && !dev.writes_data {
             return 1;
         }
-        let mps = self.ports[dev.port as usize].mps;
-        (self.jobs[rec.job as usize].bs.div_ceil(mps) + 1) as u32
+        let port = &self.ports[dev.port as usize];
+        let tlps = self.jobs[rec.job as usize].bs.div_ceil(port.mps) + 1;
+        tlps.min(u64::from(port.credits.div_ceil(2)).max(1)) as u32
     }
 
     #[inline]
@@ -325,13 +324,8 @@ impl<O: Observer> Sim<'_, O> {
             let sent = if let Some(&v) = dev.msi_wait.front() {
                 self.port_room(p, 1) && {
                     self.devices[d].msi_wait.pop_front();
-                    self.port_push(
-                        p,
-                        PortItem::Msi {
-                            vector: v,
-                            notify: false,
-                        },
-                    );
+                    self.vectors[v as usize].msi_held = false;
+                    self.port_push(p, PortItem::Msi { vector: v });
                     true
                 }
             } else if let Some(&io) = dev.egress.front() {
@@ -368,53 +362,53 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
-    /// The write at the head of the FIFO starts; an MSI holds the port while the IOMMU
-    /// handles it (remap and notify, or the posted PIR update and maybe a notify).
-    fn port_start(&mut self, p: usize) {
+    /// The write at the head of the FIFO starts. An MSI costs the FIFO only its own write;
+    /// the port's IOMMU engine then handles it (model/delivery.rs), one MSI at a time, so
+    /// the next MSI waits for the engine, and a remapped one also for a notification slot.
+    pub(crate) fn port_start(&mut self, p: usize) {
         let Some(&item) = self.ports[p].fifo.front() else {
             return;
         };
-        let port = &self.ports[p];
         let dur = match item {
-            PortItem::Completion { io } => {
-                let rec = self.ios[io as usize];
-                let d = self.queues[rec.queue as usize].device as usize;
-                let tr = self.costs.dma_translate;
-                let bytes = |n: u64| (n as f64 / port.bytes_per_ns) as u64;
-                let data = if rec.read || self.devices[d].writes_data {
-                    port.write_ns + bytes(self.jobs[rec.job as usize].bs) + tr
-                } else {
-                    0
-                };
-                data + port.write_ns + bytes(self.devices[d].cqe_bytes) + tr
-            }
-            PortItem::Msi { vector, .. } => {
-                let v = vector as usize;
-                let base = port.msi_ns + self.costs.remap;
-                if self.posted {
-                    let c = self.vectors[v].cpu as usize;
-                    let idt = self.vectors[v].idt;
-                    let cpu = &mut self.cpus[c];
-                    let (w, b) = ((idt / 64) as usize, 1u64 << (idt % 64));
-                    if cpu.pir_shadow[w] & b != 0 {
-                        self.vectors[v].merged += 1;
+            PortItem::Completion { io } => self.completion_write_ns(p, io),
+            PortItem::Msi { vector } => {
+                if !self.engine_take(p, vector as usize) {
+                    let port = &mut self.ports[p];
+                    if port.stalled_since == 0 {
+                        port.stalled_since = self.now.max(1);
                     }
-                    cpu.pir_shadow[w] |= b;
-                    cpu.pid_dirty = true;
-                    let notify = cpu.pi.as_ref().is_some_and(|pi| pi.post(idt as u8));
-                    self.report_pir_pending(c);
-                    if let Some(PortItem::Msi { notify: n, .. }) = self.ports[p].fifo.front_mut() {
-                        *n = notify;
-                    }
-                    base + self.costs.post + if notify { self.costs.notify } else { 0 }
-                } else {
-                    base + self.costs.notify
+                    return;
                 }
+                self.ports[p].msi_ns
             }
         };
-        self.ports[p].busy = true;
+        let measuring = self.measuring;
+        let port = &mut self.ports[p];
+        let since = std::mem::take(&mut port.stalled_since);
+        if measuring {
+            port.busy_ns += dur;
+            if since > 0 {
+                port.stalled_ns += self.now - since.max(self.window_start);
+            }
+        }
+        port.busy = true;
         self.q
             .push(self.now + dur.max(1), Event::PortDone { port: p as u32 });
+    }
+
+    /// Port time of one completion: its data (reads, or DSA fills) and its CQE.
+    fn completion_write_ns(&self, p: usize, io: u32) -> u64 {
+        let port = &self.ports[p];
+        let rec = self.ios[io as usize];
+        let d = self.queues[rec.queue as usize].device as usize;
+        let tr = self.costs.dma_translate;
+        let bytes = |n: u64| (n as f64 / port.bytes_per_ns) as u64;
+        let data = if rec.read || self.devices[d].writes_data {
+            port.write_ns + bytes(self.jobs[rec.job as usize].bs) + tr
+        } else {
+            0
+        };
+        data + port.write_ns + bytes(self.devices[d].cqe_bytes) + tr
     }
 
     pub(crate) fn port_done(&mut self, p: usize) {
@@ -439,18 +433,7 @@ impl<O: Observer> Sim<'_, O> {
                     self.poke_spinners(q);
                 }
             }
-            Some(PortItem::Msi { vector, notify }) => {
-                let v = vector as usize;
-                let c = self.vectors[v].cpu as usize;
-                if !self.posted {
-                    self.obs.notification(self.now, c, false);
-                    let idt = self.vectors[v].idt;
-                    self.notify(c, idt);
-                } else if notify {
-                    self.obs.notification(self.now, c, true);
-                    self.notify(c, POSTED_MSI_NOTIFICATION_VECTOR);
-                }
-            }
+            Some(PortItem::Msi { .. }) => {}
             None => {}
         }
         if !self.ports[p].blocked.is_empty() {

@@ -5,6 +5,7 @@
 
 mod build;
 mod cpu;
+mod delivery;
 mod device;
 mod job;
 mod report;
@@ -80,6 +81,8 @@ impl<O: Observer> Sim<'_, O> {
             Event::ThreadTimer { thread, epoch } => self.thread_timer(thread as usize, epoch),
             Event::GsimTimer { cpu, epoch } => self.gsim_timer(cpu as usize, epoch),
             Event::ModeratorProgram { vector } => self.moderator_program(vector as usize),
+            Event::EngineDone { port } => self.engine_done(port as usize),
+            Event::Delivered => self.delivered(),
             Event::RampEnd => self.open_window(),
         }
     }

@@ -31,6 +31,12 @@ impl<O: Observer> Sim<'_, O> {
         for q in &mut self.queues {
             q.completions = 0;
         }
+        self.delivery.delivered = 0;
+        self.delivery.busy_ns = 0;
+        for port in &mut self.ports {
+            port.busy_ns = 0;
+            port.stalled_ns = 0;
+        }
         self.measuring = true;
     }
 
@@ -149,9 +155,36 @@ impl<O: Observer> Sim<'_, O> {
             ("msi_merged".to_string(), sum(&|v| v.merged) as f64),
             ("msi_pended".to_string(), sum(&|v| v.pended) as f64),
             ("msi_withheld".to_string(), sum(&|v| v.withheld) as f64),
+            (
+                "notifications_delivered".to_string(),
+                self.delivery.delivered as f64,
+            ),
+            (
+                "delivery_busy_pct".to_string(),
+                if duration_ns > 0 {
+                    100.0 * self.delivery.busy_ns as f64 / duration_ns as f64
+                } else {
+                    0.0
+                },
+            ),
             ("simulated_ns".to_string(), self.now as f64),
             ("cut_short".to_string(), f64::from(u8::from(self.cut_short))),
         ];
+        let mut extra = extra;
+        for (i, port) in self.ports.iter().enumerate() {
+            if port.busy_ns == 0 && port.stalled_ns == 0 {
+                continue;
+            }
+            let pct = |ns: u64| {
+                if duration_ns > 0 {
+                    100.0 * ns as f64 / duration_ns as f64
+                } else {
+                    0.0
+                }
+            };
+            extra.push((format!("port{i}_busy_pct"), pct(port.busy_ns)));
+            extra.push((format!("port{i}_stalled_pct"), pct(port.stalled_ns)));
+        }
         RunReport {
             engine: Engine::Simulated,
             platform: self.platform_name.clone(),

@@ -416,9 +416,9 @@ impl Queue {
 pub(crate) struct Queue {
     pub device: u32,
     pub vector: Option<u32>,
-    /// One message until the host acknowledges (NVMe CQ head doorbell, RDMA CQ arm);
-    /// false for DSA, whose every completion interrupt is sent.
-    pub gated: bool,
+    /// The host acknowledges consumed entries with a write the device sees (NVMe CQ head
+    /// doorbell, RDMA CQ re-arm); false for DSA, whose handler rings nothing.
+    pub doorbell: bool,
     /// Handler CPU time per completion, ns (NVMe: nvme_handle_cqe before the doorbell).
     pub cqe_ns: u64,
     /// NVMe: per request, the batch completion nvme_irq runs after ringing the CQ
@@ -447,6 +447,8 @@ pub(crate) struct Vector {
     pub gate: VectorGate,
     pub irq: DeviceIrq,
     pub timer_gen: u32,
+    /// A message of this vector waits in the device for a posted-header credit.
+    pub msi_held: bool,
     /// disable_irq_nosync by the irq_poll handler: messages wait in the pending bit.
     pub masked: bool,
     pub mask_pending: bool,
@@ -477,8 +479,32 @@ pub(crate) struct Vector {
 pub(crate) enum PortItem {
     /// Data (reads only) and the CQE of one I/O.
     Completion { io: u32 },
-    /// An MSI write for a vector; `notify` is decided when the IOMMU takes it.
-    Msi { vector: u32, notify: bool },
+    /// An MSI write for a vector.
+    Msi { vector: u32 },
+}
+
+/// A CPU notification on its way from a root port through the delivery unit.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Notification {
+    pub port: u32,
+    pub cpu: u32,
+    /// The IDT vector the CPU receives (a device vector, or the posted notification vector).
+    pub idt: u16,
+    /// A remapped interrupt holds one of its port's notification slots until delivered.
+    pub holds_slot: bool,
+}
+
+/// The socket's interrupt delivery unit: it turns the IOMMU's notifications into interrupt
+/// messages to the CPUs' local APICs one at a time, for every root port of the socket.
+pub(crate) struct DeliveryUnit {
+    /// Service time per notification, ns (0: instant, no shared limit).
+    pub service_ns: u64,
+    pub busy: bool,
+    pub queue: VecDeque<Notification>,
+    /// Statistics over the window: notifications delivered and time busy.
+    pub delivered: u64,
+    pub busy_ns: u64,
+    pub busy_since: u64,
 }
 
 pub(crate) struct Port {
@@ -494,6 +520,22 @@ pub(crate) struct Port {
     pub mps: u64,
     /// Devices holding writes until credits return, served in turn.
     pub blocked: VecDeque<u32>,
+    /// Notifications the port may have on their way before an MSI needing another one
+    /// holds its FIFO (strong ordering with DMA); 0: no limit.
+    pub notify_slots: u32,
+    pub notify_inflight: u32,
+    /// The MSI at the FIFO head waits for a notification slot.
+    pub notify_stalled: bool,
+    /// The port's IOMMU interrupt engine (its DMAR unit) handles one MSI at a time: the
+    /// MSI it holds and whether that one needs a CPU notification.
+    pub engine_busy: bool,
+    pub engine_msi: (u32, bool),
+    /// The MSI at the FIFO head waits for the engine.
+    pub engine_stalled: bool,
+    /// Time the FIFO spent writing, and stalled on its engine or slots, in the window (ns).
+    pub busy_ns: u64,
+    pub stalled_ns: u64,
+    pub stalled_since: u64,
 }
 
 /// Totals for the conservation checks.
@@ -522,6 +564,7 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub queues: Vec<Queue>,
     pub vectors: Vec<Vector>,
     pub ports: Vec<Port>,
+    pub delivery: DeliveryUnit,
     pub ios: Vec<Io>,
     pub free_ios: Vec<u32>,
     pub jobs_live: usize,

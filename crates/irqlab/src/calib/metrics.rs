@@ -23,9 +23,19 @@ pub enum Metric {
     ClatMeanUs,
     /// Completed I/Os per device interrupt.
     IosPerInterrupt,
+    /// MSI-X messages the devices sent per second (one per descriptor for a DSA work
+    /// queue whose descriptors request completion interrupts).
+    MessagesPerSec,
+    /// Posted MSI notifications per second (the PMN row of /proc/interrupts).
+    PmnPerSec,
+    /// Context switches of the fio job threads per second (perf sched's count for fio).
+    JobCtxPerSec,
+    /// fio's `cpu` line: the job threads' usr+sys time as a percentage of their runtime,
+    /// averaged over the jobs (interrupt time excluded, as with IRQ_TIME_ACCOUNTING).
+    JobCpuPct,
 }
 
-pub const ALL: [Metric; 7] = [
+pub const ALL: [Metric; 11] = [
     Metric::Iops,
     Metric::IopsPerDisk,
     Metric::InterruptsPerSec,
@@ -33,6 +43,10 @@ pub const ALL: [Metric; 7] = [
     Metric::CpuBusyPct,
     Metric::ClatMeanUs,
     Metric::IosPerInterrupt,
+    Metric::MessagesPerSec,
+    Metric::PmnPerSec,
+    Metric::JobCtxPerSec,
+    Metric::JobCpuPct,
 ];
 
 impl Metric {
@@ -45,6 +59,10 @@ impl Metric {
             Metric::CpuBusyPct => "cpu_busy_pct",
             Metric::ClatMeanUs => "clat_mean_us",
             Metric::IosPerInterrupt => "ios_per_interrupt",
+            Metric::MessagesPerSec => "messages_per_sec",
+            Metric::PmnPerSec => "pmn_per_sec",
+            Metric::JobCtxPerSec => "job_ctx_per_sec",
+            Metric::JobCpuPct => "job_cpu_pct",
         }
     }
 
@@ -92,6 +110,19 @@ impl Metric {
                     0.0
                 } else {
                     report.total_ios() as f64 / irqs as f64
+                }
+            }
+            Metric::MessagesPerSec => per_sec(report.vectors.iter().map(|v| v.messages).sum()),
+            Metric::PmnPerSec => per_sec(report.cpus.iter().map(|c| c.pmn).sum()),
+            Metric::JobCtxPerSec => per_sec(report.jobs.iter().map(|j| j.ctx).sum()),
+            Metric::JobCpuPct => {
+                let (cpu, runtime) = report.jobs.iter().fold((0u64, 0u64), |(c, r), j| {
+                    (c + j.usr_ns + j.sys_ns, r + j.runtime_ns)
+                });
+                if runtime == 0 {
+                    0.0
+                } else {
+                    cpu as f64 * 100.0 / runtime as f64
                 }
             }
         }
