@@ -50,6 +50,20 @@ pub struct CpuCosts {
     pub tick_ns: u64,
     /// CFS slice: a thread that ran this long is preempted at a tick if another waits.
     pub sched_slice_ns: u64,
+    /// The fair scheduler's wake-up rule: `cfs` (v2.6.23-v6.5) or `eevdf` (v6.6+).
+    #[serde(default)]
+    pub scheduler: Scheduler,
+}
+
+/// Which fair scheduler the kernel runs (kernel/sched/fair.c).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheduler {
+    /// CFS: a woken thread preempts when it is a wake-up granularity behind in vruntime.
+    Cfs,
+    /// EEVDF with RUN_TO_PARITY: the running thread keeps its slice.
+    #[default]
+    Eevdf,
 }
 
 /// Kernel path costs on the completion and submission sides, ns.
@@ -88,6 +102,16 @@ pub struct KernelCosts {
     pub irq_thread_ns: u64,
     /// Hybrid polling: the hrtimer sleep set-up and its expiry.
     pub hrtimer_ns: u64,
+    /// Masking or unmasking one MSI-X vector (disable_irq's mask_ack_irq on the next
+    /// interrupt, enable_irq): the vector-control write and its read-back, a PCIe MMIO
+    /// read round trip on bare metal; a trap to the hypervisor in a guest whose MSI-X
+    /// table is emulated.
+    #[serde(default)]
+    pub irq_mask_ns: u64,
+    /// Pre-v6.5 softirq rule ("softirq: Let ksoftirqd do its job", 2016; reverted by
+    /// d15121be7485 in v6.5): irq_exit leaves pending softirqs to an awake ksoftirqd.
+    #[serde(default)]
+    pub softirq_defer_to_ksoftirqd: bool,
     /// Adaptive moderation: from a moderator's decision to the device running the new
     /// level (the work item runs, then Set Features 08h / modify_cq completes).
     #[serde(default = "default_moderation_program_ns")]

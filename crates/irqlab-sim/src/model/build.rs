@@ -92,6 +92,7 @@ fn costs(p: &Platform) -> Costs {
         irq_thread: k.irq_thread_ns,
         hrtimer: k.hrtimer_ns,
         moderation_program: k.moderation_program_ns,
+        irq_mask: k.irq_mask_ns,
         usr_io: p.engine.usr_io_ns,
         remap: p.iommu.remap_ns,
         notify: p.iommu.notify_ns,
@@ -268,6 +269,7 @@ pub(crate) fn build<'a, O: Observer>(
             acct_from: 0,
             current: None,
             runq: VecDeque::new(),
+            min_vruntime: 0,
             need_resched: false,
             slice_start: 0,
             irr: [0; 4],
@@ -282,7 +284,10 @@ pub(crate) fn build<'a, O: Observer>(
                 .then(|| PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR as u8, c as u32)),
             pir_shadow: [0; 4],
             pid_dirty: false,
-            softirq: SoftirqCpu::new(SoftirqConfig::new(costs.hz)),
+            softirq: SoftirqCpu::new(SoftirqConfig {
+                defer_to_running_ksoftirqd: p.kernel.softirq_defer_to_ksoftirqd,
+                ..SoftirqConfig::new(costs.hz)
+            }),
             irq_poll: IrqPollCpu::default(),
             iop_vector: Vec::new(),
             ksoftirqd: 0,
@@ -436,6 +441,7 @@ pub(crate) fn build<'a, O: Observer>(
                             || (policy.flood_detection && cpus_here > 1);
                         let thread = if wants_thread {
                             threads.push(Thread {
+                                vruntime: 0,
                                 kind: ThreadKind::IrqThread(v),
                                 cpu: cpu as u32,
                                 state: TState::Blocked,
@@ -478,6 +484,7 @@ pub(crate) fn build<'a, O: Observer>(
                             bytes_since: 0,
                             timer_gen: 0,
                             msi_held: false,
+                            disabled: false,
                             masked: false,
                             mask_pending: false,
                             resend_pending: false,
@@ -490,6 +497,7 @@ pub(crate) fn build<'a, O: Observer>(
                             completions: 0,
                             merged: 0,
                             pended: 0,
+                            resent: 0,
                             withheld: 0,
                         });
                         Some(v)
@@ -535,6 +543,7 @@ pub(crate) fn build<'a, O: Observer>(
             depth_per_queue[q as usize] += depth;
         }
         threads.push(Thread {
+            vruntime: 0,
             kind: ThreadKind::Job(ji as u32),
             cpu: c.cpu as u32,
             state: TState::Blocked,
@@ -628,6 +637,7 @@ pub(crate) fn build<'a, O: Observer>(
     }
     for (c, cpu) in cpus.iter_mut().enumerate() {
         threads.push(Thread {
+            vruntime: 0,
             kind: ThreadKind::Ksoftirqd(c as u32),
             cpu: c as u32,
             state: TState::Blocked,
@@ -657,6 +667,7 @@ pub(crate) fn build<'a, O: Observer>(
         costs,
         engine: p.engine.clone(),
         policy: *policy,
+        scheduler: p.cpu.scheduler,
         posted: posted_delivery,
         max_loop,
         platform_name: p.name.clone(),

@@ -38,6 +38,15 @@ impl<O: Observer> Sim<'_, O> {
             SliceKind::Ksoftirqd => s.ksoftirqd += dt,
             SliceKind::IrqThread => s.irq_thread += dt,
         }
+        // The fair class charges a thread's run time to its vruntime (hardirq and softirq
+        // time is not the thread's: IRQ_TIME_ACCOUNTING).
+        if matches!(
+            cpu.kind,
+            SliceKind::Usr | SliceKind::Sys | SliceKind::Ksoftirqd | SliceKind::IrqThread
+        ) && let Some(t) = cpu.current
+        {
+            self.threads[t as usize].vruntime += dt;
+        }
         if matches!(cpu.kind, SliceKind::Usr | SliceKind::Sys)
             && let Some(t) = cpu.current
             && let ThreadKind::Job(j) = self.threads[t as usize].kind
@@ -52,7 +61,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     #[inline]
-    fn set_kind(&mut self, c: usize, kind: SliceKind) {
+    pub(crate) fn set_kind(&mut self, c: usize, kind: SliceKind) {
         self.account(c);
         if self.cpus[c].kind != kind {
             self.cpus[c].kind = kind;
@@ -122,7 +131,7 @@ impl<O: Observer> Sim<'_, O> {
     // ---------------------------------------------------------------- local APIC
 
     #[inline]
-    fn irr_pending(&self, c: usize) -> bool {
+    pub(crate) fn irr_pending(&self, c: usize) -> bool {
         self.cpus[c].irr.iter().any(|&w| w != 0)
     }
 
@@ -305,6 +314,7 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             IrqPhase::PirRound => self.dispatch_next(c),
+            IrqPhase::Mask => self.vector_done(c),
             IrqPhase::Exit => self.irq_exit(c),
         }
     }
@@ -312,11 +322,14 @@ impl<O: Observer> Sim<'_, O> {
     /// A device vector's handler starts on CPU `c`.
     fn start_vector(&mut self, c: usize, v: usize) {
         // kernel/irq/chip.c handle_edge_irq: on a disabled IRQ (irq_poll or GSIM owns it)
-        // the handler does not run and the interrupt is not counted; it is resent later.
-        if self.vectors[v].masked {
+        // the handler does not run and the interrupt is not counted: the vector is masked
+        // now (mask_ack_irq) and IRQS_PENDING makes enable_irq resend it.
+        if self.vectors[v].disabled {
+            self.vectors[v].masked = true;
             self.vectors[v].resend_pending = true;
             self.vectors[v].pended += 1;
-            self.vector_done(c);
+            // The MSI-X vector control write and its read-back.
+            self.hard(c, IrqPhase::Mask, self.costs.irq_mask);
             return;
         }
         if self.measuring {
@@ -370,16 +383,7 @@ impl<O: Observer> Sim<'_, O> {
         let batch = reaped > 0 && self.queues[q].complete_ns.is_some();
         if !batch {
             self.handler_returned(c, v, reaped);
-        }
-        if budget_left == 0
-            && self.queues[q].qp.cqe_pending()
-            && let Some(id) = self.vectors[v].iop
-        {
-            // Sagi's 2019 nvme irq_poll: disable_irq_nosync() + irq_poll_sched().
-            self.vectors[v].masked = true;
-            if self.cpus[c].irq_poll.sched(id).unwrap_or(false) {
-                self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
-            }
+            self.irq_poll_if_pending(c, v);
         }
         if !self.queues[q].doorbell {
             // idxd: the handler walks the completion records; no head doorbell exists.
@@ -437,7 +441,25 @@ impl<O: Observer> Sim<'_, O> {
         let v = self.cpus[c].irq.vector as usize;
         let reaped = self.cpus[c].irq.reaped;
         self.handler_returned(c, v, reaped);
+        self.irq_poll_if_pending(c, v);
         self.vector_done(c);
+    }
+
+    /// Sagi Grimberg's 2019 nvme irq_poll patch: after reaping at most the budget and
+    /// completing the batch, `if (nvme_cqe_pending(nvmeq)) { disable_irq_nosync(irq);
+    /// irq_poll_sched(&nvmeq->iop); }`: entries that arrived meanwhile go to IRQ_POLL.
+    fn irq_poll_if_pending(&mut self, c: usize, v: usize) {
+        let q = self.vectors[v].queue as usize;
+        let Some(id) = self.vectors[v].iop else {
+            return;
+        };
+        if !self.queues[q].qp.cqe_pending() {
+            return;
+        }
+        self.vectors[v].disabled = true;
+        if self.cpus[c].irq_poll.sched(id).unwrap_or(false) {
+            self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
+        }
     }
 
     /// apic_eoi() then irq_exit(): one step, nothing happens in between.
@@ -589,9 +611,19 @@ impl<O: Observer> Sim<'_, O> {
                     self.cpus[c].soft_phase = SoftPhase::Wakeups { vector, work };
                     return Some(woke * self.costs.wakeup);
                 }
-                self.finish_poll(c, vector as usize, work);
+                let unmask = self.finish_poll(c, vector as usize, work);
+                self.cpus[c].soft_phase = SoftPhase::Begin;
+                if unmask > 0 {
+                    return Some(unmask);
+                }
             }
-            SoftPhase::Wakeups { vector, work } => self.finish_poll(c, vector as usize, work),
+            SoftPhase::Wakeups { vector, work } => {
+                let unmask = self.finish_poll(c, vector as usize, work);
+                self.cpus[c].soft_phase = SoftPhase::Begin;
+                if unmask > 0 {
+                    return Some(unmask);
+                }
+            }
             SoftPhase::Begin => {}
         }
         self.cpus[c].soft_phase = SoftPhase::Begin;
@@ -649,8 +681,9 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// The end of one irq_poll poll call: ring the doorbell for what it reaped, and if it
-    /// did less than its weight, irq_poll_complete() and enable_irq().
-    fn finish_poll(&mut self, c: usize, v: usize, work: u32) {
+    /// did less than its weight, irq_poll_complete() and enable_irq(). Returns the CPU time
+    /// of unmasking the vector, when it had been masked.
+    fn finish_poll(&mut self, c: usize, v: usize, work: u32) -> u64 {
         let q = self.vectors[v].queue as usize;
         // NVMe rang it when the poll began (soft_next); idxd and ib_cq ring after.
         if work > 0 && self.queues[q].complete_ns.is_none() {
@@ -658,14 +691,15 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.moderate(v, work);
         let Some(id) = self.vectors[v].iop else {
-            return;
+            return 0;
         };
         let weight = self.cpus[c].irq_poll.weight(id).unwrap_or(1);
         let completed = work < weight;
         let _ = self.cpus[c].irq_poll.poll_done(id, work, completed);
-        if completed {
-            self.unmask_vector(v);
+        if completed && self.unmask_vector(v) {
+            return self.costs.irq_mask;
         }
+        0
     }
 
     // ---------------------------------------------------------------- reaping
@@ -748,19 +782,6 @@ impl<O: Observer> Sim<'_, O> {
         self.notify(c, LOCAL_TIMER_VECTOR);
     }
 
-    /// scheduler_tick: a thread that used its slice yields to a waiting one; so does a
-    /// thread busy-polling (its vruntime grows while the waiters' does not, so CFS picks
-    /// them at the next tick; the polling loops also stop on need_resched()).
-    fn tick_work(&mut self, c: usize) {
-        let cpu = &mut self.cpus[c];
-        if let Some(t) = cpu.current
-            && !cpu.runq.is_empty()
-            && (self.now - cpu.slice_start >= self.costs.slice || self.threads[t as usize].spinning)
-        {
-            cpu.need_resched = true;
-        }
-    }
-
     pub(crate) fn thread_timer(&mut self, t: usize, epoch: u32) {
         let th = &self.threads[t];
         if th.timer_gen != epoch || th.state != TState::Blocked {
@@ -769,186 +790,6 @@ impl<O: Observer> Sim<'_, O> {
         let c = th.cpu as usize;
         self.cpus[c].hrtimer_wake.push(t as u32);
         self.notify(c, HRTIMER_VECTOR);
-    }
-
-    // ---------------------------------------------------------------- scheduler
-
-    /// Makes thread `t` runnable; `from` is the CPU whose context wakes it (None at start).
-    pub(crate) fn wake_thread(&mut self, t: usize, from: Option<usize>) {
-        let th = &mut self.threads[t];
-        if th.state == TState::Runnable || th.state == TState::Running {
-            return;
-        }
-        th.state = TState::Runnable;
-        let c = th.cpu as usize;
-        let fifo = th.fifo;
-        let cpu = &mut self.cpus[c];
-        if fifo {
-            cpu.runq.push_front(t as u32);
-            cpu.need_resched = true;
-        } else {
-            cpu.runq.push_back(t as u32);
-        }
-        match (cpu.mode, from) {
-            (Mode::Idle, None) => self.resume(c),
-            (Mode::Idle, Some(f)) if f != c => self.send_resched_ipi(c),
-            (Mode::Thread, Some(f)) if f != c && fifo => self.send_resched_ipi(c),
-            _ => {}
-        }
-    }
-
-    fn send_resched_ipi(&mut self, c: usize) {
-        if self.cpus[c].ipi_inflight {
-            return;
-        }
-        self.cpus[c].ipi_inflight = true;
-        let at = self.now + self.costs.ipi;
-        self.q.push(
-            at,
-            Event::Notify {
-                cpu: c as u32,
-                vec: RESCHEDULE_VECTOR,
-            },
-        );
-    }
-
-    /// Back from interrupt context: pending interrupts first, then the scheduler.
-    pub(crate) fn resume(&mut self, c: usize) {
-        if self.irr_pending(c) {
-            self.take_interrupt(c);
-            return;
-        }
-        let cpu = &mut self.cpus[c];
-        if let Some(t) = cpu.current {
-            let th = &self.threads[t as usize];
-            if th.state == TState::Running {
-                let front_fifo = cpu
-                    .runq
-                    .front()
-                    .is_some_and(|&n| self.threads[n as usize].fifo);
-                // handle_softirqs runs with BH disabled: ksoftirqd in the middle of one
-                // is not preempted.
-                let in_bh = matches!(th.kind, ThreadKind::Ksoftirqd(_)) && cpu.softirq.in_softirq();
-                let preempt = cpu.need_resched
-                    && !cpu.runq.is_empty()
-                    && !th.fifo
-                    && !in_bh
-                    && (front_fifo
-                        || th.spinning
-                        || self.now - cpu.slice_start >= self.costs.slice);
-                if !preempt {
-                    cpu.need_resched = false;
-                    cpu.mode = Mode::Thread;
-                    self.run_thread(c, t as usize);
-                    return;
-                }
-                // Involuntary switch: back to the run queue's tail.
-                self.threads[t as usize].state = TState::Runnable;
-                cpu.runq.push_back(t);
-                if let ThreadKind::Job(j) = self.threads[t as usize].kind
-                    && self.measuring
-                {
-                    self.jobs[j as usize].ctx += 1;
-                }
-            }
-            self.cpus[c].current = None;
-        }
-        self.cpus[c].need_resched = false;
-        self.switch_to_next(c);
-    }
-
-    fn switch_to_next(&mut self, c: usize) {
-        let cpu = &mut self.cpus[c];
-        match cpu.runq.pop_front() {
-            Some(n) => {
-                cpu.current = Some(n);
-                cpu.mode = Mode::Switch;
-                cpu.slice_start = self.now;
-                if self.measuring {
-                    cpu.stats.ctx_switches += 1;
-                }
-                self.threads[n as usize].state = TState::Running;
-                let ns = self.costs.ctx_switch.max(1);
-                let kind = match self.threads[n as usize].kind {
-                    ThreadKind::Job(_) => SliceKind::Sys,
-                    ThreadKind::Ksoftirqd(_) => SliceKind::Ksoftirqd,
-                    ThreadKind::IrqThread(_) => SliceKind::IrqThread,
-                };
-                self.step(c, ns, kind);
-            }
-            None => {
-                cpu.current = None;
-                cpu.mode = Mode::Idle;
-                self.set_kind(c, SliceKind::Idle);
-            }
-        }
-    }
-
-    /// Gives CPU `c` to its current thread `t`: resume an interrupted step, keep
-    /// spinning, or ask the thread what to do next.
-    fn run_thread(&mut self, c: usize, t: usize) {
-        self.cpus[c].mode = Mode::Thread;
-        let th = &mut self.threads[t];
-        if th.left > 0 {
-            let (ns, kind) = (th.left, th.step_kind);
-            th.left = 0;
-            self.step(c, ns, kind);
-        } else if th.spinning {
-            self.spin_check(c, t);
-        } else {
-            self.advance_thread(c, t);
-        }
-    }
-
-    fn advance_thread(&mut self, c: usize, t: usize) {
-        let next = match self.threads[t].kind {
-            ThreadKind::Job(j) => self.job_advance(c, j as usize),
-            ThreadKind::Ksoftirqd(_) => self.ksoftirqd_advance(c),
-            ThreadKind::IrqThread(v) => self.irq_thread_advance(c, t, v as usize),
-        };
-        match next {
-            ThreadStep::Run { ns, kind } => {
-                self.threads[t].step_kind = kind;
-                self.step(c, ns.max(1), kind);
-            }
-            ThreadStep::Spin => {
-                self.threads[t].spinning = true;
-                self.spin_check(c, t);
-            }
-            ThreadStep::Block | ThreadStep::Sleep { .. } => {
-                if let ThreadStep::Sleep { ns } = next {
-                    let th = &mut self.threads[t];
-                    th.timer_gen = th.timer_gen.wrapping_add(1);
-                    let epoch = th.timer_gen;
-                    self.q.push(
-                        self.now + ns,
-                        Event::ThreadTimer {
-                            thread: t as u32,
-                            epoch,
-                        },
-                    );
-                }
-                self.threads[t].state = TState::Blocked;
-                if let ThreadKind::Job(j) = self.threads[t].kind
-                    && self.measuring
-                {
-                    self.jobs[j as usize].ctx += 1;
-                }
-                self.cpus[c].current = None;
-                self.resume(c);
-            }
-            ThreadStep::Yield => {
-                self.threads[t].state = TState::Runnable;
-                self.cpus[c].runq.push_back(t as u32);
-                self.cpus[c].current = None;
-                self.resume(c);
-            }
-            ThreadStep::Exit => {
-                self.threads[t].state = TState::Exited;
-                self.cpus[c].current = None;
-                self.resume(c);
-            }
-        }
     }
 
     /// GSIM's hook in handle_irq_event: after the handler, maybe disable the IRQ until the
@@ -965,7 +806,7 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         let before = g.timer_deadline();
         if g.hook(global, now, hardirq_total, v as u32) {
-            self.vectors[v].masked = true;
+            self.vectors[v].disabled = true;
         }
         let after = g.timer_deadline();
         if after != before
@@ -1001,6 +842,7 @@ impl<O: Observer> Sim<'_, O> {
         match g.timer_expired(now) {
             GsimExpiry::Enable(released) => {
                 for r in released {
+                    // (The timer's hardirq time, unmasks included, is not charged.)
                     self.unmask_vector(r.irq as usize);
                 }
             }
@@ -1010,7 +852,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// A spinning poller: look at the queue after one poll iteration if a CQE is there;
     /// otherwise burn sys time until one is posted (the device pokes the spinners).
-    fn spin_check(&mut self, c: usize, t: usize) {
+    pub(crate) fn spin_check(&mut self, c: usize, t: usize) {
         let found = match self.threads[t].kind {
             ThreadKind::Job(j) => {
                 let job = &self.jobs[j as usize];
@@ -1057,7 +899,7 @@ impl<O: Observer> Sim<'_, O> {
     // ---------------------------------------------------------------- kernel threads
 
     /// run_ksoftirqd: handle_softirqs(true) while work is pending, then sleep.
-    fn ksoftirqd_advance(&mut self, c: usize) -> ThreadStep {
+    pub(crate) fn ksoftirqd_advance(&mut self, c: usize) -> ThreadStep {
         let cpu = &mut self.cpus[c];
         let in_invocation = cpu.softirq.in_softirq() && !cpu.soft_active;
         if in_invocation {
@@ -1088,7 +930,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// irq_thread: while RUNTHREAD is set, run nvme_irq as the thread function (poll
     /// every pending CQE, ring the CQ doorbell once, complete the batch), then sleep.
-    fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
+    pub(crate) fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
         let q = self.vectors[v].queue as usize;
         let inline = self.queues[q].complete_ns.is_none();
         if (self.threads[t].completing || inline) && !self.threads[t].reaping.is_empty() {

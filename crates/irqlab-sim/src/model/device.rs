@@ -214,19 +214,28 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
-    /// enable_irq() after irq_poll: an MSI that arrived while masked is sent now.
-    pub(crate) fn unmask_vector(&mut self, v: usize) {
+    /// enable_irq() after irq_poll or GSIM: unmasking lets the device send the message its
+    /// pending bit holds, and an interrupt that found the IRQ disabled is retriggered by
+    /// a self-IPI with the vector (kernel/irq/resend.c check_irq_resend → try_retrigger →
+    /// apic_retrigger_irq), which reaches the local APIC at once.
+    /// Returns whether the vector had been masked (an MSI-X table write to undo).
+    pub(crate) fn unmask_vector(&mut self, v: usize) -> bool {
         let vec = &mut self.vectors[v];
-        vec.masked = false;
+        vec.disabled = false;
+        let was_masked = std::mem::take(&mut vec.masked);
         let q = vec.queue as usize;
         let pending = std::mem::take(&mut vec.mask_pending);
         if std::mem::take(&mut vec.resend_pending) {
-            // kernel/irq/resend.c check_irq_resend: the interrupt that found the IRQ
-            // disabled is injected again; the gate already counts it as outstanding.
-            self.send_msi(v);
-        } else if pending || self.queues[q].qp.cqe_pending() {
+            if self.measuring {
+                vec.resent += 1;
+            }
+            let (c, idt) = (vec.cpu as usize, vec.idt);
+            self.notify(c, idt);
+        }
+        if pending || self.queues[q].qp.cqe_pending() {
             self.gate_raise(v);
         }
+        was_masked
     }
 
     /// One interrupt or poll round of vector `v` reaped `n` CQEs: feed its moderator

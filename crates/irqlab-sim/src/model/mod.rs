@@ -9,6 +9,7 @@ mod delivery;
 mod device;
 mod job;
 mod report;
+mod sched;
 mod state;
 
 pub(crate) use build::build;

@@ -26,6 +26,7 @@ impl<O: Observer> Sim<'_, O> {
             v.completions = 0;
             v.merged = 0;
             v.pended = 0;
+            v.resent = 0;
             v.withheld = 0;
         }
         for q in &mut self.queues {
@@ -154,6 +155,7 @@ impl<O: Observer> Sim<'_, O> {
             ("cqes_posted".to_string(), self.totals.cqes_posted as f64),
             ("msi_merged".to_string(), sum(&|v| v.merged) as f64),
             ("msi_pended".to_string(), sum(&|v| v.pended) as f64),
+            ("irq_resent".to_string(), sum(&|v| v.resent) as f64),
             ("msi_withheld".to_string(), sum(&|v| v.withheld) as f64),
             (
                 "notifications_delivered".to_string(),
@@ -171,6 +173,22 @@ impl<O: Observer> Sim<'_, O> {
             ("cut_short".to_string(), f64::from(u8::from(self.cut_short))),
         ];
         let mut extra = extra;
+        // Over the whole run (the kernel's counters are not reset at the ramp's end).
+        let soft = |f: &dyn Fn(&irqlab_core::softirq::SoftirqCounters) -> u64| {
+            self.cpus
+                .iter()
+                .map(|c| f(&c.softirq.counters()))
+                .sum::<u64>() as f64
+        };
+        extra.push(("softirq_invocations".into(), soft(&|s| s.invocations)));
+        extra.push(("softirq_restarts".into(), soft(&|s| s.restarts)));
+        extra.push((
+            "irq_poll_polls".into(),
+            self.cpus
+                .iter()
+                .map(|c| c.irq_poll.counters().polls)
+                .sum::<u64>() as f64,
+        ));
         for (i, port) in self.ports.iter().enumerate() {
             if port.busy_ns == 0 && port.stalled_ns == 0 {
                 continue;

@@ -37,6 +37,7 @@ pub(crate) struct Costs {
     pub irq_thread: u64,
     pub hrtimer: u64,
     pub moderation_program: u64,
+    pub irq_mask: u64,
     pub usr_io: u64,
     pub remap: u64,
     pub notify: u64,
@@ -85,6 +86,8 @@ pub(crate) enum IrqPhase {
     Primary,
     /// Posted MSI: one handle_pending_pir round.
     PirRound,
+    /// handle_edge_irq found the IRQ disabled: mask_ack_irq masks the MSI-X vector.
+    Mask,
     /// Timer tick work.
     Tick,
     /// hrtimer expiry work.
@@ -167,6 +170,8 @@ pub(crate) struct Cpu {
     /// The thread that owns the CPU (running, spinning, or interrupted).
     pub current: Option<u32>,
     pub runq: VecDeque<u32>,
+    /// The fair class's min_vruntime (kernel/sched/fair.c update_min_vruntime), ns.
+    pub min_vruntime: u64,
     pub need_resched: bool,
     /// When `current` last got the CPU (for the CFS slice at ticks).
     pub slice_start: u64,
@@ -235,6 +240,8 @@ pub(crate) struct Thread {
     pub kind: ThreadKind,
     pub cpu: u32,
     pub state: TState,
+    /// Virtual run time (nice 0: run time itself), ns.
+    pub vruntime: u64,
     /// ns left of the step that was interrupted (0: the step is complete).
     pub left: u64,
     pub step_kind: SliceKind,
@@ -449,7 +456,10 @@ pub(crate) struct Vector {
     pub timer_gen: u32,
     /// A message of this vector waits in the device for a posted-header credit.
     pub msi_held: bool,
-    /// disable_irq_nosync by the irq_poll handler: messages wait in the pending bit.
+    /// disable_irq_nosync() by the irq_poll handler or GSIM: lazy, the vector is masked
+    /// only when its next interrupt arrives (kernel/irq/chip.c handle_edge_irq).
+    pub disabled: bool,
+    /// The MSI-X vector's mask bit: messages wait in its pending bit.
     pub masked: bool,
     pub mask_pending: bool,
     /// A message reached a CPU while the vector was disabled: the kernel marked
@@ -471,6 +481,8 @@ pub(crate) struct Vector {
     pub merged: u64,
     /// Messages that reached a CPU while the vector was disabled (IRQS_PENDING).
     pub pended: u64,
+    /// Interrupts enable_irq retriggered with a self-IPI (no device message).
+    pub resent: u64,
     pub withheld: u64,
 }
 
@@ -553,6 +565,7 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub costs: Costs,
     pub engine: crate::platform::EngineCosts,
     pub policy: Policy,
+    pub scheduler: crate::platform::Scheduler,
     pub posted: bool,
     pub max_loop: u32,
     pub platform_name: String,

@@ -30,12 +30,14 @@ pub enum Metric {
     PmnPerSec,
     /// Context switches of the fio job threads per second (perf sched's count for fio).
     JobCtxPerSec,
+    /// Context switches on every CPU per second (vmstat's `cs`).
+    CtxPerSec,
     /// fio's `cpu` line: the job threads' usr+sys time as a percentage of their runtime,
     /// averaged over the jobs (interrupt time excluded, as with IRQ_TIME_ACCOUNTING).
     JobCpuPct,
 }
 
-pub const ALL: [Metric; 11] = [
+pub const ALL: [Metric; 12] = [
     Metric::Iops,
     Metric::IopsPerDisk,
     Metric::InterruptsPerSec,
@@ -47,6 +49,7 @@ pub const ALL: [Metric; 11] = [
     Metric::PmnPerSec,
     Metric::JobCtxPerSec,
     Metric::JobCpuPct,
+    Metric::CtxPerSec,
 ];
 
 impl Metric {
@@ -63,6 +66,7 @@ impl Metric {
             Metric::PmnPerSec => "pmn_per_sec",
             Metric::JobCtxPerSec => "job_ctx_per_sec",
             Metric::JobCpuPct => "job_cpu_pct",
+            Metric::CtxPerSec => "ctx_per_sec",
         }
     }
 
@@ -115,6 +119,7 @@ impl Metric {
             Metric::MessagesPerSec => per_sec(report.vectors.iter().map(|v| v.messages).sum()),
             Metric::PmnPerSec => per_sec(report.cpus.iter().map(|c| c.pmn).sum()),
             Metric::JobCtxPerSec => per_sec(report.jobs.iter().map(|j| j.ctx).sum()),
+            Metric::CtxPerSec => per_sec(report.cpus.iter().map(|c| c.ctx_switches).sum()),
             Metric::JobCpuPct => {
                 let (cpu, runtime) = report.jobs.iter().fold((0u64, 0u64), |(c, r), j| {
                     (c + j.usr_ns + j.sys_ns, r + j.runtime_ns)

@@ -1,0 +1,350 @@
+//! The per-CPU scheduler (kernel/sched/fair.c, kernel/sched/rt.c): SCHED_FIFO irq threads
+//! run first; job threads and ksoftirqd are SCHED_OTHER, picked by lowest vruntime.
+//!
+//! `cpu.scheduler` chooses the fair class's wake-up rule:
+//! - `cfs` (v2.6.23 to v6.5): a woken thread is placed at most half a latency period
+//!   behind `min_vruntime` (place_entity with GENTLE_FAIR_SLEEPERS) and preempts the
+//!   running one when their vruntimes differ by more than the wake-up granularity
+//!   (check_preempt_wakeup / wakeup_preempt_entity). A thread that keeps running while a
+//!   short sleeper such as ksoftirqd keeps waking is therefore preempted at every wake-up
+//!   once it is a granularity ahead: the 2019 irq_poll context-switch storm.
+//! - `eevdf` (v6.6+, RUN_TO_PARITY): the running thread keeps the CPU until it has used
+//!   its slice, so a wake-up preempts only a thread past its slice.
+//!
+//! Tunables follow the kernel's defaults scaled by `1 + ilog2(min(ncpus, 8))`
+//! (SCHED_TUNABLESCALING_LOG): `cpu.sched_slice_ns` is the scaled min_granularity / base
+//! slice (0.75 ms × 4 = 3 ms); latency is 8 of them (6 ms × 4) and the wake-up granularity
+//! 4/3 (1 ms × 4). Preemption follows CONFIG_PREEMPT_VOLUNTARY: at the return from an
+//! interrupt to user mode or to a spinning poll loop, otherwise when the kernel step ends.
+
+use super::state::*;
+use crate::engine::Event;
+use crate::observer::{Observer, SliceKind};
+use crate::platform::Scheduler;
+
+impl<O: Observer> Sim<'_, O> {
+    /// sysctl_sched_latency: 8 slices (6 ms and 0.75 ms before scaling).
+    fn sched_latency(&self) -> u64 {
+        self.costs.slice * 8
+    }
+
+    /// sysctl_sched_wakeup_granularity: 4/3 of a slice (1 ms and 0.75 ms before scaling).
+    fn wakeup_granularity(&self) -> u64 {
+        self.costs.slice * 4 / 3
+    }
+
+    /// The fair class's min_vruntime on CPU `c`: the smallest vruntime of its running and
+    /// runnable SCHED_OTHER threads, never moving back.
+    fn min_vruntime(&mut self, c: usize) -> u64 {
+        let cpu = &self.cpus[c];
+        let running = cpu
+            .current
+            .map(|t| &self.threads[t as usize])
+            .filter(|th| !th.fifo && th.state == TState::Running)
+            .map(|th| th.vruntime);
+        let queued = cpu
+            .runq
+            .iter()
+            .map(|&t| &self.threads[t as usize])
+            .filter(|th| !th.fifo)
+            .map(|th| th.vruntime)
+            .min();
+        let candidate = match (running, queued) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(cpu.min_vruntime),
+        };
+        let cpu = &mut self.cpus[c];
+        cpu.min_vruntime = cpu.min_vruntime.max(candidate);
+        cpu.min_vruntime
+    }
+
+    /// Makes thread `t` runnable; `from` is the CPU whose context wakes it (None at start).
+    pub(crate) fn wake_thread(&mut self, t: usize, from: Option<usize>) {
+        let th = &self.threads[t];
+        if th.state == TState::Runnable || th.state == TState::Running {
+            return;
+        }
+        let c = th.cpu as usize;
+        let fifo = th.fifo;
+        if !fifo {
+            // place_entity(): a sleeper comes back at most half a latency period behind.
+            let floor = self
+                .min_vruntime(c)
+                .saturating_sub(self.sched_latency() / 2);
+            let th = &mut self.threads[t];
+            th.vruntime = th.vruntime.max(floor);
+        }
+        self.threads[t].state = TState::Runnable;
+        let cpu = &mut self.cpus[c];
+        if fifo {
+            cpu.runq.push_front(t as u32);
+        } else {
+            cpu.runq.push_back(t as u32);
+        }
+        match (self.cpus[c].mode, from) {
+            (Mode::Idle, None) => self.resume(c),
+            (Mode::Idle, Some(f)) if f != c => self.send_resched_ipi(c),
+            (Mode::Idle, _) => {}
+            (mode, _) => {
+                if self.wake_preempts(c, t) {
+                    self.cpus[c].need_resched = true;
+                    if mode == Mode::Thread && from != Some(c) {
+                        self.send_resched_ipi(c);
+                    }
+                }
+            }
+        }
+    }
+
+    /// check_preempt_curr: whether the woken thread `t` should take CPU `c` from the
+    /// thread that owns it.
+    fn wake_preempts(&self, c: usize, t: usize) -> bool {
+        let Some(cur) = self.cpus[c].current else {
+            return false;
+        };
+        let (cur, woken) = (&self.threads[cur as usize], &self.threads[t]);
+        if cur.fifo {
+            return false;
+        }
+        if woken.fifo {
+            return true;
+        }
+        match self.scheduler {
+            Scheduler::Cfs => cur.vruntime > woken.vruntime + self.wakeup_granularity(),
+            Scheduler::Eevdf => self.now - self.cpus[c].slice_start >= self.costs.slice,
+        }
+    }
+
+    fn send_resched_ipi(&mut self, c: usize) {
+        if self.cpus[c].ipi_inflight {
+            return;
+        }
+        self.cpus[c].ipi_inflight = true;
+        let at = self.now + self.costs.ipi;
+        self.q.push(
+            at,
+            Event::Notify {
+                cpu: c as u32,
+                vec: RESCHEDULE_VECTOR,
+            },
+        );
+    }
+
+    /// scheduler_tick → task_tick_fair: a thread that ran its ideal slice, or got that far
+    /// ahead of the leftmost waiter, yields (check_preempt_tick; EEVDF: update_deadline).
+    /// A busy-polling thread yields to any waiter (the polling loops stop on need_resched).
+    pub(crate) fn tick_work(&mut self, c: usize) {
+        let cpu = &self.cpus[c];
+        let Some(t) = cpu.current else {
+            return;
+        };
+        if cpu.runq.is_empty() {
+            return;
+        }
+        let th = &self.threads[t as usize];
+        let ran = self.now - cpu.slice_start;
+        let resched = th.spinning
+            || match self.scheduler {
+                Scheduler::Eevdf => ran >= self.costs.slice,
+                Scheduler::Cfs => {
+                    let nr = cpu.runq.len() as u64 + 1;
+                    let ideal = (self.sched_latency() / nr).max(self.costs.slice);
+                    let leftmost = cpu
+                        .runq
+                        .iter()
+                        .map(|&n| &self.threads[n as usize])
+                        .filter(|n| !n.fifo)
+                        .map(|n| n.vruntime)
+                        .min();
+                    ran > ideal
+                        || (ran >= self.costs.slice
+                            && leftmost.is_some_and(|l| th.vruntime > l + ideal))
+                }
+            };
+        if resched {
+            self.cpus[c].need_resched = true;
+        }
+    }
+
+    /// Whether the owner of CPU `c` can be switched out now (CONFIG_PREEMPT_VOLUNTARY):
+    /// between steps, in user mode, or spinning in a poll loop that checks need_resched;
+    /// not inside a system call or a softirq invocation.
+    fn preemptible(&self, c: usize, t: usize) -> bool {
+        let th = &self.threads[t];
+        if th.fifo {
+            return false;
+        }
+        if matches!(th.kind, ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq() {
+            return false;
+        }
+        th.left == 0 || th.spinning || th.step_kind == SliceKind::Usr
+    }
+
+    /// Back from interrupt context: pending interrupts first, then the scheduler.
+    pub(crate) fn resume(&mut self, c: usize) {
+        if self.irr_pending(c) {
+            self.take_interrupt(c);
+            return;
+        }
+        if let Some(t) = self.cpus[c].current {
+            let t = t as usize;
+            if self.threads[t].state == TState::Running {
+                let cpu = &self.cpus[c];
+                if !(cpu.need_resched && !cpu.runq.is_empty() && self.preemptible(c, t)) {
+                    // A preemption the thread cannot take now waits for its step's end.
+                    if self.cpus[c].runq.is_empty() {
+                        self.cpus[c].need_resched = false;
+                    }
+                    self.cpus[c].mode = Mode::Thread;
+                    self.run_thread(c, t);
+                    return;
+                }
+                self.preempt(c, t);
+            }
+            self.cpus[c].current = None;
+        }
+        self.cpus[c].need_resched = false;
+        self.switch_to_next(c);
+    }
+
+    /// An involuntary switch: the owner goes back to the run queue (perf sched's prev_state
+    /// R), counted as a context switch of its job.
+    fn preempt(&mut self, c: usize, t: usize) {
+        self.threads[t].state = TState::Runnable;
+        self.cpus[c].runq.push_back(t as u32);
+        if let ThreadKind::Job(j) = self.threads[t].kind
+            && self.measuring
+        {
+            self.jobs[j as usize].ctx += 1;
+        }
+    }
+
+    /// The owner of CPU `c` finished a step with a preemption pending: it yields now.
+    /// Returns false when it keeps the CPU.
+    pub(crate) fn preempt_at_step_end(&mut self, c: usize, t: usize) -> bool {
+        let cpu = &self.cpus[c];
+        if !cpu.need_resched || cpu.runq.is_empty() {
+            return false;
+        }
+        let th = &self.threads[t];
+        if th.fifo
+            || (matches!(th.kind, ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq())
+        {
+            return false;
+        }
+        self.preempt(c, t);
+        self.cpus[c].current = None;
+        self.cpus[c].need_resched = false;
+        self.switch_to_next(c);
+        true
+    }
+
+    /// pick_next_task: a SCHED_FIFO thread first, else the lowest vruntime (FIFO among
+    /// equals); idle when nothing is runnable.
+    fn switch_to_next(&mut self, c: usize) {
+        let cpu = &self.cpus[c];
+        let pick = cpu
+            .runq
+            .iter()
+            .position(|&n| self.threads[n as usize].fifo)
+            .or_else(|| {
+                cpu.runq
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|&(i, &n)| (self.threads[n as usize].vruntime, i))
+                    .map(|(i, _)| i)
+            });
+        let Some(n) = pick.and_then(|i| self.cpus[c].runq.remove(i)) else {
+            let cpu = &mut self.cpus[c];
+            cpu.current = None;
+            cpu.mode = Mode::Idle;
+            self.set_kind(c, SliceKind::Idle);
+            return;
+        };
+        let cpu = &mut self.cpus[c];
+        cpu.current = Some(n);
+        cpu.mode = Mode::Switch;
+        cpu.slice_start = self.now;
+        if self.measuring {
+            cpu.stats.ctx_switches += 1;
+        }
+        self.threads[n as usize].state = TState::Running;
+        let ns = self.costs.ctx_switch.max(1);
+        let kind = match self.threads[n as usize].kind {
+            ThreadKind::Job(_) => SliceKind::Sys,
+            ThreadKind::Ksoftirqd(_) => SliceKind::Ksoftirqd,
+            ThreadKind::IrqThread(_) => SliceKind::IrqThread,
+        };
+        self.step(c, ns, kind);
+    }
+
+    /// Gives CPU `c` to its current thread `t`: resume an interrupted step, keep
+    /// spinning, or ask the thread what to do next.
+    pub(crate) fn run_thread(&mut self, c: usize, t: usize) {
+        self.cpus[c].mode = Mode::Thread;
+        let th = &mut self.threads[t];
+        if th.left > 0 {
+            let (ns, kind) = (th.left, th.step_kind);
+            th.left = 0;
+            self.step(c, ns, kind);
+        } else if th.spinning {
+            self.spin_check(c, t);
+        } else {
+            self.advance_thread(c, t);
+        }
+    }
+
+    pub(crate) fn advance_thread(&mut self, c: usize, t: usize) {
+        if self.preempt_at_step_end(c, t) {
+            return;
+        }
+        let next = match self.threads[t].kind {
+            ThreadKind::Job(j) => self.job_advance(c, j as usize),
+            ThreadKind::Ksoftirqd(_) => self.ksoftirqd_advance(c),
+            ThreadKind::IrqThread(v) => self.irq_thread_advance(c, t, v as usize),
+        };
+        match next {
+            ThreadStep::Run { ns, kind } => {
+                self.threads[t].step_kind = kind;
+                self.step(c, ns.max(1), kind);
+            }
+            ThreadStep::Spin => {
+                self.threads[t].spinning = true;
+                self.spin_check(c, t);
+            }
+            ThreadStep::Block | ThreadStep::Sleep { .. } => {
+                if let ThreadStep::Sleep { ns } = next {
+                    let th = &mut self.threads[t];
+                    th.timer_gen = th.timer_gen.wrapping_add(1);
+                    let epoch = th.timer_gen;
+                    self.q.push(
+                        self.now + ns,
+                        Event::ThreadTimer {
+                            thread: t as u32,
+                            epoch,
+                        },
+                    );
+                }
+                self.threads[t].state = TState::Blocked;
+                if let ThreadKind::Job(j) = self.threads[t].kind
+                    && self.measuring
+                {
+                    self.jobs[j as usize].ctx += 1;
+                }
+                self.cpus[c].current = None;
+                self.resume(c);
+            }
+            ThreadStep::Yield => {
+                self.threads[t].state = TState::Runnable;
+                self.cpus[c].runq.push_back(t as u32);
+                self.cpus[c].current = None;
+                self.resume(c);
+            }
+            ThreadStep::Exit => {
+                self.threads[t].state = TState::Exited;
+                self.cpus[c].current = None;
+                self.resume(c);
+            }
+        }
+    }
+}
