@@ -11,8 +11,8 @@ use std::fmt;
 use crate::ModeratorKind;
 use crate::dim::{
     CqPeriodMode, Dim, DimCounters, DimError, DimSample, IRQ_AM_DEFAULT_NR_EVENTS, IrqAm,
-    NET_DIM_DEF_PROFILE_CQE, NetDirection, Profile, RDMA_DIM_PROFILES, RDMA_DIM_START_PROFILE,
-    TuneState,
+    NET_DIM_DEF_PROFILE_CQE, NET_DIM_DEF_PROFILE_EQE, NetDirection, Profile, RDMA_DIM_PROFILES,
+    RDMA_DIM_START_PROFILE, TuneState,
 };
 
 /// "Program level `level` = `profile` into the device, then call [`Moderator::ack`]."
@@ -74,9 +74,11 @@ pub struct Moderator {
 }
 
 impl Moderator {
-    /// Build the moderator for `kind`. `table` replaces the kernel table (net_dim: RX CQE;
-    /// rdma_dim: rdma_dim_prof; irq-am, which had no table of its own: rdma_dim_prof).
-    /// net_dim starts at profile 1 (0 for a one-level table), the others at level 0.
+    /// Build the moderator for `kind`. `table` replaces the kernel table (net_dim: the RX
+    /// table for the device coalescer's period mode, [`crate::nvme::coalesce::PERIOD_MODE`],
+    /// i.e. RX EQE; rdma_dim: rdma_dim_prof; irq-am, which had no table of its own:
+    /// rdma_dim_prof). net_dim starts at profile 1 (0 for a one-level table), the others at
+    /// level 0.
     pub fn new(
         kind: ModeratorKind,
         table: Option<&[Profile]>,
@@ -86,9 +88,13 @@ impl Moderator {
             ModeratorKind::None | ModeratorKind::Gsim => return Ok(None),
             ModeratorKind::NetDim => {
                 let dim = match table {
-                    None => Dim::net(NetDirection::Rx, CqPeriodMode::StartFromCqe),
+                    None => Dim::net(NetDirection::Rx, crate::nvme::coalesce::PERIOD_MODE),
                     Some(t) => {
-                        let start = NET_DIM_DEF_PROFILE_CQE.min(t.len().saturating_sub(1));
+                        let def = match crate::nvme::coalesce::PERIOD_MODE {
+                            CqPeriodMode::StartFromEqe => NET_DIM_DEF_PROFILE_EQE,
+                            CqPeriodMode::StartFromCqe => NET_DIM_DEF_PROFILE_CQE,
+                        };
+                        let start = def.min(t.len().saturating_sub(1));
                         Dim::new(t.to_vec(), start, TuneState::ParkingOnTop).map_err(err)?
                     }
                 };
@@ -112,6 +118,21 @@ impl Moderator {
             engine,
             events: 0,
         }))
+    }
+
+    /// irq-am with a measurement window of `nr_events` events (irq_am_init's argument: the
+    /// RFC leaves it to the consumer); the other moderators keep theirs. A zero window is
+    /// refused.
+    pub fn with_nr_events(mut self, nr_events: u16) -> Result<Moderator, ModeratorError> {
+        if let Engine::IrqAm(am) = &self.engine {
+            let err = |cause| ModeratorError {
+                kind: self.kind,
+                cause,
+            };
+            let am = IrqAm::new(am.levels().to_vec(), nr_events, am.level()).map_err(err)?;
+            self.engine = Engine::IrqAm(am);
+        }
+        Ok(self)
     }
 
     /// One interrupt or poll round at `now_ns` that reaped `completions` CQEs carrying

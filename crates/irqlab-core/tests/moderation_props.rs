@@ -2,9 +2,10 @@
 //! irq_poll never overspends its budget by more than one weight nor loses an instance.
 
 use irqlab_core::ModeratorKind;
-use irqlab_core::dim::{NET_DIM_RX_CQE_PROFILES, Profile, RDMA_DIM_PROFILES};
+use irqlab_core::dim::{CqPeriodMode, NET_DIM_RX_EQE_PROFILES, Profile, RDMA_DIM_PROFILES};
 use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::moderator::{Moderator, is_per_cpu};
+use irqlab_core::nvme::coalesce::PERIOD_MODE;
 use proptest::prelude::*;
 
 #[test]
@@ -16,9 +17,12 @@ fn built_from_the_policy_kind() {
     let net = Moderator::new(ModeratorKind::NetDim, None)
         .unwrap()
         .unwrap();
+    // The device coalescer's timer starts at the first withheld completion (EQE style),
+    // so net_dim programs it from the RX EQE table, as net_dim_get_rx_moderation would.
+    assert_eq!(PERIOD_MODE, CqPeriodMode::StartFromEqe);
     assert_eq!(
         (net.level(), net.levels()),
-        (1, &NET_DIM_RX_CQE_PROFILES[..])
+        (1, &NET_DIM_RX_EQE_PROFILES[..])
     );
     assert_eq!(net.tune_state(), "parking_on_top");
     let rdma = Moderator::new(ModeratorKind::RdmaDim, None)

@@ -108,6 +108,10 @@ pub struct KernelCosts {
     /// table is emulated.
     #[serde(default)]
     pub irq_mask_ns: u64,
+    /// irq-am's measurement window in events (irq_am_init's nr_events, which the 2018 RFC
+    /// leaves to the consumer). Absent: 64, lib/dim's DIM_NEVENTS.
+    #[serde(default = "default_irq_am_nr_events")]
+    pub irq_am_nr_events: u16,
     /// Pre-v6.5 softirq rule ("softirq: Let ksoftirqd do its job", 2016; reverted by
     /// d15121be7485 in v6.5): irq_exit leaves pending softirqs to an awake ksoftirqd.
     #[serde(default)]
@@ -116,6 +120,10 @@ pub struct KernelCosts {
     /// level (the work item runs, then Set Features 08h / modify_cq completes).
     #[serde(default = "default_moderation_program_ns")]
     pub moderation_program_ns: u64,
+}
+
+fn default_irq_am_nr_events() -> u16 {
+    irqlab_core::dim::IRQ_AM_DEFAULT_NR_EVENTS
 }
 
 fn default_moderation_program_ns() -> u64 {

@@ -13,6 +13,12 @@
 //! RDMA CQs take ib_modify_cq(cq, cq_count, cq_period in µs), which is what rdma_dim
 //! programs. [`CoalesceParams::from_usec_count`] models such a device.
 
+/// When the coalescer's aggregation timer starts: at the first completion it withholds,
+/// like lib/dim's DIM_CQ_PERIOD_MODE_START_FROM_EQE (the timer is not restarted by later
+/// completions, as START_FROM_CQE's is). A moderator programming this coalescer uses the
+/// table made for that mode (lib/dim/net_dim.c picks it by cq_period_mode).
+pub const PERIOD_MODE: crate::dim::CqPeriodMode = crate::dim::CqPeriodMode::StartFromEqe;
+
 /// Feature 08h, Interrupt Coalescing, as carried in CDW11.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IrqCoalescing {

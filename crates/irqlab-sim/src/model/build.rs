@@ -460,6 +460,10 @@ pub(crate) fn build<'a, O: Observer>(
                             None
                         };
                         let moderator = Moderator::new(policy.moderator, None)
+                            .and_then(|m| {
+                                m.map(|m| m.with_nr_events(p.kernel.irq_am_nr_events))
+                                    .transpose()
+                            })
                             .map_err(|e| SimError::Config(e.to_string()))?;
                         let mut irq = device_irq(policy, g);
                         if let Some(m) = &moderator {
