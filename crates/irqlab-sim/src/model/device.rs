@@ -290,7 +290,7 @@ impl<O: Observer> Sim<'_, O> {
             return 1;
         }
         let mps = self.ports[dev.port as usize].mps;
-        (self.jobs[rec.job as usize].bs.div_ceil(mps) + 1) as u32
+        (u64::from(rec.bytes).div_ceil(mps) + 1) as u32
     }
 
     #[inline]
@@ -382,7 +382,7 @@ impl<O: Observer> Sim<'_, O> {
                 let tr = self.costs.dma_translate;
                 let bytes = |n: u64| (n as f64 / port.bytes_per_ns) as u64;
                 let data = if rec.read || self.devices[d].writes_data {
-                    port.write_ns + bytes(self.jobs[rec.job as usize].bs) + tr
+                    port.write_ns + bytes(u64::from(rec.bytes)) + tr
                 } else {
                     0
                 };

@@ -6,6 +6,7 @@
 mod build;
 mod cpu;
 mod device;
+mod fio_job;
 mod job;
 mod report;
 mod state;
@@ -38,7 +39,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.window_start > 0 {
             self.q.push(self.window_start, Event::RampEnd);
         } else {
-            self.measuring = true;
+            self.open_window();
         }
         while let Some((t, ev)) = self.q.pop() {
             debug_assert!(t >= self.now, "time went backwards");
@@ -81,6 +82,8 @@ impl<O: Observer> Sim<'_, O> {
             Event::GsimTimer { cpu, epoch } => self.gsim_timer(cpu as usize, epoch),
             Event::ModeratorProgram { vector } => self.moderator_program(vector as usize),
             Event::RampEnd => self.open_window(),
+            Event::JobStart { job } => self.start_job(job as usize),
+            Event::JobRampEnd { job } => self.job_ramp_end(job as usize),
         }
     }
 }
