@@ -36,7 +36,8 @@ pub struct SweepArgs {
     /// product, the first --set varying slowest.
     #[arg(long = "set", value_name = "KEY=VALUES", required = true)]
     pub sets: Vec<String>,
-    /// Seed of every point (unless `seed` is swept).
+    /// Seed of every random stream of every point, the jobs' randseed included (unless
+    /// `seed` is swept).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Metric to plot and print (repeatable; one plot each): iops, iops_per_device,
@@ -285,8 +286,13 @@ impl Plan {
         let jobs = self.jobs_with(&job_opts)?;
         let platform = Platform::from_toml(&self.platform_text, &self.platform_origin, &sets)
             .map_err(|e| e.to_string())?;
-        let report = irqlab_sim::simulate(&jobs, &platform, &policy.policy(), &SimOptions { seed })
-            .map_err(|e| e.to_string())?;
+        let report = irqlab_sim::simulate(
+            &jobs,
+            &platform,
+            &policy.policy(),
+            &SimOptions::overriding(seed),
+        )
+        .map_err(|e| e.to_string())?;
         let devices: std::collections::BTreeSet<&str> = jobs
             .iter()
             .flat_map(|j| j.filenames.iter().map(String::as_str))
