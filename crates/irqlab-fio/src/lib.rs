@@ -20,7 +20,7 @@ mod spec;
 mod values;
 
 pub use error::JobFileError;
-pub use options::no_meaning;
+pub use options::{accepted as accepted_options, no_meaning};
 pub use rate::RateClock;
 pub use spec::{
     BlockSizes, CpusPolicy, IoEngine, JobOption, JobSpec, LogOptions, RateLimit, RateProcess,

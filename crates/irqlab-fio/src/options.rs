@@ -311,6 +311,11 @@ pub fn no_meaning() -> impl Iterator<Item = (&'static str, &'static str)> {
         .map(|d| (d.name, d.no_meaning))
 }
 
+/// Every option irqlab accepts, by fio's name.
+pub fn accepted() -> impl Iterator<Item = &'static str> {
+    OPTIONS.iter().map(|d| d.name)
+}
+
 /// Every accepted option name, for "expected one of ...".
 pub fn all_names() -> String {
     let names: Vec<&str> = OPTIONS.iter().map(|d| d.name).collect();
