@@ -197,9 +197,10 @@ impl<O: Observer> Sim<'_, O> {
             }
             job.waiting_for = job.outstanding;
         } else if job.fio.think_due() {
-            // handle_thinktime: io_u_quiesce, then spin and sleep.
+            // handle_thinktime: io_u_quiesce (reap one or more at a time until nothing
+            // is in flight), then spin and sleep.
             if job.outstanding > 0 {
-                job.waiting_for = job.outstanding;
+                job.waiting_for = 1;
             } else {
                 return self.think(j);
             }
@@ -226,10 +227,11 @@ impl<O: Observer> Sim<'_, O> {
                     });
                 }
                 Err(due) => {
-                    // rate_ddir: ahead of the rate, quiesce (inline submission) and sleep.
+                    // rate_ddir: ahead of the rate, quiesce (inline submission: reap
+                    // one or more at a time until nothing is in flight) and sleep.
                     let job = &mut self.jobs[j];
                     if job.outstanding > 0 {
-                        job.waiting_for = job.outstanding;
+                        job.waiting_for = 1;
                     } else {
                         let until = due.min(job.end.unwrap_or(u64::MAX));
                         job.phase = JobPhase::Pause;
