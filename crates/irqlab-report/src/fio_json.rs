@@ -360,8 +360,8 @@ fn cpu(c: &CpuReport) -> Value {
         "ksoftirqd_wakeups": c.ksoftirqd_wakeups,
         "tick_lateness_ns": {
             "N": t.count(),
-            "p50": t.percentile(50.0),
-            "p99": t.percentile(99.0),
+            "p50": t.percentile(50.0).min(t.max()),
+            "p99": t.percentile(99.0).min(t.max()),
             "max": t.max(),
             "mean": t.mean(),
         },

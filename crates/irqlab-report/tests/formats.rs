@@ -233,7 +233,7 @@ fn text_reads_like_fio() {
     );
     assert!(
         out.contains("  2.01us/49.92us/50.00us\n"),
-        "tick lateness p50/p99 (fio's bucket middles) and the exact max: {out}"
+        "tick lateness p50/p99 (fio's bucket middles, not above the max) and the exact max: {out}"
     );
     has_line(&out, "  events=123456");
     assert!(!out.contains("Measured on this host"));
