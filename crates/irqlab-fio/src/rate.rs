@@ -96,12 +96,12 @@ impl RateClock {
             self.last_usec[d] += gap as u64;
             self.last_usec[d]
         } else if self.fixed_gap[d] {
-            let iops = bps / self.min_bs[d];
-            if iops == 0 {
-                0
-            } else {
-                self.last_usec[d] += 1_000_000 / iops;
-                self.last_usec[d]
+            match 1_000_000u64.checked_div(bps / self.min_bs[d]) {
+                None => 0,
+                Some(gap) => {
+                    self.last_usec[d] += gap;
+                    self.last_usec[d]
+                }
             }
         } else {
             let bytes = self.issued_bytes[d];

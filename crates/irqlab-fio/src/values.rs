@@ -113,10 +113,11 @@ pub fn bssplit(s: &str, kb_base: u64) -> Result<Vec<(u64, u32)>, &'static str> {
     }
     let share = if missing == 1 && entries.len() == 1 {
         100
-    } else if missing > 0 {
-        100u32.saturating_sub(given) / missing
     } else {
-        0
+        100u32
+            .saturating_sub(given)
+            .checked_div(missing)
+            .unwrap_or(0)
     };
     let mut out: Vec<(u64, u32)> = entries
         .into_iter()

@@ -9,6 +9,7 @@ use irqlab_fio::seeds::{self, RAND_BS_READ, RAND_BS_WRITE, RAND_MIX, RAND_START_
 use irqlab_fio::{BlockSizes, JobSpec, RateClock, ThinkTime};
 use irqlab_report::IoStat;
 use irqlab_report::fio_log::{IoLog, LogKind};
+use std::num::NonZeroU64;
 
 /// One I/O the job decided to issue: direction (0 read, 1 write) and size.
 #[derive(Clone, Copy, Debug)]
@@ -44,21 +45,70 @@ pub(crate) fn depth_bucket(depth: u32) -> usize {
     }
 }
 
-/// stat.c __add_samples: bandwidth and IOPS sampled every bwavgtime/iopsavgtime ms since
-/// the epoch (an interval without completions gives no sample), or once per I/O when a
-/// per-I/O log asks for it (interval 0).
+/// stat.c __add_samples for one kind (bandwidth or IOPS): a sample every interval since
+/// the epoch when the interval saw completions, or one per I/O (no interval) when a
+/// per-I/O log asks for it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Periodic {
+    interval_ms: Option<NonZeroU64>,
+    next: u64,
+    /// Bytes (bandwidth) or I/Os (IOPS) done since the epoch, and at the last sample.
+    done: [u64; 2],
+    last: [u64; 2],
+    pub stat: [IoStat; 2],
+}
+
+impl Periodic {
+    fn new(interval_ms: u64) -> Periodic {
+        Periodic {
+            interval_ms: NonZeroU64::new(interval_ms),
+            ..Periodic::default()
+        }
+    }
+
+    fn restart(&mut self, now: u64) {
+        *self = Periodic {
+            interval_ms: self.interval_ms,
+            next: now + self.interval_ms.map_or(0, |m| m.get() * 1_000_000),
+            ..Periodic::default()
+        };
+    }
+
+    /// The intervals that ended by `now`: `rate(delta, ms)` is the sample of each
+    /// direction with work in it (`fixed` is the `bs` column of the log line).
+    fn flush(
+        &mut self,
+        now: u64,
+        epoch: u64,
+        fixed: [u64; 2],
+        mut log: Option<&mut IoLog>,
+        rate: impl Fn(u64, NonZeroU64) -> u64,
+    ) {
+        let Some(ms) = self.interval_ms else { return };
+        while self.next <= now {
+            let at = (self.next - epoch) / 1_000_000;
+            for (d, bs) in fixed.into_iter().enumerate() {
+                let delta = self.done[d] - self.last[d];
+                if delta == 0 {
+                    continue;
+                }
+                let v = rate(delta, ms);
+                self.stat[d].add(v);
+                if let Some(l) = log.as_deref_mut() {
+                    l.add(at, d, v, bs);
+                }
+                self.last[d] = self.done[d];
+            }
+            self.next += ms.get() * 1_000_000;
+        }
+    }
+}
+
+/// Bandwidth in KiB/s and IOPS, as fio samples them.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Sampler {
-    bw_ms: u64,
-    iops_ms: u64,
-    next_bw: u64,
-    next_iops: u64,
-    bytes: [u64; 2],
-    blocks: [u64; 2],
-    bytes_last: [u64; 2],
-    blocks_last: [u64; 2],
-    pub bw: [IoStat; 2],
-    pub iops: [IoStat; 2],
+    pub bw: Periodic,
+    pub iops: Periodic,
 }
 
 /// The job's log files (write_lat_log gives lat, clat and slat).
@@ -217,9 +267,8 @@ impl FioJob {
             submit_calls: 0,
             complete_calls: 0,
             samples: Sampler {
-                bw_ms: spec.bw_avg_ms,
-                iops_ms: spec.iops_avg_ms,
-                ..Sampler::default()
+                bw: Periodic::new(spec.bw_avg_ms),
+                iops: Periodic::new(spec.iops_avg_ms),
             },
             logs,
             description: spec.description.clone(),
@@ -253,11 +302,6 @@ impl FioJob {
         self.complete_hist = [0; 7];
         self.submit_calls = 0;
         self.complete_calls = 0;
-        self.samples = Sampler {
-            bw_ms: self.samples.bw_ms,
-            iops_ms: self.samples.iops_ms,
-            ..Sampler::default()
-        };
         self.samples.restart(now);
     }
 
@@ -332,69 +376,37 @@ impl FioJob {
             s.add(elapsed, d, slat, bytes);
         }
         let sm = &mut self.samples;
-        sm.bytes[d] += bytes;
-        sm.blocks[d] += 1;
+        sm.bw.done[d] += bytes;
+        sm.iops.done[d] += 1;
         // stat.c add_bw_sample / add_iops_sample, with per-I/O logs only.
-        if sm.bw_ms == 0 {
-            let rate = if clat == 0 {
-                0
-            } else {
-                bytes * 1_000_000 / clat
-            };
-            sm.bw[d].add(rate);
+        if sm.bw.interval_ms.is_none() {
+            let rate = (bytes * 1_000_000).checked_div(clat).unwrap_or(0);
+            sm.bw.stat[d].add(rate);
             if let Some(log) = &mut self.logs.bw {
                 log.add(elapsed, d, rate, bytes);
             }
         }
-        if sm.iops_ms == 0 {
-            sm.iops[d].add(1);
+        if sm.iops.interval_ms.is_none() {
+            sm.iops.stat[d].add(1);
             if let Some(log) = &mut self.logs.iops {
                 log.add(elapsed, d, 1, bytes);
             }
         }
     }
 
-    /// The periodic samples whose interval ended by `now`.
+    /// The periodic samples whose interval ended by `now` (KiB/s and I/Os per second).
     pub fn flush_samples(&mut self, now: u64) {
-        let epoch = self.epoch;
-        let fixed = self.fixed_bs;
-        let sm = &mut self.samples;
-        if sm.bw_ms > 0 {
-            while sm.next_bw <= now {
-                let at = (sm.next_bw - epoch) / 1_000_000;
-                for d in 0..2 {
-                    let delta = sm.bytes[d] - sm.bytes_last[d];
-                    if delta == 0 {
-                        continue;
-                    }
-                    let rate = delta * 1000 / sm.bw_ms / 1024;
-                    sm.bw[d].add(rate);
-                    if let Some(log) = &mut self.logs.bw {
-                        log.add(at, d, rate, fixed[d]);
-                    }
-                    sm.bytes_last[d] = sm.bytes[d];
-                }
-                sm.next_bw += sm.bw_ms * 1_000_000;
-            }
-        }
-        if sm.iops_ms > 0 {
-            while sm.next_iops <= now {
-                let at = (sm.next_iops - epoch) / 1_000_000;
-                for d in 0..2 {
-                    let delta = sm.blocks[d] - sm.blocks_last[d];
-                    if delta == 0 {
-                        continue;
-                    }
-                    let rate = delta * 1000 / sm.iops_ms;
-                    sm.iops[d].add(rate);
-                    if let Some(log) = &mut self.logs.iops {
-                        log.add(at, d, rate, fixed[d]);
-                    }
-                    sm.blocks_last[d] = sm.blocks[d];
-                }
-                sm.next_iops += sm.iops_ms * 1_000_000;
-            }
-        }
+        let (epoch, fixed) = (self.epoch, self.fixed_bs);
+        self.samples
+            .bw
+            .flush(now, epoch, fixed, self.logs.bw.as_mut(), |delta, ms| {
+                delta * 1000 / ms / 1024
+            });
+        self.samples
+            .iops
+            .flush(now, epoch, fixed, self.logs.iops.as_mut(), |delta, ms| {
+                delta * 1000 / ms
+            });
     }
 
     /// The job exited at `now`: the intervals that ended, then stat.c finalize_logs.
@@ -426,8 +438,8 @@ impl FioJob {
 
 impl Sampler {
     fn restart(&mut self, now: u64) {
-        self.next_bw = now + self.bw_ms * 1_000_000;
-        self.next_iops = now + self.iops_ms * 1_000_000;
+        self.bw.restart(now);
+        self.iops.restart(now);
     }
 }
 

@@ -84,10 +84,10 @@ impl<O: Observer> Sim<'_, O> {
                 let (read_rt, write_rt) = (rt(&j.read), rt(&j.write));
                 let mut read = dir(&mut j.read, read_rt);
                 let mut write = dir(&mut j.write, write_rt);
-                read.bw_samples = f.samples.bw[0];
-                read.iops_samples = f.samples.iops[0];
-                write.bw_samples = f.samples.bw[1];
-                write.iops_samples = f.samples.iops[1];
+                read.bw_samples = f.samples.bw.stat[0];
+                read.iops_samples = f.samples.iops.stat[0];
+                write.bw_samples = f.samples.bw.stat[1];
+                write.iops_samples = f.samples.iops.stat[1];
                 JobReport {
                     name: j.name.clone(),
                     groupid: j.groupid,
