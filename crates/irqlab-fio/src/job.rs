@@ -4,7 +4,10 @@
 use crate::error::JobFileError;
 use crate::ini::{Entry, Section};
 use crate::options::{self, Ignored, Opt};
-use crate::spec::{CpusPolicy, IoEngine, JobSpec, RwMode};
+use crate::spec::{
+    BlockSizes, CpusPolicy, IoEngine, JobOption, JobSpec, LogOptions, RateLimit, RateProcess,
+    RwMode, ThinkTime,
+};
 use crate::values;
 use std::path::PathBuf;
 
@@ -45,7 +48,26 @@ struct Builder {
     hipri: Option<(PathBuf, usize)>,
     direct: bool,
     group_reporting: bool,
-    options: Vec<(String, String)>,
+    /// `bsrange` (read, write) and `bssplit` (read, write): they win over `bs`.
+    bs_range: [Option<(u64, u64)>; 2],
+    bs_split: [Option<Vec<(u64, u32)>>; 2],
+    bs_unaligned: bool,
+    rate: RateLimit,
+    think_ns: u64,
+    think_spin_ns: u64,
+    think_blocks: u64,
+    think_on_issue: bool,
+    randseed: Option<u64>,
+    randrepeat: bool,
+    startdelay: (u64, u64),
+    stonewall: bool,
+    new_group: bool,
+    description: Option<String>,
+    logs: LogOptions,
+    bw_avg_ms: Option<u64>,
+    iops_avg_ms: Option<u64>,
+    clat_percentiles: bool,
+    options: Vec<JobOption>,
 }
 
 impl Builder {
@@ -76,6 +98,27 @@ impl Builder {
             hipri: None,
             direct: false,
             group_reporting: false,
+            bs_range: [None, None],
+            bs_split: [None, None],
+            bs_unaligned: false,
+            rate: RateLimit::default(),
+            think_ns: 0,
+            think_spin_ns: 0,
+            think_blocks: 1,
+            think_on_issue: false,
+            randseed: None,
+            randrepeat: true,
+            startdelay: (0, 0),
+            stonewall: false,
+            new_group: false,
+            description: None,
+            logs: LogOptions {
+                per_job: true,
+                ..LogOptions::default()
+            },
+            bw_avg_ms: None,
+            iops_avg_ms: None,
+            clat_percentiles: true,
             options: Vec::new(),
         }
     }
@@ -89,20 +132,20 @@ pub fn check_global(section: &Section) -> Result<(), JobFileError> {
     section
         .entries
         .iter()
-        .try_for_each(|e| apply(&mut b, e, kb_base))
+        .try_for_each(|e| apply(&mut b, e, kb_base, true))
 }
 
 /// Builds the job of `section` with `globals` (the [global] sections above it, in order).
 pub fn build(globals: &[&Section], section: &Section) -> Result<JobSpec, JobFileError> {
-    let entries: Vec<&Entry> = globals
+    let entries: Vec<(&Entry, bool)> = globals
         .iter()
-        .flat_map(|g| g.entries.iter())
-        .chain(section.entries.iter())
+        .flat_map(|g| g.entries.iter().map(|e| (e, true)))
+        .chain(section.entries.iter().map(|e| (e, false)))
         .collect();
-    let kb_base = kb_base(entries.iter().copied())?;
+    let kb_base = kb_base(entries.iter().map(|e| e.0))?;
     let mut b = Builder::new(&section.name);
-    for e in &entries {
-        apply(&mut b, e, kb_base)?;
+    for (e, global) in &entries {
+        apply(&mut b, e, kb_base, *global)?;
     }
     finish(b, section)
 }
@@ -120,7 +163,7 @@ fn kb_base<'a>(entries: impl Iterator<Item = &'a Entry>) -> Result<u64, JobFileE
     Ok(base)
 }
 
-fn apply(b: &mut Builder, e: &Entry, kb_base: u64) -> Result<(), JobFileError> {
+fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), JobFileError> {
     let Some(def) = options::find(&e.key) else {
         return Err(unknown(e));
     };
@@ -133,6 +176,12 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64) -> Result<(), JobFileError> {
             | Opt::Direct
             | Opt::Buffered
             | Opt::GroupReporting
+            | Opt::BsUnaligned
+            | Opt::Stonewall
+            | Opt::NewGroup
+            | Opt::WriteLatLog
+            | Opt::WriteBwLog
+            | Opt::WriteIopsLog
             | Opt::Ignored(Ignored::Flag)
     );
     let text = match v {
@@ -162,7 +211,6 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64) -> Result<(), JobFileError> {
         // options.c str_rwmix_read_cb / str_rwmix_write_cb: each sets the other.
         Opt::RwMixRead => b.rwmixread = percent(e, text, kb_base)?,
         Opt::RwMixWrite => b.rwmixread = 100 - percent(e, text, kb_base)?,
-        Opt::Bs => (b.bs_read, b.bs_write) = block_sizes(e, text, kb_base, b.bs_read)?,
         Opt::IoDepth => b.iodepth = count(e, text, kb_base, 1)?,
         Opt::BatchSubmit => b.batch_submit = count(e, text, kb_base, 0)?,
         Opt::BatchCompleteMin => b.complete_min = count(e, text, kb_base, 0)?,
@@ -205,17 +253,181 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64) -> Result<(), JobFileError> {
         Opt::Hipri => {
             b.hipri = flag(e, v)?.then(|| (e.file.clone(), e.line));
         }
-        // fio itself wants direct=1; a bare `direct` is taken as 1 here.
-        Opt::Direct => b.direct = flag(e, v)?,
+        // fio itself wants direct=1; a bare `direct` is taken as 1 here. The model has
+        // no page cache, so buffered I/O is refused.
+        Opt::Direct => {
+            b.direct = flag(e, v)?;
+            if !b.direct {
+                return Err(buffered(e));
+            }
+        }
         // options.c: buffered is `direct` negated.
-        Opt::Buffered => b.direct = !flag(e, v)?,
+        Opt::Buffered => {
+            b.direct = !flag(e, v)?;
+            if !b.direct {
+                return Err(buffered(e));
+            }
+        }
         Opt::GroupReporting => b.group_reporting = flag(e, v)?,
         Opt::KbBase => {}
+        Opt::Rate => {
+            let (r, w) = per_dir(e, text, |s| {
+                values::size(s, kb_base).map_err(|x| bad_value(e, "a rate in bytes/s", x))
+            })?;
+            set_dirs(&mut b.rate.bytes_per_sec, r, w);
+        }
+        Opt::RateIops => {
+            let (r, w) = per_dir(e, text, |s| {
+                values::int(s, kb_base).map_err(|x| bad_value(e, "an IOPS rate", x))
+            })?;
+            set_dirs(&mut b.rate.iops, r, w);
+        }
+        Opt::RateProcess => {
+            b.rate.process = match text {
+                "linear" => RateProcess::Linear,
+                "poisson" => RateProcess::Poisson,
+                _ => return Err(bad_value(e, "a rate process", "linear or poisson")),
+            }
+        }
+        Opt::ThinkTime => b.think_ns = think_time(e, text)?,
+        Opt::ThinkTimeSpin => b.think_spin_ns = think_time(e, text)?,
+        Opt::ThinkTimeBlocks => b.think_blocks = u64::from(count(e, text, kb_base, 1)?),
+        Opt::ThinkTimeBlocksType => {
+            b.think_on_issue = match text {
+                "complete" => false,
+                "issue" => true,
+                _ => return Err(bad_value(e, "a thinktime_blocks_type", "complete or issue")),
+            }
+        }
+        Opt::Bs => {
+            if text.contains('-') {
+                return Err(JobFileError::at(
+                    &e.file,
+                    e.line,
+                    format!(
+                        "{} is a range; fio's bs takes one size per direction",
+                        shown(e)
+                    ),
+                    "bsrange=LOW-HIGH for a range of block sizes (bs=4k-64k would be read as 4k by fio)",
+                ));
+            }
+            (b.bs_read, b.bs_write) = block_sizes(e, text, kb_base, b.bs_read)?;
+        }
+        Opt::BsRange => {
+            let (r, w) = per_dir(e, text, |s| {
+                values::range(s, |x| values::size(x, kb_base))
+                    .map_err(|x| bad_value(e, "a block size range", x))
+                    .and_then(|(lo, hi)| {
+                        if lo == 0 {
+                            Err(out_of_range(e, "block sizes above 0"))
+                        } else {
+                            Ok((lo, hi))
+                        }
+                    })
+            })?;
+            b.bs_range = [r.or(b.bs_range[0]), w.or(b.bs_range[1])];
+        }
+        Opt::BsSplit => {
+            let (r, w) = per_dir(e, text, |s| {
+                values::bssplit(s, kb_base).map_err(|x| bad_value(e, "a block size split", x))
+            })?;
+            b.bs_split = [r.or(b.bs_split[0].take()), w.or(b.bs_split[1].take())];
+        }
+        Opt::BsUnaligned => b.bs_unaligned = flag(e, v)?,
+        Opt::RandSeed => {
+            b.randseed = Some(values::int(text, kb_base).map_err(|x| bad_value(e, "a seed", x))?);
+        }
+        Opt::RandRepeat => {
+            b.randrepeat = values::bool01(text).map_err(|x| bad_value(e, "a boolean", x))?;
+        }
+        Opt::StartDelay => {
+            b.startdelay = if text.contains('-') || text.contains(':') {
+                values::range(text, values::time_ns).map_err(|x| bad_value(e, "a time range", x))?
+            } else {
+                let t = time(e, text)?;
+                (t, t)
+            }
+        }
+        Opt::Stonewall => b.stonewall = flag(e, v)?,
+        Opt::NewGroup => b.new_group = flag(e, v)?,
+        Opt::Description => b.description = Some(text.to_string()),
+        // options.c str_write_*_log_cb: a bare flag uses the job name as the prefix.
+        Opt::WriteLatLog => b.logs.lat = Some(text.to_string()),
+        Opt::WriteBwLog => b.logs.bw = Some(text.to_string()),
+        Opt::WriteIopsLog => b.logs.iops = Some(text.to_string()),
+        Opt::LogAvgMsec => b.logs.avg_msec = u64::from(count(e, text, kb_base, 0)?),
+        Opt::PerJobLogs => {
+            b.logs.per_job = values::bool01(text).map_err(|x| bad_value(e, "a boolean", x))?;
+        }
+        Opt::BwAvgTime => b.bw_avg_ms = Some(u64::from(count(e, text, kb_base, 1)?)),
+        Opt::IopsAvgTime => b.iops_avg_ms = Some(u64::from(count(e, text, kb_base, 1)?)),
+        Opt::ClatPercentiles => {
+            b.clat_percentiles = values::bool01(text).map_err(|x| bad_value(e, "a boolean", x))?;
+        }
         Opt::Ignored(kind) => ignored(e, v, kind, kb_base)?,
     }
-    b.options
-        .push((def.name.to_string(), v.unwrap_or("").to_string()));
+    b.options.push(JobOption {
+        name: def.name.to_string(),
+        value: v.unwrap_or("").to_string(),
+        file: e.file.clone(),
+        line: e.line,
+        global,
+    });
     Ok(())
+}
+
+fn buffered(e: &Entry) -> JobFileError {
+    JobFileError::at(
+        &e.file,
+        e.line,
+        format!(
+            "{} asks for buffered I/O, which irqlab does not model (no page cache)",
+            shown(e)
+        ),
+        "direct=1 (or no direct/buffered option: the model's I/O is always direct)",
+    )
+}
+
+/// `OPT=READ[,WRITE[,TRIM]]` (options.c off1/off2/off3): one value sets both directions;
+/// an empty side keeps what was there.
+fn per_dir<T: Clone>(
+    e: &Entry,
+    text: &str,
+    parse: impl Fn(&str) -> Result<T, JobFileError>,
+) -> Result<(Option<T>, Option<T>), JobFileError> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    if parts.len() > 3 {
+        return Err(bad_value(e, "a value per direction", "VALUE or READ,WRITE"));
+    }
+    let one = |s: &str| -> Result<Option<T>, JobFileError> {
+        if s.is_empty() {
+            Ok(None)
+        } else {
+            parse(s).map(Some)
+        }
+    };
+    let r = one(parts[0])?;
+    let w = match parts.get(1) {
+        Some(p) => one(p)?,
+        None => r.clone(),
+    };
+    if let Some(t) = parts.get(2) {
+        one(t)?;
+    }
+    Ok((r, w))
+}
+
+fn set_dirs(dst: &mut [u64; 2], r: Option<u64>, w: Option<u64>) {
+    if let Some(r) = r {
+        dst[0] = r;
+    }
+    if let Some(w) = w {
+        dst[1] = w;
+    }
+}
+
+fn think_time(e: &Entry, text: &str) -> Result<u64, JobFileError> {
+    values::time_us_default(text).map_err(|x| bad_value(e, "a time", x))
 }
 
 fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
@@ -253,12 +465,54 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         Pattern::ReadWrite => RwMode::ReadWrite { read_pct },
         Pattern::RandRw => RwMode::RandRw { read_pct },
     };
-    // One block size per job: a write-only job uses the write size, any other the read
-    // size (the first of `bs=READ,WRITE`).
+    // bssplit wins over bsrange, which wins over bs (init.c fixup_options fills
+    // min_bs/max_bs from bs only when they are unset).
+    let block_sizes = [0, 1].map(|d| {
+        if let Some(split) = &b.bs_split[d] {
+            BlockSizes::Split(split.clone())
+        } else if let Some((min, max)) = b.bs_range[d] {
+            if min == max {
+                BlockSizes::Fixed(min)
+            } else {
+                BlockSizes::Range { min, max }
+            }
+        } else {
+            BlockSizes::Fixed(if d == 0 { b.bs_read } else { b.bs_write })
+        }
+    });
+    // The smallest size of the direction the job does most: writes for a write-only
+    // job, reads otherwise.
     let bs = if rw.read_pct() == 0 {
-        b.bs_write
+        block_sizes[1].min()
     } else {
-        b.bs_read
+        block_sizes[0].min()
+    };
+    if b.think_spin_ns > b.think_ns && b.think_ns > 0 {
+        return Err(at(
+            format!(
+                "job '{}' spins longer in thinktime_spin than its whole thinktime",
+                section.name
+            ),
+            "thinktime_spin <= thinktime",
+        ));
+    }
+    let thinktime = (b.think_ns > 0).then_some(ThinkTime {
+        ns: b.think_ns,
+        spin_ns: b.think_spin_ns,
+        blocks: b.think_blocks,
+        on_issue: b.think_on_issue,
+    });
+    // init.c: with a bandwidth or IOPS log and no bwavgtime/iopsavgtime of its own,
+    // the sample interval is log_avg_msec (0: one sample per I/O).
+    let bw_avg_ms = match (b.bw_avg_ms, &b.logs.bw) {
+        (Some(ms), _) => ms,
+        (None, Some(_)) => b.logs.avg_msec,
+        (None, None) => 500,
+    };
+    let iops_avg_ms = match (b.iops_avg_ms, &b.logs.iops) {
+        (Some(ms), _) => ms,
+        (None, Some(_)) => b.logs.avg_msec,
+        (None, None) => 500,
     };
     // The HOWTO: iodepth has no effect on synchronous engines; JobSpec pins it to 1.
     let iodepth = if b.ioengine.is_sync() { 1 } else { b.iodepth };
@@ -287,6 +541,8 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         ioengine: b.ioengine,
         rw,
         bs,
+        block_sizes,
+        bs_unaligned: b.bs_unaligned,
         iodepth,
         iodepth_batch_submit: batch_submit,
         iodepth_batch_complete_min: complete_min,
@@ -303,6 +559,21 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         hipri: b.hipri.is_some(),
         direct: b.direct,
         group_reporting: b.group_reporting,
+        rate: b.rate,
+        thinktime,
+        randseed: b.randseed,
+        // init.c: "If randseed is set, that overrides randrepeat".
+        randrepeat: b.randrepeat && b.randseed.is_none(),
+        startdelay_ns: b.startdelay,
+        stonewall: b.stonewall,
+        new_group: b.new_group,
+        description: b.description,
+        logs: b.logs,
+        bw_avg_ms,
+        iops_avg_ms,
+        bw_avg_set: b.bw_avg_ms.is_some(),
+        iops_avg_set: b.iops_avg_ms.is_some(),
+        clat_percentiles: b.clat_percentiles,
         options: b.options,
     })
 }
@@ -417,7 +688,6 @@ fn ignored(e: &Entry, v: Option<&str>, kind: Ignored, kb_base: u64) -> Result<()
         Ignored::Bool => values::bool01(v.unwrap_or(""))
             .map(drop)
             .map_err(|x| bad_value(e, "a boolean", x)),
-        Ignored::Text => Ok(()),
         Ignored::Int => values::int(v.unwrap_or(""), kb_base)
             .map(drop)
             .map_err(|x| bad_value(e, "a number", x)),

@@ -1,5 +1,6 @@
-//! The fio options irqlab understands, the ones it accepts and ignores, and the
-//! ones it refuses with a reason.
+//! The fio options irqlab understands, the ones it accepts because they have no
+//! meaning in the model (each with the reason, listed in the README), and the ones it
+//! refuses with a reason.
 
 /// What an option sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,19 +30,43 @@ pub enum Opt {
     Buffered,
     GroupReporting,
     KbBase,
-    /// Accepted, checked for a well-formed value, and otherwise ignored.
+    Rate,
+    RateIops,
+    RateProcess,
+    ThinkTime,
+    ThinkTimeSpin,
+    ThinkTimeBlocks,
+    ThinkTimeBlocksType,
+    BsRange,
+    BsSplit,
+    BsUnaligned,
+    RandSeed,
+    RandRepeat,
+    StartDelay,
+    Stonewall,
+    NewGroup,
+    Description,
+    WriteLatLog,
+    WriteBwLog,
+    WriteIopsLog,
+    LogAvgMsec,
+    PerJobLogs,
+    BwAvgTime,
+    IopsAvgTime,
+    ClatPercentiles,
+    /// Accepted and checked for a well-formed value; it changes nothing the model has
+    /// (the reason is in [`OptDef::no_meaning`] and the README).
     Ignored(Ignored),
 }
 
-/// The value an ignored option must still have, so typos in values are caught.
+/// The value an option without meaning in the model must still have, so typos in
+/// values are caught.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ignored {
     /// FIO_OPT_STR_SET: bare, 0 or 1.
     Flag,
     /// FIO_OPT_BOOL: 0 or 1.
     Bool,
-    /// Any non-empty text.
-    Text,
     /// A whole number (size suffixes allowed, as fio's FIO_OPT_INT).
     Int,
     /// One of these words.
@@ -53,10 +78,32 @@ pub struct OptDef {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
     pub opt: Opt,
+    /// For [`Opt::Ignored`]: why the option has no meaning in the model.
+    pub no_meaning: &'static str,
 }
 
 const fn def(name: &'static str, aliases: &'static [&'static str], opt: Opt) -> OptDef {
-    OptDef { name, aliases, opt }
+    OptDef {
+        name,
+        aliases,
+        opt,
+        no_meaning: "",
+    }
+}
+
+/// An option accepted because it has no meaning in the model, with the reason.
+const fn inert(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    kind: Ignored,
+    why: &'static str,
+) -> OptDef {
+    OptDef {
+        name,
+        aliases,
+        opt: Opt::Ignored(kind),
+        no_meaning: why,
+    }
 }
 
 /// Names and aliases as in fio's options.c.
@@ -90,36 +137,92 @@ pub const OPTIONS: &[OptDef] = &[
     def("buffered", &[], Opt::Buffered),
     def("group_reporting", &[], Opt::GroupReporting),
     def("kb_base", &[], Opt::KbBase),
-    // Accepted and ignored: they change data patterns, file handling or reporting
-    // layout, not the completion path irqlab models.
-    def("description", &[], Opt::Ignored(Ignored::Text)),
-    def("thread", &[], Opt::Ignored(Ignored::Flag)),
-    def("norandommap", &[], Opt::Ignored(Ignored::Flag)),
-    def(
-        "randrepeat",
-        &["allrandrepeat"],
-        Opt::Ignored(Ignored::Bool),
+    def("rate", &[], Opt::Rate),
+    def("rate_iops", &[], Opt::RateIops),
+    def("rate_process", &[], Opt::RateProcess),
+    def("thinktime", &[], Opt::ThinkTime),
+    def("thinktime_spin", &[], Opt::ThinkTimeSpin),
+    def("thinktime_blocks", &[], Opt::ThinkTimeBlocks),
+    def("thinktime_blocks_type", &[], Opt::ThinkTimeBlocksType),
+    def("bsrange", &["blocksize_range"], Opt::BsRange),
+    def("bssplit", &[], Opt::BsSplit),
+    def("bs_unaligned", &["blocksize_unaligned"], Opt::BsUnaligned),
+    def("randseed", &[], Opt::RandSeed),
+    def("randrepeat", &["allrandrepeat"], Opt::RandRepeat),
+    def("startdelay", &[], Opt::StartDelay),
+    def("stonewall", &["wait_for_previous"], Opt::Stonewall),
+    def("new_group", &[], Opt::NewGroup),
+    def("description", &[], Opt::Description),
+    def("write_lat_log", &[], Opt::WriteLatLog),
+    def("write_bw_log", &[], Opt::WriteBwLog),
+    def("write_iops_log", &[], Opt::WriteIopsLog),
+    def("log_avg_msec", &[], Opt::LogAvgMsec),
+    def("per_job_logs", &[], Opt::PerJobLogs),
+    def("bwavgtime", &[], Opt::BwAvgTime),
+    def("iopsavgtime", &[], Opt::IopsAvgTime),
+    def("clat_percentiles", &[], Opt::ClatPercentiles),
+    // No meaning in the model: they change data contents, file handling or the
+    // addresses of I/Os, none of which the completion path depends on here.
+    inert(
+        "thread",
+        &[],
+        Ignored::Flag,
+        "threads and processes are the same kind of task to the model's scheduler",
     ),
-    def("randseed", &[], Opt::Ignored(Ignored::Int)),
-    def(
+    inert(
+        "norandommap",
+        &[],
+        Ignored::Flag,
+        "offsets are not modelled: service times do not depend on the LBA",
+    ),
+    inert(
         "random_generator",
         &[],
-        Opt::Ignored(Ignored::Choice(&["tausworthe", "lfsr", "tausworthe64"])),
+        Ignored::Choice(&["tausworthe", "lfsr", "tausworthe64"]),
+        "the model draws from its own seeded generator (randseed still seeds it)",
     ),
-    def("refill_buffers", &[], Opt::Ignored(Ignored::Flag)),
-    def("scramble_buffers", &[], Opt::Ignored(Ignored::Bool)),
-    def("invalidate", &[], Opt::Ignored(Ignored::Bool)),
-    def(
-        "stonewall",
-        &["wait_for_previous"],
-        Opt::Ignored(Ignored::Flag),
+    inert(
+        "refill_buffers",
+        &[],
+        Ignored::Flag,
+        "buffer contents are not modelled",
     ),
-    def("new_group", &[], Opt::Ignored(Ignored::Flag)),
-    def("fixedbufs", &[], Opt::Ignored(Ignored::Flag)),
-    def("registerfiles", &[], Opt::Ignored(Ignored::Flag)),
-    def("nonvectored", &[], Opt::Ignored(Ignored::Int)),
-    def("offset", &[], Opt::Ignored(Ignored::Int)),
-    def("clat_percentiles", &[], Opt::Ignored(Ignored::Bool)),
+    inert(
+        "scramble_buffers",
+        &[],
+        Ignored::Bool,
+        "buffer contents are not modelled",
+    ),
+    inert(
+        "invalidate",
+        &[],
+        Ignored::Bool,
+        "there is no page cache in the model (every I/O is direct)",
+    ),
+    inert(
+        "fixedbufs",
+        &[],
+        Ignored::Flag,
+        "the engine's per-I/O costs come from the platform file (engine.io_uring.*): set them for the buffer setup you measured",
+    ),
+    inert(
+        "registerfiles",
+        &[],
+        Ignored::Flag,
+        "the engine's per-I/O costs come from the platform file (engine.io_uring.*): set them for the file setup you measured",
+    ),
+    inert(
+        "nonvectored",
+        &[],
+        Ignored::Int,
+        "the engine's per-I/O costs come from the platform file (engine.io_uring.*)",
+    ),
+    inert(
+        "offset",
+        &[],
+        Ignored::Int,
+        "offsets are not modelled: service times do not depend on the LBA",
+    ),
 ];
 
 /// Real fio options that irqlab refuses, with the reason.
@@ -133,11 +236,42 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "the io_uring SQPOLL thread is not modelled",
     ),
     ("cpumask", "use cpus_allowed"),
-    ("bsrange", "irqlab models one block size per job"),
-    ("bssplit", "irqlab models one block size per job"),
-    ("rate", "rate limits are not modelled"),
-    ("rate_iops", "rate limits are not modelled"),
-    ("thinktime", "think time is not modelled"),
+    (
+        "rate_min",
+        "minimum-rate checks that end a job are not modelled",
+    ),
+    (
+        "ratemin",
+        "minimum-rate checks that end a job are not modelled",
+    ),
+    (
+        "rate_iops_min",
+        "minimum-rate checks that end a job are not modelled",
+    ),
+    ("rate_cycle", "minimum-rate checks are not modelled"),
+    ("ratecycle", "minimum-rate checks are not modelled"),
+    (
+        "rate_ignore_thinktime",
+        "the rate clock always counts think time",
+    ),
+    (
+        "thinktime_iotime",
+        "think time comes from thinktime_blocks only",
+    ),
+    ("thinkcycles", "use thinktime_spin"),
+    ("log_offset", "offsets are not modelled"),
+    ("log_prio", "I/O priorities are not modelled"),
+    ("log_max_value", "logs hold window averages"),
+    ("log_issue_time", "logs hold completion times"),
+    ("write_hist_log", "histogram logs are not written"),
+    ("log_hist_msec", "histogram logs are not written"),
+    ("log_compression", "logs are written uncompressed"),
+    ("log_store_compressed", "logs are written uncompressed"),
+    ("slat_percentiles", "reports give clat percentiles"),
+    ("disable_lat", "latencies are always recorded"),
+    ("disable_clat", "latencies are always recorded"),
+    ("disable_slat", "latencies are always recorded"),
+    ("disable_bw_measurement", "bandwidth is always recorded"),
     ("iodepth_low", "irqlab refills the queue to iodepth at once"),
     ("verify", "data verification is not modelled"),
     (
@@ -167,6 +301,19 @@ pub fn unsupported_reason(key: &str) -> Option<&'static str> {
         .iter()
         .find(|(name, _)| *name == key)
         .map(|(_, why)| *why)
+}
+
+/// The options accepted because they have no meaning in the model, with the reason.
+pub fn no_meaning() -> impl Iterator<Item = (&'static str, &'static str)> {
+    OPTIONS
+        .iter()
+        .filter(|d| matches!(d.opt, Opt::Ignored(_)))
+        .map(|d| (d.name, d.no_meaning))
+}
+
+/// Every option irqlab accepts, by fio's name.
+pub fn accepted() -> impl Iterator<Item = &'static str> {
+    OPTIONS.iter().map(|d| d.name)
 }
 
 /// Every accepted option name, for "expected one of ...".

@@ -78,6 +78,73 @@ pub enum CpusPolicy {
     Split,
 }
 
+/// One option as the job file wrote it: fio's name, the value (empty for a bare flag),
+/// where it was written, and whether a `[global]` section set it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobOption {
+    pub name: String,
+    pub value: String,
+    pub file: PathBuf,
+    pub line: usize,
+    pub global: bool,
+}
+
+/// Block sizes of one direction (fio's min_bs/max_bs and bssplit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlockSizes {
+    /// `bs=4k`.
+    Fixed(u64),
+    /// `bsrange=4k-64k`: io_u.c get_next_buflen draws `min + max * r` aligned to min.
+    Range { min: u64, max: u64 },
+    /// `bssplit=4k/10:64k/90`: (size, percent) sorted by percent as options.c does.
+    Split(Vec<(u64, u32)>),
+}
+
+/// fio's `rate_process=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RateProcess {
+    #[default]
+    Linear,
+    Poisson,
+}
+
+/// `rate=`/`rate_iops=` (index 0 reads, 1 writes; 0 means no limit) and `rate_process`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct RateLimit {
+    pub bytes_per_sec: [u64; 2],
+    pub iops: [u64; 2],
+    pub process: RateProcess,
+}
+
+impl RateLimit {
+    pub fn is_set(&self) -> bool {
+        self.bytes_per_sec.iter().chain(&self.iops).any(|&v| v > 0)
+    }
+}
+
+/// `thinktime=` with its spin part and how many blocks between stalls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThinkTime {
+    pub ns: u64,
+    pub spin_ns: u64,
+    pub blocks: u64,
+    /// `thinktime_blocks_type=issue`: count issued blocks, not completed ones.
+    pub on_issue: bool,
+}
+
+/// `write_lat_log`/`write_bw_log`/`write_iops_log` prefixes (the job name when bare) and
+/// how their samples are averaged.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct LogOptions {
+    pub lat: Option<String>,
+    pub bw: Option<String>,
+    pub iops: Option<String>,
+    /// `log_avg_msec` (0: one entry per I/O).
+    pub avg_msec: u64,
+    /// `per_job_logs` (default 1): file names carry the job number.
+    pub per_job: bool,
+}
+
 /// One job after `[global]` sections above it were applied. `numjobs` is not expanded:
 /// engines clone the job themselves (see [`JobSpec::clone_cpus`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -89,8 +156,13 @@ pub struct JobSpec {
     pub line: usize,
     pub ioengine: IoEngine,
     pub rw: RwMode,
-    /// Block size in bytes (`bs=4k` gives 4096).
+    /// Block size in bytes (`bs=4k` gives 4096): the smallest size of the direction the
+    /// job does most (reads unless it only writes).
     pub bs: u64,
+    /// Block sizes of reads and writes (`bs=R,W`, `bsrange`, `bssplit`).
+    pub block_sizes: [BlockSizes; 2],
+    /// `bs_unaligned`: drawn sizes are not rounded to the smallest size.
+    pub bs_unaligned: bool,
     /// I/Os kept in flight; forced to 1 for synchronous engines.
     pub iodepth: u32,
     /// I/Os submitted per submit call (`iodepth_batch_submit`; 0 in the file means iodepth).
@@ -120,9 +192,35 @@ pub struct JobSpec {
     pub hipri: bool,
     pub direct: bool,
     pub group_reporting: bool,
+    pub rate: RateLimit,
+    pub thinktime: Option<ThinkTime>,
+    /// `randseed`, if given (it overrides `randrepeat`, as in fio's init.c).
+    pub randseed: Option<u64>,
+    /// `randrepeat` (default 1): seeds repeat from run to run.
+    pub randrepeat: bool,
+    /// `startdelay` in ns; a range `startdelay=1s-2s` gives (low, high).
+    pub startdelay_ns: (u64, u64),
+    /// `stonewall`: wait for every job above to finish, and start a new reporting group.
+    pub stonewall: bool,
+    /// `new_group`: start a new reporting group (jobs still run together).
+    pub new_group: bool,
+    /// `description`, shown as `desc` in JSON.
+    pub description: Option<String>,
+    pub logs: LogOptions,
+    /// `bwavgtime` and `iopsavgtime` in ms (fio's default 500): the bandwidth and IOPS
+    /// sample interval.
+    pub bw_avg_ms: u64,
+    pub iops_avg_ms: u64,
+    /// Whether `bwavgtime`/`iopsavgtime` were written (init.c compares them with
+    /// log_avg_msec only then).
+    pub bw_avg_set: bool,
+    pub iops_avg_set: bool,
+    /// `clat_percentiles` (default 1).
+    pub clat_percentiles: bool,
     /// Every option as written (globals first, then the job's own), values as strings,
-    /// bare flags with an empty value; fio's JSON "job options" is made from this.
-    pub options: Vec<(String, String)>,
+    /// bare flags with an empty value; fio's JSON "job options" and "global options" are
+    /// made from this.
+    pub options: Vec<JobOption>,
 }
 
 impl JobSpec {
@@ -147,5 +245,120 @@ impl JobSpec {
     /// How long the job runs in ns including ramp time, if bounded by time.
     pub fn total_time_ns(&self) -> Option<u64> {
         self.runtime_ns.map(|r| r + self.ramp_time_ns)
+    }
+
+    /// The job section's own options (fio's JSON "job options").
+    pub fn job_options(&self) -> Vec<(String, String)> {
+        self.pairs(false)
+    }
+
+    /// The options its `[global]` sections set (fio's JSON "global options").
+    pub fn global_options(&self) -> Vec<(String, String)> {
+        self.pairs(true)
+    }
+
+    fn pairs(&self, global: bool) -> Vec<(String, String)> {
+        self.options
+            .iter()
+            .filter(|o| o.global == global)
+            .map(|o| (o.name.clone(), o.value.clone()))
+            .collect()
+    }
+
+    /// Where an option was last written, for errors about it (None: not written).
+    pub fn option(&self, name: &str) -> Option<&JobOption> {
+        self.options.iter().rev().find(|o| o.name == name)
+    }
+
+    /// Whether the block size of any direction varies from I/O to I/O.
+    pub fn variable_bs(&self) -> bool {
+        self.block_sizes
+            .iter()
+            .any(|b| !matches!(b, BlockSizes::Fixed(_)))
+    }
+}
+
+impl BlockSizes {
+    /// fio's min_bs.
+    pub fn min(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { min, .. } => *min,
+            BlockSizes::Split(v) => v.iter().map(|e| e.0).min().unwrap_or(0),
+        }
+    }
+
+    /// fio's max_bs.
+    pub fn max(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { max, .. } => *max,
+            BlockSizes::Split(v) => v.iter().map(|e| e.0).max().unwrap_or(0),
+        }
+    }
+
+    /// io_u.c get_next_buflen: the size of the next I/O from one 32-bit draw `r` of the
+    /// job's bs stream (fio's default generator is 32 bits wide).
+    pub fn pick(&self, r: u32, unaligned: bool) -> u64 {
+        const FRAND_MAX: u64 = u32::MAX as u64;
+        let (minbs, maxbs) = (self.min(), self.max());
+        let mut buflen = match self {
+            BlockSizes::Fixed(b) => return *b,
+            BlockSizes::Range { min, max } => {
+                min + (*max as f64 * (f64::from(r) / (FRAND_MAX as f64 + 1.0))) as u64
+            }
+            BlockSizes::Split(entries) => {
+                let mut perc = 0u64;
+                let mut len = 0;
+                for &(bs, p) in entries {
+                    if p == 0 {
+                        continue;
+                    }
+                    len = bs;
+                    perc += u64::from(p);
+                    if u64::from(r) / perc <= FRAND_MAX / 100 {
+                        break;
+                    }
+                }
+                len
+            }
+        };
+        if !unaligned {
+            if minbs.is_power_of_two() {
+                buflen &= !(minbs - 1);
+            } else {
+                buflen -= buflen % minbs;
+            }
+        }
+        buflen.min(maxbs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buflen_follows_get_next_buflen() {
+        let r = BlockSizes::Range {
+            min: 4096,
+            max: 65536,
+        };
+        assert_eq!(r.pick(0, false), 4096);
+        // min + max * r/2^32, aligned down to min, capped at max.
+        assert_eq!(r.pick(1 << 31, false), 4096 + 32768);
+        assert_eq!(r.pick(u32::MAX, false), 65536);
+        assert_eq!(r.pick(100_000, true), 4096 + 1);
+        let s = BlockSizes::Split(vec![(4096, 10), (65536, 90)]);
+        // r / perc <= max / 100: the first 10% of draws take 4k.
+        assert_eq!(s.pick(0, false), 4096);
+        assert_eq!(s.pick(u32::MAX / 100 * 10, false), 4096);
+        assert_eq!(s.pick(u32::MAX / 100 * 11, false), 65536);
+        let n = 100_000u64;
+        let small = (0..n)
+            .filter(|i| s.pick((i * (u32::MAX as u64 / n)) as u32, false) == 4096)
+            .count();
+        assert!((9_900..=10_100).contains(&small), "{small}");
+        assert_eq!(BlockSizes::Fixed(512).pick(7, false), 512);
     }
 }

@@ -54,6 +54,79 @@ pub fn time_ns(s: &str) -> Result<u64, &'static str> {
     n.checked_mul(mult).ok_or("a duration below 584 years")
 }
 
+/// A duration in ns for options whose bare numbers are µs (parse.c check_str_time with
+/// is_seconds unset: thinktime, thinktime_spin).
+pub fn time_us_default(s: &str) -> Result<u64, &'static str> {
+    let (n, suffix) = split_number(s).ok_or(TIME_US_EXPECTED)?;
+    if suffix.is_empty() {
+        return n.checked_mul(1_000).ok_or("a duration below 584 years");
+    }
+    time_ns(s).map_err(|_| TIME_US_EXPECTED)
+}
+
+pub const TIME_US_EXPECTED: &str =
+    "a whole number with an optional d/h/m/s/ms/us suffix (e.g. 100us; bare numbers are µs)";
+
+/// parse.c FIO_OPT_RANGE: `LOW-HIGH` or `LOW:HIGH`, swapped when given high first.
+pub fn range<T: PartialOrd>(
+    s: &str,
+    one: impl Fn(&str) -> Result<T, &'static str>,
+) -> Result<(T, T), &'static str> {
+    let (a, b) = s
+        .split_once(['-', ':'])
+        .ok_or("a range LOW-HIGH (e.g. 4k-64k)")?;
+    let (a, b) = (one(a.trim())?, one(b.trim())?);
+    Ok(if a > b { (b, a) } else { (a, b) })
+}
+
+/// options.c split_parse_ddir for bssplit: `SIZE/PERCENT:SIZE/PERCENT...`; entries
+/// without a percent share what is left (bssplit_ddir), and the list is sorted by
+/// percent (bs_cmp).
+pub fn bssplit(s: &str, kb_base: u64) -> Result<Vec<(u64, u32)>, &'static str> {
+    const EXPECTED: &str = "SIZE/PERCENT entries joined by ':' (e.g. 4k/10:64k/90)";
+    let mut entries: Vec<(u64, Option<u32>)> = Vec::new();
+    for part in s.split(':') {
+        if part.is_empty() {
+            break;
+        }
+        let (bs, perc) = match part.split_once('/') {
+            Some((b, p)) => {
+                let p: u32 = p.trim().parse().map_err(|_| EXPECTED)?;
+                // atoi: above 100 is 100; 0 counts as missing.
+                (b, (p > 0).then_some(p.min(100)))
+            }
+            None => (part, None),
+        };
+        let bs = size(bs.trim(), kb_base).map_err(|_| EXPECTED)?;
+        if bs == 0 {
+            return Err("block sizes above 0");
+        }
+        entries.push((bs, perc));
+    }
+    if entries.is_empty() {
+        return Err(EXPECTED);
+    }
+    let given: u32 = entries.iter().filter_map(|e| e.1).sum();
+    let missing = entries.iter().filter(|e| e.1.is_none()).count() as u32;
+    if given > 100 && missing > 1 {
+        return Err("percentages that add up to at most 100");
+    }
+    let share = if missing == 1 && entries.len() == 1 {
+        100
+    } else {
+        100u32
+            .saturating_sub(given)
+            .checked_div(missing)
+            .unwrap_or(0)
+    };
+    let mut out: Vec<(u64, u32)> = entries
+        .into_iter()
+        .map(|(b, p)| (b, p.unwrap_or(share)))
+        .collect();
+    out.sort_by_key(|e| e.1);
+    Ok(out)
+}
+
 /// parse.c check_int: fio's booleans are the integers 0 and 1 (not true/false).
 pub fn bool01(s: &str) -> Result<bool, &'static str> {
     match s {
@@ -206,6 +279,32 @@ mod tests {
         assert_eq!(file_list("/dev/a:/dev/b"), vec!["/dev/a", "/dev/b"]);
         assert_eq!(file_list(r"a\:b:c"), vec!["a:b", "c"]);
         assert_eq!(file_list("a::b:"), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn think_times_default_to_microseconds() {
+        assert_eq!(time_us_default("100"), Ok(100_000));
+        assert_eq!(time_us_default("2ms"), Ok(2_000_000));
+        assert!(time_us_default("x").is_err());
+    }
+
+    #[test]
+    fn ranges_and_splits() {
+        assert_eq!(range("64k-4k", |s| size(s, 1024)), Ok((4096, 65536)));
+        assert_eq!(range("1k:2k", |s| size(s, 1024)), Ok((1024, 2048)));
+        assert!(range("4k", |s| size(s, 1024)).is_err());
+        assert_eq!(
+            bssplit("64k/90:4k/10", 1024),
+            Ok(vec![(4096, 10), (65536, 90)])
+        );
+        // Entries without a percent share the rest.
+        assert_eq!(
+            bssplit("4k/50:8k:16k", 1024),
+            Ok(vec![(8192, 25), (16384, 25), (4096, 50)])
+        );
+        assert_eq!(bssplit("4k", 1024), Ok(vec![(4096, 100)]));
+        assert!(bssplit("4k/60:8k:16k/60:1k", 1024).is_err());
+        assert!(bssplit("4q/10", 1024).is_err());
     }
 
     #[test]

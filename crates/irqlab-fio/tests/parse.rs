@@ -80,9 +80,14 @@ fn realistic_file() {
     assert_eq!(a.size, None);
     assert_eq!(a.number_ios, None);
     // Globals first, then the job's own, fio's option names, bare flags empty.
-    assert_eq!(a.options[0], ("ioengine".into(), "io_uring".into()));
-    assert!(a.options.contains(&("time_based".into(), String::new())));
-    assert_eq!(a.options.last(), Some(&("hipri".into(), String::new())));
+    let globals = a.global_options();
+    assert_eq!(globals[0], ("ioengine".into(), "io_uring".into()));
+    assert!(globals.contains(&("time_based".into(), String::new())));
+    let own = a.job_options();
+    assert_eq!(own.first(), Some(&("rw".into(), "randread".into())));
+    assert_eq!(own.last(), Some(&("hipri".into(), String::new())));
+    let hipri = a.option("hipri").unwrap();
+    assert_eq!((hipri.line, hipri.global), (18, false));
 
     let b = &jobs[1];
     assert_eq!(b.name, "randread");
@@ -105,7 +110,12 @@ fn realistic_file() {
     assert_eq!(c.iodepth_batch_complete_min, 0);
     assert_eq!(c.iodepth_batch_complete_max, 16);
     assert!(c.direct && c.time_based, "first [global] still applies");
-    assert!(c.options.contains(&("rw".into(), "randrw".into())));
+    assert!(c.job_options().contains(&("rw".into(), "randrw".into())));
+    assert!(
+        c.global_options()
+            .contains(&("iodepth_batch".into(), "8".into())),
+        "both globals above it"
+    );
 }
 
 #[test]
@@ -131,11 +141,10 @@ fn defaults_and_fixups() {
     let j = &parse("[j]\nfilename=f\nioengine=libaio\niodepth=8\niodepth_batch=64\n")[0];
     assert_eq!(j.iodepth_batch_submit, 8);
 
-    // Write-only jobs use the write size; buffered negates direct; loops multiply size.
-    let j =
-        &parse("[j]\nfilename=f\nrw=write\nbs=4k,64k\ndirect=1\nbuffered\nsize=1m\nloops=3\n")[0];
+    // Write-only jobs use the write size; buffered=0 is direct; loops multiply size.
+    let j = &parse("[j]\nfilename=f\nrw=write\nbs=4k,64k\nbuffered=0\nsize=1m\nloops=3\n")[0];
     assert_eq!(j.bs, 65536);
-    assert!(!j.direct);
+    assert!(j.direct);
     assert_eq!(j.size, Some(3 << 20));
 
     // Bare `direct` means 1, `hipri=0` turns it off, rwmixread applies to rw.
@@ -159,13 +168,84 @@ fn defaults_and_fixups() {
 }
 
 #[test]
-fn accepted_but_ignored_options() {
+fn options_without_meaning_are_accepted_and_checked() {
     let j = &parse(
-        "[j]\nfilename=f\nthread\nnorandommap\nrandrepeat=0\nrandom_generator=lfsr\n\
-         refill_buffers\ninvalidate=1\nstonewall\nnew_group\ndescription=a test\n",
+        "[j]\nfilename=f\nthread\nnorandommap\nrandom_generator=lfsr\n\
+         refill_buffers\ninvalidate=1\nfixedbufs\nregisterfiles\nnonvectored=1\noffset=4k\n",
     )[0];
     assert_eq!(j.options.len(), 10);
     assert!(err("[j]\nfilename=f\nrandom_generator=mt\n").starts_with("jobs/a.fio:3: "));
+    assert!(err("[j]\nfilename=f\noffset=zz\n").starts_with("jobs/a.fio:3: offset=zz"));
+}
+
+#[test]
+fn options_without_meaning_are_listed_in_the_readme() {
+    let readme = include_str!("../README.md");
+    for (name, why) in irqlab_fio::no_meaning() {
+        assert!(!why.is_empty(), "{name} has no reason");
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "{name} is accepted without meaning but the README does not list it"
+        );
+    }
+}
+
+#[test]
+fn rate_think_and_block_size_options() {
+    use irqlab_fio::{BlockSizes, RateProcess};
+    let j = &parse(
+        "[j]\nfilename=f\nrw=randrw\nrate_iops=1k,500\nrate=,1m\nrate_process=poisson\n\
+         thinktime=50\nthinktime_spin=10us\nthinktime_blocks=4\nthinktime_blocks_type=issue\n\
+         bsrange=4k-16k\nbssplit=,8k/30:64k/70\nbs_unaligned\n",
+    )[0];
+    assert_eq!(j.rate.iops, [1024, 500]);
+    assert_eq!(j.rate.bytes_per_sec, [0, 1 << 20]);
+    assert_eq!(j.rate.process, RateProcess::Poisson);
+    let t = j.thinktime.unwrap();
+    assert_eq!(
+        (t.ns, t.spin_ns, t.blocks, t.on_issue),
+        (50_000, 10_000, 4, true)
+    );
+    assert_eq!(
+        j.block_sizes[0],
+        BlockSizes::Range {
+            min: 4096,
+            max: 16384
+        }
+    );
+    assert_eq!(
+        j.block_sizes[1],
+        BlockSizes::Split(vec![(8192, 30), (65536, 70)])
+    );
+    assert!(j.bs_unaligned && j.variable_bs());
+    assert_eq!(j.bs, 4096);
+}
+
+#[test]
+fn seeds_groups_logs_and_reporting_options() {
+    let j = &parse(
+        "[j]\nfilename=f\nrandseed=42\nstartdelay=1s-2s\nstonewall\nnew_group\n\
+         description=a test\nwrite_lat_log\nwrite_bw_log=bw\nlog_avg_msec=10\n\
+         per_job_logs=0\nclat_percentiles=0\niopsavgtime=20\n",
+    )[0];
+    assert_eq!(j.randseed, Some(42));
+    assert!(!j.randrepeat, "randseed overrides randrepeat (init.c)");
+    assert_eq!(j.startdelay_ns, (1_000_000_000, 2_000_000_000));
+    assert!(j.stonewall && j.new_group);
+    assert_eq!(j.description.as_deref(), Some("a test"));
+    assert_eq!(
+        j.logs.lat.as_deref(),
+        Some(""),
+        "bare: the job name is the prefix"
+    );
+    assert_eq!(j.logs.bw.as_deref(), Some("bw"));
+    assert_eq!((j.logs.avg_msec, j.logs.per_job), (10, false));
+    assert!(!j.clat_percentiles);
+    // init.c: a bandwidth log without bwavgtime samples every log_avg_msec.
+    assert_eq!((j.bw_avg_ms, j.iops_avg_ms), (10, 20));
+    let d = &parse("[j]\nfilename=f\nrandrepeat=0\n")[0];
+    assert!(!d.randrepeat && d.randseed.is_none());
+    assert_eq!((d.bw_avg_ms, d.iops_avg_ms), (500, 500));
 }
 
 #[test]
@@ -262,6 +342,38 @@ fn errors_name_file_and_line() {
         (
             "[j]\nfilename=f\nkb_base=512\n",
             "jobs/a.fio:3: kb_base=512 is not a unit base",
+        ),
+        (
+            "[j]\nfilename=f\ndirect=0\n",
+            "jobs/a.fio:3: direct=0 asks for buffered I/O",
+        ),
+        (
+            "[j]\nfilename=f\nbuffered\n",
+            "jobs/a.fio:3: buffered asks for buffered I/O",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=posixaio\n",
+            "jobs/a.fio:3: ioengine=posixaio is not a supported ioengine",
+        ),
+        (
+            "[j]\nfilename=f\nbs=4k-64k\n",
+            "jobs/a.fio:3: bs=4k-64k is a range",
+        ),
+        (
+            "[j]\nfilename=f\nbssplit=4k/60:8k:16k/60:1k\n",
+            "jobs/a.fio:3: bssplit=4k/60:8k:16k/60:1k is not a block size split",
+        ),
+        (
+            "[j]\nfilename=f\nrate_process=bursty\n",
+            "jobs/a.fio:3: rate_process=bursty is not a rate process",
+        ),
+        (
+            "[j]\nfilename=f\nrate_min=1m\n",
+            "jobs/a.fio:3: unsupported option 'rate_min'",
+        ),
+        (
+            "[j]\nfilename=f\nthinktime=10\nthinktime_spin=20\n",
+            "jobs/a.fio:1: job 'j' spins longer",
         ),
     ];
     for (text, want) in cases {

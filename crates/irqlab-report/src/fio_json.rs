@@ -1,48 +1,61 @@
-//! fio's JSON output (stat.c show_thread_status_json, add_ddir_status_json,
-//! add_ddir_lat_json) with irqlab's own numbers under "x-irqlab", which fio tools ignore.
+//! fio's JSON output (stat.c __show_run_stats, show_thread_status_json,
+//! add_ddir_status_json, add_ddir_lat_json; diskutil.c json_array_add_disk_util) with
+//! irqlab's own numbers under "x-irqlab", which fio tools ignore.
 //!
-//! No per-interval bandwidth or IOPS samples are kept, so `bw_samples` and
-//! `iops_samples` are 0 and min = max = mean = the whole-window rate, stddev 0.
-//! `iodepth_submit` and `iodepth_complete` are not measured and print as 0, which is
-//! what fio prints when it has no samples.
+//! Where fio reads a clock, a simulated run reads the simulated one: `timestamp`,
+//! `timestamp_ms`, `time` and `job_start` count simulated time from the start of the run
+//! as if it began at the Unix epoch, so the output is the same for a given seed;
+//! `x-irqlab.clock` says so in the file.
 
 use crate::fio_stats::{self, LAT_LABELS_M, LAT_LABELS_NU};
-use crate::{CpuReport, DirReport, Engine, JobReport, Latency, RunReport, VectorReport};
+use crate::{CpuReport, DirReport, DiskUtil, Engine, JobReport, Latency, RunReport, VectorReport};
 use serde_json::{Map, Value, json};
 
 /// The report as fio's JSON; `plus` adds `clat_ns.bins` (fio's json+).
 pub fn render(r: &RunReport, plus: bool) -> Value {
-    let (timestamp, timestamp_ms, time) = when(r.engine);
+    let end_ms = r.end_ns / 1_000_000;
     let group_agg = group_aggregates(r);
-    let jobs: Vec<Value> = r.jobs.iter().map(|j| job(j, plus, &group_agg)).collect();
-    json!({
-        "fio version": format!("irqlab-{}", env!("CARGO_PKG_VERSION")),
-        "timestamp": timestamp,
-        "timestamp_ms": timestamp_ms,
-        "time": time,
-        // fio-plot wants two of its known top-level keys; job options already carry
-        // the globals merged in.
-        "global options": {},
-        "jobs": jobs,
-        "x-irqlab": irqlab(r),
-    })
+    let elapsed_s = elapsed_s(r);
+    let jobs: Vec<Value> = r
+        .jobs
+        .iter()
+        .map(|j| job(j, plus, &group_agg, elapsed_s))
+        .collect();
+    let mut o = Map::new();
+    o.insert(
+        "fio version".into(),
+        json!(format!("irqlab-{}", env!("CARGO_PKG_VERSION"))),
+    );
+    o.insert("timestamp".into(), json!(end_ms / 1000));
+    o.insert("timestamp_ms".into(), json!(end_ms));
+    o.insert("time".into(), json!(ctime_utc(end_ms / 1000)));
+    // stat.c json_add_job_opts: left out when no [global] section set anything.
+    if !r.global_options.is_empty() {
+        o.insert("global options".into(), options(&r.global_options));
+    }
+    o.insert("jobs".into(), Value::Array(jobs));
+    if !r.disks.is_empty() {
+        o.insert("disk_util".into(), r.disks.iter().map(disk_util).collect());
+    }
+    o.insert("x-irqlab".into(), irqlab(r));
+    Value::Object(o)
 }
 
-/// Simulated runs carry no wall-clock time, so output is identical per seed.
-fn when(engine: Engine) -> (u64, u64, String) {
-    match engine {
-        Engine::Simulated => (0, 0, "simulated".to_string()),
-        Engine::RealThreads => {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            (
-                now.as_secs(),
-                now.as_millis() as u64,
-                ctime_utc(now.as_secs()),
-            )
-        }
+/// eta.c: `elapsed` is the whole run in seconds, rounded up.
+fn elapsed_s(r: &RunReport) -> u64 {
+    let ns = match (r.engine, &r.measured) {
+        (Engine::RealThreads, Some(m)) => m.wall_ns,
+        _ => r.end_ns,
+    };
+    (ns / 1_000_000).div_ceil(1000)
+}
+
+fn options(pairs: &[(String, String)]) -> Value {
+    let mut m = Map::new();
+    for (k, v) in pairs {
+        m.insert(k.clone(), Value::String(v.clone()));
     }
+    Value::Object(m)
 }
 
 /// Aggregate bytes/s per (groupid, direction), for `bw_agg`.
@@ -58,50 +71,68 @@ fn group_aggregates(r: &RunReport) -> Vec<(u32, u64, u64)> {
         .collect()
 }
 
-fn job(j: &JobReport, plus: bool, group_agg: &[(u32, u64, u64)]) -> Value {
+fn job(j: &JobReport, plus: bool, group_agg: &[(u32, u64, u64)], elapsed_s: u64) -> Value {
     let (agg_read, agg_write) = group_agg
         .iter()
         .find(|g| g.0 == j.groupid)
         .map_or((0, 0), |g| (g.1, g.2));
-    let mut options = Map::new();
-    for (k, v) in &j.options {
-        options.insert(k.clone(), Value::String(v.clone()));
-    }
-    let runtime_ms = fio_stats::ns_to_ms(j.runtime_ns);
     let mut o = Map::new();
     o.insert("jobname".into(), json!(j.name));
     o.insert("groupid".into(), json!(j.groupid));
-    o.insert("job_start".into(), json!(0));
+    o.insert("job_start".into(), json!(j.job_start_ns / 1_000_000));
     o.insert("error".into(), json!(0));
     o.insert("eta".into(), json!(0));
+    o.insert("elapsed".into(), json!(elapsed_s));
+    if !j.options.is_empty() {
+        o.insert("job options".into(), options(&j.options));
+    }
     o.insert(
-        "elapsed".into(),
-        json!(j.runtime_ns.div_ceil(1_000_000_000)),
+        "read".into(),
+        ddir(&j.read, plus, j.clat_percentiles, agg_read),
     );
-    o.insert("job options".into(), Value::Object(options));
-    o.insert("read".into(), ddir(&j.read, plus, agg_read));
-    o.insert("write".into(), ddir(&j.write, plus, agg_write));
-    o.insert("trim".into(), ddir(&DirReport::default(), false, 0));
+    o.insert(
+        "write".into(),
+        ddir(&j.write, plus, j.clat_percentiles, agg_write),
+    );
+    o.insert("trim".into(), ddir(&DirReport::default(), false, false, 0));
     o.insert(
         "sync".into(),
         json!({ "total_ios": 0, "lat_ns": lat(&Latency::new(), false, false) }),
     );
-    o.insert("job_runtime".into(), json!(runtime_ms));
+    o.insert(
+        "job_runtime".into(),
+        json!(fio_stats::ns_to_ms(j.runtime_ns)),
+    );
     o.insert("usr_cpu".into(), json!(j.usr_cpu_pct()));
     o.insert("sys_cpu".into(), json!(j.sys_cpu_pct()));
     o.insert("ctx".into(), json!(j.ctx));
     o.insert("majf".into(), json!(0));
     o.insert("minf".into(), json!(0));
-    let depth = fio_stats::depth_dist(&j.iodepth_level);
     let level_keys = ["1", "2", "4", "8", "16", "32", ">=64"];
-    o.insert("iodepth_level".into(), buckets(&level_keys, &depth));
+    let level = fio_stats::depth_dist(&j.iodepth_level, j.iodepth_level.iter().sum());
+    o.insert("iodepth_level".into(), buckets(&level_keys, &level));
     let sc_keys = ["0", "4", "8", "16", "32", "64", ">=64"];
-    o.insert("iodepth_submit".into(), buckets(&sc_keys, &[0.0; 7]));
-    o.insert("iodepth_complete".into(), buckets(&sc_keys, &[0.0; 7]));
+    let submit = fio_stats::depth_dist(&j.iodepth_submit, j.submit_calls);
+    o.insert("iodepth_submit".into(), buckets(&sc_keys, &submit));
+    let complete = fio_stats::depth_dist(&j.iodepth_complete, j.complete_calls);
+    o.insert("iodepth_complete".into(), buckets(&sc_keys, &complete));
     let d = fio_stats::lat_dist(j);
     o.insert("latency_ns".into(), buckets(&LAT_LABELS_NU, &d.ns));
     o.insert("latency_us".into(), buckets(&LAT_LABELS_NU, &d.us));
     o.insert("latency_ms".into(), buckets(&LAT_LABELS_M, &d.ms));
+    // stat.c: printed whenever latency_qd is set, which lat_target_init makes the
+    // iodepth when there is no latency_target (not modelled: target and window are 0).
+    if j.latency_depth > 0 {
+        o.insert("latency_depth".into(), json!(j.latency_depth));
+        o.insert("latency_target".into(), json!(0));
+        o.insert("latency_target_ns".into(), json!(0));
+        o.insert("latency_percentile".into(), json!(100.0));
+        o.insert("latency_window".into(), json!(0));
+        o.insert("latency_window_us".into(), json!(0));
+    }
+    if let Some(desc) = &j.description {
+        o.insert("desc".into(), json!(desc));
+    }
     Value::Object(o)
 }
 
@@ -113,49 +144,55 @@ fn buckets(keys: &[&str], values: &[f64]) -> Value {
     Value::Object(m)
 }
 
-/// stat.c add_ddir_status_json: bw in KiB/s, runtime in ms, latencies in ns.
-fn ddir(d: &DirReport, plus: bool, group_agg_bw: u64) -> Value {
-    let bw_bytes = d.bw_bytes() as u64;
+/// stat.c add_ddir_status_json: bw in KiB/s and rates from the runtime in whole ms, as
+/// fio computes them; latencies in ns.
+fn ddir(d: &DirReport, plus: bool, percentiles: bool, group_agg_bw: u64) -> Value {
+    let bw_bytes = d.fio_bw_bytes();
     let bw = bw_bytes / 1024;
-    let iops = d.iops();
-    // stat.c convert_agg_kbytes_percent: this job's share of its group, capped at 100.
-    let bw_agg = if group_agg_bw > 1024 {
-        (bw as f64 * 100.0 / (group_agg_bw as f64 / 1024.0)).min(100.0)
-    } else if d.total_ios > 0 {
-        100.0
-    } else {
-        0.0
-    };
-    let ran = d.total_ios > 0;
     let mut o = Map::new();
     o.insert("io_bytes".into(), json!(d.io_bytes));
     o.insert("io_kbytes".into(), json!(d.io_bytes >> 10));
     o.insert("bw_bytes".into(), json!(bw_bytes));
     o.insert("bw".into(), json!(bw));
-    o.insert("iops".into(), json!(iops));
-    o.insert("runtime".into(), json!(fio_stats::runtime_ms(d)));
+    o.insert("iops".into(), json!(d.fio_iops()));
+    o.insert("runtime".into(), json!(d.runtime_ms()));
     o.insert("total_ios".into(), json!(d.total_ios));
     o.insert("short_ios".into(), json!(0));
     o.insert("drop_ios".into(), json!(0));
     o.insert("slat_ns".into(), lat(&d.slat, false, false));
-    o.insert("clat_ns".into(), lat(&d.clat, true, plus));
+    o.insert("clat_ns".into(), lat(&d.clat, percentiles, plus));
     o.insert("lat_ns".into(), lat(&d.lat, false, false));
-    o.insert("bw_min".into(), json!(if ran { bw } else { 0 }));
-    o.insert("bw_max".into(), json!(if ran { bw } else { 0 }));
-    o.insert("bw_agg".into(), json!(bw_agg));
-    o.insert("bw_mean".into(), json!(if ran { bw as f64 } else { 0.0 }));
-    o.insert("bw_dev".into(), json!(0.0));
-    o.insert("bw_samples".into(), json!(0));
-    o.insert("iops_min".into(), json!(iops as u64));
-    o.insert("iops_max".into(), json!(iops as u64));
-    o.insert("iops_mean".into(), json!(iops));
-    o.insert("iops_stddev".into(), json!(0.0));
-    o.insert("iops_samples".into(), json!(0));
+    let (min, max, mean, dev, agg) = match d.bw_samples.calc() {
+        Some((min, max, mean, dev)) => (min, max, mean, dev, agg_percent(group_agg_bw, mean)),
+        None => (0, 0, 0.0, 0.0, 0.0),
+    };
+    o.insert("bw_min".into(), json!(min));
+    o.insert("bw_max".into(), json!(max));
+    o.insert("bw_agg".into(), json!(agg));
+    o.insert("bw_mean".into(), json!(mean));
+    o.insert("bw_dev".into(), json!(dev));
+    o.insert("bw_samples".into(), json!(d.bw_samples.samples));
+    let (min, max, mean, dev) = d.iops_samples.calc().unwrap_or((0, 0, 0.0, 0.0));
+    o.insert("iops_min".into(), json!(min));
+    o.insert("iops_max".into(), json!(max));
+    o.insert("iops_mean".into(), json!(mean));
+    o.insert("iops_stddev".into(), json!(dev));
+    o.insert("iops_samples".into(), json!(d.iops_samples.samples));
     Value::Object(o)
 }
 
+/// stat.c convert_agg_kbytes_percent: the mean bandwidth sample (truncated to an int)
+/// as a share of the group's aggregate, capped at 100.
+pub(crate) fn agg_percent(group_agg_bw: u64, mean: f64) -> f64 {
+    if group_agg_bw > 1024 {
+        ((mean as i64) as f64 * 100.0 / (group_agg_bw as f64 / 1024.0)).min(100.0)
+    } else {
+        100.0
+    }
+}
+
 /// stat.c add_ddir_lat_json: percentile keys printed with "%f"; json+ bins keyed by
-/// the bucket's middle value in ns.
+/// the middle of each of fio's buckets.
 fn lat(l: &Latency, percentiles: bool, bins: bool) -> Value {
     let mut o = Map::new();
     o.insert("min".into(), json!(l.min()));
@@ -170,16 +207,76 @@ fn lat(l: &Latency, percentiles: bool, bins: bool) -> Value {
         }
         o.insert("percentile".into(), Value::Object(p));
         if bins {
-            let h = l.histogram();
             let mut b = Map::new();
-            for v in h.iter_recorded() {
-                let mid = h.median_equivalent(v.value_iterated_to());
-                b.insert(mid.to_string(), json!(v.count_at_value()));
+            for (mid, count) in l.bins() {
+                b.insert(mid.to_string(), json!(count));
             }
             o.insert("bins".into(), Value::Object(b));
         }
     }
     Value::Object(o)
+}
+
+/// diskutil.c json_array_add_disk_util.
+fn disk_util(d: &DiskUtil) -> Value {
+    json!({
+        "name": d.name,
+        "read_ios": d.ios[0],
+        "write_ios": d.ios[1],
+        "read_sectors": d.sectors[0],
+        "write_sectors": d.sectors[1],
+        "read_merges": 0,
+        "write_merges": 0,
+        "read_ticks": d.ticks_ms[0],
+        "write_ticks": d.ticks_ms[1],
+        "in_queue": d.in_queue_ms,
+        "util": d.util_pct(),
+    })
+}
+
+/// What fio reads from a clock, and what stands in for it here.
+fn clock(r: &RunReport) -> Value {
+    match r.engine {
+        Engine::Simulated => json!({
+            "base": "simulated",
+            "timestamp": "simulated time at the end of the run, counted from the start of the run as if it began at the Unix epoch (fio: wall-clock time of the report)",
+            "job_start": "simulated ms from the start of the run to the job's start (fio: wall-clock ms of the job's start)",
+            "elapsed": "simulated seconds of the whole run, rounded up",
+            "runtime": "simulated ms of the job's measured window, whole µs rounded up to ms as fio does",
+            "usr_cpu/sys_cpu/ctx": "simulated CPU time and context switches of the job's thread",
+            "bw/iops samples": "one sample per bwavgtime/iopsavgtime (or log_avg_msec) of simulated time",
+            "disk_util": "the model's device queues over the measured window: ticks are request lifetimes from submission to completion, util the time with a request in flight",
+        }),
+        Engine::RealThreads => json!({
+            "base": "wall",
+            "timestamp": "wall-clock time of the report",
+            "job_start": "wall-clock ms of the job's start",
+            "usr_cpu/sys_cpu/ctx": "CPU time of the emulated CPU threads, shared among their job clones",
+        }),
+    }
+}
+
+/// Rates over the exact window in ns, next to fio's rates over whole ms.
+fn exact(r: &RunReport) -> Value {
+    r.jobs
+        .iter()
+        .map(|j| {
+            let dir = |d: &DirReport| {
+                json!({
+                    "runtime_ns": d.runtime_ns,
+                    "iops": d.iops(),
+                    "bw_bytes": d.bw_bytes(),
+                })
+            };
+            json!({
+                "jobname": j.name,
+                "groupid": j.groupid,
+                "jobs": j.members,
+                "read": dir(&j.read),
+                "write": dir(&j.write),
+            })
+        })
+        .collect()
 }
 
 fn irqlab(r: &RunReport) -> Value {
@@ -202,6 +299,8 @@ fn irqlab(r: &RunReport) -> Value {
     o.insert("seed".into(), json!(r.seed));
     o.insert("policy".into(), Value::Object(policy));
     o.insert("duration_ns".into(), json!(r.duration_ns));
+    o.insert("clock".into(), clock(r));
+    o.insert("exact".into(), exact(r));
     o.insert("vectors".into(), r.vectors.iter().map(vector).collect());
     o.insert("cpus".into(), r.cpus.iter().map(cpu).collect());
     o.insert("notifications".into(), json!(r.notifications()));
@@ -233,6 +332,8 @@ fn vector(v: &VectorReport) -> Value {
     json!({
         "name": v.name,
         "chip": v.chip,
+        "device": v.device,
+        "hwirq": v.hwirq,
         "messages": v.messages,
         "handled": v.handled(),
         "per_cpu": v.per_cpu,
@@ -259,8 +360,8 @@ fn cpu(c: &CpuReport) -> Value {
         "ksoftirqd_wakeups": c.ksoftirqd_wakeups,
         "tick_lateness_ns": {
             "N": t.count(),
-            "p50": t.percentile(50.0),
-            "p99": t.percentile(99.0),
+            "p50": t.percentile(50.0).min(t.max()),
+            "p99": t.percentile(99.0).min(t.max()),
             "max": t.max(),
             "mean": t.mean(),
         },

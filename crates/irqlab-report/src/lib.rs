@@ -1,14 +1,21 @@
 //! Run results shared by both engines, and every format they are written in.
 
 mod fio_stats;
+mod group;
+mod io_stat;
 mod model;
 mod num2str;
+mod plat;
 
+pub use group::group_reporting;
+pub use io_stat::IoStat;
 pub use model::{
-    CpuReport, DirReport, Engine, HostMeasures, JobReport, Latency, RunReport, VectorReport,
+    CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, HostMeasures,
+    JobReport, Latency, RunReport, VectorReport, pci_address,
 };
 
 pub mod fio_json;
+pub mod fio_log;
 pub mod proc_interrupts;
 pub mod text;
 pub mod trace;

@@ -1,7 +1,8 @@
 //! What a run produced, whichever engine ran it. The simulator and the real-thread runtime
 //! both fill a [`RunReport`]; every output format is written from it alone.
 
-use hdrhistogram::Histogram;
+use crate::io_stat::IoStat;
+use crate::plat;
 
 /// Which engine produced a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,21 +13,21 @@ pub enum Engine {
     RealThreads,
 }
 
-/// A latency distribution in ns, with exact min, max, mean and standard deviation
-/// and percentiles from an HDR histogram (3 significant digits).
+/// A latency distribution in ns: exact min, max, mean and standard deviation, fio's
+/// latency histogram (json+ bins and percentiles as fio computes them) and fio's
+/// io_u_mark_latency counts (exact, for latency_ns/us/ms).
 #[derive(Clone, Debug)]
 pub struct Latency {
-    hist: Histogram<u64>,
+    /// Counts per fio bucket, grown to the highest bucket used.
+    plat: Vec<u64>,
+    count: u64,
     sum: u128,
     sum_sq: u128,
-    /// Exact extremes (the histogram's are bucket bounds, 0.1% off).
     min: u64,
     max: u64,
+    /// io_u.c io_u_mark_lat_nsec/usec/msec: 10 ns buckets, 10 µs, 12 ms.
+    marks: [u64; 32],
 }
-
-/// The largest sample a [`Latency`] keeps apart: 1000 s covers every completion and
-/// tick lateness we report.
-const MAX_NS: u64 = 1_000_000_000_000;
 
 impl Default for Latency {
     fn default() -> Self {
@@ -34,52 +35,77 @@ impl Default for Latency {
     }
 }
 
+/// io_u.c io_u_mark_lat_*: the bucket of `v` among 2, 4, 10, 20, 50, 100, 250, 500,
+/// 750, 1000 of its unit.
+fn lat_bucket(v: u64) -> usize {
+    const UPPER: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+    UPPER.iter().position(|&up| v < up).unwrap_or(9)
+}
+
 impl Latency {
     pub fn new() -> Self {
-        // Starts small and grows to the largest value recorded (auto-resize), so a job
-        // whose latencies stay under a millisecond never allocates the counts for seconds.
-        let mut hist = Histogram::new(3).expect("3 significant digits are valid");
-        hist.auto(true);
         Latency {
-            hist,
+            plat: Vec::new(),
+            count: 0,
             sum: 0,
             sum_sq: 0,
             min: u64::MAX,
             max: 0,
+            marks: [0; 32],
         }
     }
 
-    /// Records one sample in ns (0 is exact, e.g. a tick that was not late; values above
-    /// 1000 s count as 1000 s).
+    /// Records one sample in ns.
+    #[inline]
     pub fn record(&mut self, ns: u64) {
-        let v = ns.min(MAX_NS);
-        // record() grows the counts; saturating_record would clamp to the current range.
-        if self.hist.record(v).is_err() {
-            self.hist.saturating_record(v);
+        let i = plat::val_to_idx(ns);
+        if i >= self.plat.len() {
+            self.plat.resize(i + 1, 0);
         }
-        self.sum += u128::from(v);
-        self.sum_sq += u128::from(v) * u128::from(v);
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
+        self.plat[i] += 1;
+        self.count += 1;
+        self.sum += u128::from(ns);
+        self.sum_sq += u128::from(ns) * u128::from(ns);
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+        let m = if ns < 1_000 {
+            lat_bucket(ns)
+        } else if ns < 1_000_000 {
+            10 + lat_bucket(ns / 1_000)
+        } else {
+            20 + match ns / 1_000_000 {
+                ms @ 0..1000 => lat_bucket(ms),
+                1000..2000 => 10,
+                _ => 11,
+            }
+        };
+        self.marks[m] += 1;
     }
 
     /// Adds every sample of `other` (group_reporting, per-CPU totals).
     pub fn merge(&mut self, other: &Latency) {
-        self.hist
-            .add(&other.hist)
-            .expect("auto-resizing histograms accept every count");
+        if other.plat.len() > self.plat.len() {
+            self.plat.resize(other.plat.len(), 0);
+        }
+        for (a, b) in self.plat.iter_mut().zip(&other.plat) {
+            *a += b;
+        }
+        self.count += other.count;
         self.sum += other.sum;
         self.sum_sq += other.sum_sq;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
+        for (a, b) in self.marks.iter_mut().zip(other.marks) {
+            *a += b;
+        }
     }
 
     pub fn count(&self) -> u64 {
-        self.hist.len()
+        self.count
     }
 
     pub fn min(&self) -> u64 {
-        if self.count() == 0 { 0 } else { self.min }
+        if self.count == 0 { 0 } else { self.min }
     }
 
     pub fn max(&self) -> u64 {
@@ -87,36 +113,47 @@ impl Latency {
     }
 
     pub fn mean(&self) -> f64 {
-        if self.count() == 0 {
+        if self.count == 0 {
             0.0
         } else {
-            self.sum as f64 / self.count() as f64
+            self.sum as f64 / self.count as f64
         }
     }
 
     pub fn stddev(&self) -> f64 {
-        let n = self.count();
+        let n = self.count;
         if n < 2 {
             return 0.0;
         }
         let mean = self.mean();
         let var = (self.sum_sq as f64 / n as f64 - mean * mean).max(0.0);
-        // fio reports the sample standard deviation.
+        // fio reports the sample standard deviation (stat.c calc_lat: S / (n - 1)).
         (var * n as f64 / (n - 1) as f64).sqrt()
     }
 
-    /// The value at percentile `p` (0..=100), 0 when empty.
+    /// The value at percentile `p` (0..=100) as fio computes it, 0 when empty.
     pub fn percentile(&self, p: f64) -> u64 {
-        if self.count() == 0 {
-            0
-        } else {
-            self.hist.value_at_percentile(p)
-        }
+        self.percentiles(&[p]).first().copied().unwrap_or(0)
     }
 
-    /// The underlying histogram, for json+ bins.
-    pub fn histogram(&self) -> &Histogram<u64> {
-        &self.hist
+    /// stat.c calc_clat_percentiles for an ascending list; empty when there are no
+    /// samples.
+    pub fn percentiles(&self, list: &[f64]) -> Vec<u64> {
+        plat::percentiles(&self.plat, self.count, list)
+    }
+
+    /// json+ bins: (bucket middle in ns, count) of every non-empty bucket, ascending.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.plat
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, &c)| (plat::idx_to_val(i), c))
+    }
+
+    /// io_u_mark_latency counts: 10 ns buckets, then 10 µs, then 12 ms.
+    pub fn marks(&self) -> &[u64; 32] {
+        &self.marks
     }
 }
 
@@ -134,9 +171,37 @@ pub struct DirReport {
     pub clat: Latency,
     /// Total latency: slat + clat per I/O.
     pub lat: Latency,
+    /// Bandwidth samples in KiB/s (fio's bw_stat: one per bwavgtime interval, or one
+    /// per I/O with a per-I/O bandwidth log).
+    pub bw_samples: IoStat,
+    /// IOPS samples (fio's iops_stat).
+    pub iops_samples: IoStat,
 }
 
 impl DirReport {
+    /// fio's `runtime[ddir]`: the window in whole ms, rounded up from whole µs as
+    /// backend.c update_runtime does.
+    pub fn runtime_ms(&self) -> u64 {
+        crate::fio_stats::ns_to_ms(self.runtime_ns)
+    }
+
+    /// stat.c: bytes/s as fio prints them, `1000 * io_bytes / runtime_ms`.
+    pub fn fio_bw_bytes(&self) -> u64 {
+        match self.runtime_ms() {
+            0 => 0,
+            ms => (u128::from(self.io_bytes) * 1000 / u128::from(ms)) as u64,
+        }
+    }
+
+    /// stat.c: IOPS as fio prints them, `1000 * total_ios / runtime_ms`.
+    pub fn fio_iops(&self) -> f64 {
+        match self.runtime_ms() {
+            0 => 0.0,
+            ms => 1000.0 * self.total_ios as f64 / ms as f64,
+        }
+    }
+
+    /// IOPS over the exact window in ns.
     pub fn iops(&self) -> f64 {
         if self.runtime_ns == 0 {
             0.0
@@ -155,12 +220,20 @@ impl DirReport {
     }
 }
 
-/// One fio job (or one clone of it when group_reporting is off).
+/// One fio job clone, or a reporting group of them (group_reporting).
 #[derive(Clone, Debug, Default)]
 pub struct JobReport {
     pub name: String,
     pub groupid: u32,
-    /// fio's "job options": as written, string values.
+    /// Clones summed into this report (fio's ts->members, the `jobs=` of the header).
+    pub members: u32,
+    /// fio's 1-based thread_number of the (first) clone.
+    pub thread_number: u32,
+    /// This job asked for group_reporting.
+    pub group_reporting: bool,
+    /// `description`: fio's JSON `desc`.
+    pub description: Option<String>,
+    /// fio's "job options": the job section's own options as written, string values.
     pub options: Vec<(String, String)>,
     pub read: DirReport,
     pub write: DirReport,
@@ -169,10 +242,25 @@ pub struct JobReport {
     pub sys_ns: u64,
     /// Voluntary plus involuntary context switches of the job's threads.
     pub ctx: u64,
-    /// The job's measured window in ns.
+    /// The job's measured window in ns (summed over the clones of a group, as fio's
+    /// total_run_time).
     pub runtime_ns: u64,
     /// Histogram of I/Os in flight at submit time, fio's iodepth_level buckets.
     pub iodepth_level: [u64; 7],
+    /// I/Os per submit call and completions per reap call (io_u.c io_u_mark_submit and
+    /// io_u_mark_complete buckets 0, 1-4, 5-8, 9-16, 17-32, 33-64, >64) and the calls.
+    pub iodepth_submit: [u64; 7],
+    pub iodepth_complete: [u64; 7],
+    pub submit_calls: u64,
+    pub complete_calls: u64,
+    /// When the job started, on the report's clock (see [`RunReport::end_ns`]).
+    pub job_start_ns: u64,
+    /// fio's latency_qd: the job's iodepth (no latency_target is modelled).
+    pub latency_depth: u32,
+    /// `clat_percentiles` (fio's default 1).
+    pub clat_percentiles: bool,
+    /// fio log files of this clone (write_lat_log, write_bw_log, write_iops_log).
+    pub logs: Vec<crate::fio_log::IoLog>,
 }
 
 impl JobReport {
@@ -215,10 +303,15 @@ pub struct CpuReport {
 /// One device interrupt vector (an MSI-X entry): a /proc/interrupts row.
 #[derive(Clone, Debug, Default)]
 pub struct VectorReport {
-    /// The kernel's name for it, e.g. "nvme0q3".
+    /// The kernel's name for it, e.g. "nvme0q3" (the action name in /proc/interrupts).
     pub name: String,
-    /// The irq_chip column: "IR-PCI-MSIX", "INTEL-IR-POST" or "POLLED".
+    /// The interrupt-remapping chip under the device's MSI-X chip: [`CHIP_REMAPPED`],
+    /// [`CHIP_POSTED`], or [`CHIP_POLLED`] for a polled queue (which has no interrupt).
     pub chip: String,
+    /// The device's PCI address (see [`pci_address`]), part of the MSI-X chip's name.
+    pub device: String,
+    /// The MSI-X table entry (the hwirq column): the queue number for NVMe.
+    pub hwirq: u32,
     /// Messages the device raised (MSI writes reaching the root port).
     pub messages: u64,
     /// Handler invocations per CPU, the /proc/interrupts counts.
@@ -229,9 +322,28 @@ pub struct VectorReport {
     pub completions: u64,
 }
 
+/// drivers/iommu/intel/irq_remapping.c: intel_ir_chip and intel_ir_chip_post_msi.
+pub const CHIP_REMAPPED: &str = "INTEL-IR";
+pub const CHIP_POSTED: &str = "INTEL-IR-POST";
+/// A poll queue: completions without an interrupt.
+pub const CHIP_POLLED: &str = "POLLED";
+
+/// The PCI address irqlab gives device `index` (0-based): one device per bus from bus 1,
+/// as NVMe drives behind their own root ports appear.
+pub fn pci_address(index: usize) -> String {
+    format!("0000:{:02x}:00.0", index + 1)
+}
+
 impl VectorReport {
     pub fn handled(&self) -> u64 {
         self.per_cpu.iter().sum()
+    }
+
+    /// The chip column of /proc/interrupts: kernel/irq/msi.c names a device's MSI-X
+    /// domain "%s%s-%s" (the remapping parent's "IR-" prefix, "PCI-MSIX", the device),
+    /// whether the parent chip posts or remaps.
+    pub fn proc_chip(&self) -> String {
+        format!("IR-PCI-MSIX-{}", self.device)
     }
 }
 
@@ -248,6 +360,34 @@ pub struct HostMeasures {
     pub sys_ns: u64,
 }
 
+/// One device as fio's disk_util shows it (from /proc/diskstats on a real machine, from
+/// the model's device queue in a simulation).
+#[derive(Clone, Debug, Default)]
+pub struct DiskUtil {
+    pub name: String,
+    pub ios: [u64; 2],
+    pub sectors: [u64; 2],
+    /// Time requests spent from submission to completion, ms, per direction.
+    pub ticks_ms: [u64; 2],
+    /// Sum over time of requests in flight, ms (diskstats time_in_queue).
+    pub in_queue_ms: u64,
+    /// Time with at least one request in flight, ms (diskstats io_ticks).
+    pub busy_ms: u64,
+    /// The window the counts cover, ms.
+    pub window_ms: u64,
+}
+
+impl DiskUtil {
+    /// diskutil.c: busy time over the window, capped at 100%.
+    pub fn util_pct(&self) -> f64 {
+        if self.window_ms == 0 {
+            0.0
+        } else {
+            (100.0 * self.busy_ms as f64 / self.window_ms as f64).min(100.0)
+        }
+    }
+}
+
 /// Everything one run produced.
 #[derive(Clone, Debug)]
 pub struct RunReport {
@@ -259,7 +399,15 @@ pub struct RunReport {
     pub seed: u64,
     /// The measured window in ns (after ramp time).
     pub duration_ns: u64,
+    /// When the run ended: simulated ns since the start of the run for
+    /// [`Engine::Simulated`], ns since the Unix epoch for [`Engine::RealThreads`]. Job
+    /// start times use the same clock.
+    pub end_ns: u64,
+    /// fio's "global options": what the `[global]` sections set.
+    pub global_options: Vec<(String, String)>,
     pub jobs: Vec<JobReport>,
+    /// fio's disk_util, one per device (empty when the engine has none).
+    pub disks: Vec<DiskUtil>,
     pub cpus: Vec<CpuReport>,
     pub vectors: Vec<VectorReport>,
     pub measured: Option<HostMeasures>,
@@ -286,7 +434,7 @@ impl RunReport {
         let direct: u64 = self
             .vectors
             .iter()
-            .filter(|v| v.chip != "INTEL-IR-POST")
+            .filter(|v| v.chip != CHIP_POSTED)
             .map(VectorReport::handled)
             .sum();
         pmn + direct
@@ -320,6 +468,29 @@ fn ratio(a: u64, b: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::Latency;
+
+    #[test]
+    fn marks_follow_io_u_mark_latency() {
+        let mut l = Latency::new();
+        for ns in [
+            1,
+            3,
+            999,
+            1_500,
+            9_000,
+            300_000,
+            1_900_000,
+            1_500_000_000,
+            3_000_000_000,
+        ] {
+            l.record(ns);
+        }
+        let m = l.marks();
+        assert_eq!((m[0], m[1], m[9]), (1, 1, 1), "1, 3 and 999 ns");
+        assert_eq!((m[10], m[12], m[17]), (1, 1, 1), "1.5, 9 and 300 us");
+        assert_eq!((m[20], m[30], m[31]), (1, 1, 1), "1.9 ms, 1.5 s, 3 s");
+        assert_eq!(m.iter().sum::<u64>(), 9);
+    }
 
     #[test]
     fn min_and_max_are_exact_and_merge() {

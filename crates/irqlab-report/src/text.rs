@@ -20,8 +20,33 @@ pub fn render(r: &RunReport) -> String {
     for gid in fio_stats::group_ids(&r.jobs) {
         group_status(&mut out, r, gid);
     }
+    disk_stats(&mut out, r);
     irqlab_section(&mut out, r);
     out
+}
+
+/// diskutil.c show_disk_util and print_disk_util.
+fn disk_stats(out: &mut String, r: &RunReport) {
+    if r.disks.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Disk stats (read/write):");
+    for d in &r.disks {
+        let _ = writeln!(
+            out,
+            "  {}: ios={}/{}, sectors={}/{}, merge=0/0, ticks={}/{}, in_queue={}, util={:3.2}%",
+            d.name,
+            d.ios[0],
+            d.ios[1],
+            d.sectors[0],
+            d.sectors[1],
+            d.ticks_ms[0],
+            d.ticks_ms[1],
+            d.in_queue_ms,
+            d.util_pct()
+        );
+    }
+    out.push('\n');
 }
 
 fn engine_line(e: Engine) -> &'static str {
@@ -49,14 +74,19 @@ fn job_status(out: &mut String, r: &RunReport, job: &JobReport) {
     // for the time so simulated output is the same on every run.
     let _ = writeln!(
         out,
-        "{}: (groupid={}, jobs=1): err= 0: pid=0: {}",
+        "{}: (groupid={}, jobs={}): err= 0: pid=0: {}",
         job.name,
         job.groupid,
+        job.members.max(1),
         engine_line(r.engine)
     );
-    for (name, d) in [("read", &job.read), ("write", &job.write)] {
-        if d.total_ios > 0 || d.io_bytes > 0 {
-            ddir_status(out, name, d);
+    if let Some(desc) = &job.description {
+        let _ = writeln!(out, "  Description  : [{desc}]");
+    }
+    let agg = group_agg(r, job.groupid);
+    for (name, d, agg) in [("read", &job.read, agg.0), ("write", &job.write, agg.1)] {
+        if d.io_bytes > 0 {
+            ddir_status(out, name, d, job.clat_percentiles, agg);
         }
     }
     lat_distribution(out, job);
@@ -67,24 +97,55 @@ fn job_status(out: &mut String, r: &RunReport, job: &JobReport) {
         job.sys_cpu_pct(),
         job.ctx
     );
-    let d = fio_stats::depth_dist(&job.iodepth_level);
+    let d = fio_stats::depth_dist(&job.iodepth_level, job.iodepth_level.iter().sum());
     let _ = writeln!(
         out,
         "  IO depths    : 1={:3.1}%, 2={:3.1}%, 4={:3.1}%, 8={:3.1}%, 16={:3.1}%, 32={:3.1}%, >=64={:3.1}%",
         d[0], d[1], d[2], d[3], d[4], d[5], d[6]
     );
+    for (label, map, total) in [
+        ("submit", &job.iodepth_submit, job.submit_calls),
+        ("complete", &job.iodepth_complete, job.complete_calls),
+    ] {
+        let d = fio_stats::depth_dist(map, total);
+        let _ = writeln!(
+            out,
+            "     {label:<9} : 0={:3.1}%, 4={:3.1}%, 8={:3.1}%, 16={:3.1}%, 32={:3.1}%, 64={:3.1}%, >=64={:3.1}%",
+            d[0], d[1], d[2], d[3], d[4], d[5], d[6]
+        );
+    }
     let _ = writeln!(
         out,
         "     issued rwts: total={},{},0,0 short=0,0,0,0 dropped=0,0,0,0",
         job.read.total_ios, job.write.total_ios
     );
+    if job.latency_depth > 0 {
+        // stat.c with no latency_target: target and window print as 0.00ns.
+        let _ = writeln!(
+            out,
+            "     latency   : target=0.00ns, window=0.00ns, percentile=100.00%, depth={}",
+            job.latency_depth
+        );
+    }
     out.push('\n');
 }
 
-/// stat.c show_ddir_status.
-fn ddir_status(out: &mut String, name: &str, d: &DirReport) {
-    let bw = d.bw_bytes() as u64;
-    let iops = d.iops() as u64;
+/// The aggregate bandwidth (bytes/s) of group `gid`, reads and writes.
+fn group_agg(r: &RunReport, gid: u32) -> (u64, u64) {
+    let jobs = || r.jobs.iter().filter(move |j| j.groupid == gid);
+    (
+        fio_stats::group_dir(jobs(), |j| &j.read).map_or(0, |g| g.agg_bw),
+        fio_stats::group_dir(jobs(), |j| &j.write).map_or(0, |g| g.agg_bw),
+    )
+}
+
+/// stat.c show_ddir_status: IOPS and bandwidth over the runtime in whole ms.
+fn ddir_status(out: &mut String, name: &str, d: &DirReport, percentiles: bool, agg: u64) {
+    if d.runtime_ms() == 0 {
+        return;
+    }
+    let bw = d.fio_bw_bytes();
+    let iops = d.fio_iops() as u64;
     let _ = writeln!(
         out,
         "  {name}: IOPS={}, BW={} ({})({}/{}msec)",
@@ -92,15 +153,40 @@ fn ddir_status(out: &mut String, name: &str, d: &DirReport) {
         num2str(bw, SIG_FIGS, true, Unit::BytePerSec),
         num2str(bw, SIG_FIGS, false, Unit::BytePerSec),
         num2str(d.io_bytes, SIG_FIGS, true, Unit::Byte),
-        fio_stats::runtime_ms(d)
+        d.runtime_ms()
     );
     for (label, lat) in [("slat", &d.slat), ("clat", &d.clat), (" lat", &d.lat)] {
         if lat.count() > 0 {
             display_lat(out, label, lat);
         }
     }
-    if d.clat.count() > 0 {
+    if percentiles && d.clat.count() > 0 {
         clat_percentiles(out, &d.clat);
+    }
+    if let Some((min, max, mean, dev)) = d.bw_samples.calc() {
+        let per = crate::fio_json::agg_percent(agg, mean);
+        // stat.c: KiB unless the mean is above 1 GiB/s in KiB, then MiB.
+        let (unit, div) = if mean > 1024.0 * 1024.0 {
+            ("MiB", 1024.0)
+        } else {
+            ("KiB", 1.0)
+        };
+        let _ = writeln!(
+            out,
+            "   bw ({unit:>5}/s): min={:5}, max={:5}, per={per:3.2}%, avg={:5.02}, stdev={:5.02}, samples={}",
+            (min as f64 / div) as u64,
+            (max as f64 / div) as u64,
+            mean / div,
+            dev / div,
+            d.bw_samples.samples
+        );
+    }
+    if let Some((min, max, mean, dev)) = d.iops_samples.calc() {
+        let _ = writeln!(
+            out,
+            "   iops        : min={min:5}, max={max:5}, avg={mean:5.02}, stdev={dev:5.02}, samples={}",
+            d.iops_samples.samples
+        );
     }
 }
 
@@ -319,8 +405,9 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
             c.pmn,
             c.timer_ticks,
             c.ksoftirqd_wakeups,
-            human_ns(t.percentile(50.0)),
-            human_ns(t.percentile(99.0)),
+            // Bucket middles can pass the exact maximum: not for this column.
+            human_ns(t.percentile(50.0).min(t.max())),
+            human_ns(t.percentile(99.0).min(t.max())),
             human_ns(t.max())
         );
     }

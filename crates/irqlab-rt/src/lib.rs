@@ -9,6 +9,7 @@ pub mod config;
 pub mod cpu;
 pub mod ctrl;
 pub mod file_media;
+pub mod fio_options;
 pub mod irq_thread;
 pub mod job;
 pub mod live;

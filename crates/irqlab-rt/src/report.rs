@@ -11,7 +11,8 @@ use crate::usage::Usage;
 use irqlab_core::{Delivery, Policy};
 use irqlab_fio::JobSpec;
 use irqlab_report::{
-    CpuReport, DirReport, Engine, HostMeasures, JobReport, RunReport, VectorReport,
+    CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, Engine, HostMeasures, JobReport,
+    RunReport, VectorReport, pci_address,
 };
 
 /// Process-wide measures of one run.
@@ -41,6 +42,7 @@ fn merge_dir(into: &mut DirReport, from: &DirReport, window_ns: u64) {
 /// One clone's stats with its share of its CPU thread's CPU time.
 struct CloneOut<'a> {
     job: usize,
+    clone: u32,
     stats: &'a JobStats,
     window_ns: u64,
     usr_ns: u64,
@@ -63,8 +65,10 @@ fn clone_outputs<'a>(topo: &Topology, cpus: &'a [CpuResult]) -> Vec<CloneOut<'a>
                     (u128::from(v) * u128::from(ios(stats)) / u128::from(total)) as u64
                 }
             };
+            let plan = &topo.cpus[r.index].clones[*slot];
             out.push(CloneOut {
-                job: topo.cpus[r.index].clones[*slot].plan.job,
+                job: plan.plan.job,
+                clone: plan.clone,
                 stats,
                 window_ns: end - start,
                 usr_ns: share(r.usage.usr_ns),
@@ -76,37 +80,41 @@ fn clone_outputs<'a>(topo: &Topology, cpus: &'a [CpuResult]) -> Vec<CloneOut<'a>
     out
 }
 
-fn job_reports(jobs: &[JobSpec], clones: &[CloneOut]) -> Vec<JobReport> {
-    let mut out = Vec::new();
-    for (j, spec) in jobs.iter().enumerate() {
-        let mine: Vec<&CloneOut> = clones.iter().filter(|c| c.job == j).collect();
-        let groups: Vec<Vec<&CloneOut>> = if spec.group_reporting {
-            vec![mine]
-        } else {
-            mine.into_iter().map(|c| vec![c]).collect()
-        };
-        for g in groups {
+/// One report per clone in fio's job order, summed by fio's group_reporting rules.
+fn job_reports(jobs: &[JobSpec], clones: &[CloneOut], start_ns: u64) -> Vec<JobReport> {
+    let groups = irqlab_fio::reporting_groups(jobs);
+    let mut order: Vec<&CloneOut> = clones.iter().collect();
+    order.sort_by_key(|c| (c.job, c.clone));
+    let mut thread_number = 0;
+    let out = order
+        .into_iter()
+        .map(|c| {
+            let spec = &jobs[c.job];
+            thread_number += 1;
             let mut r = JobReport {
                 name: spec.name.clone(),
-                groupid: 0,
-                options: spec.options.clone(),
+                groupid: groups[c.job],
+                members: 1,
+                thread_number,
+                group_reporting: spec.group_reporting,
+                description: spec.description.clone(),
+                options: spec.job_options(),
+                usr_ns: c.usr_ns,
+                sys_ns: c.sys_ns,
+                ctx: c.ctx,
+                runtime_ns: c.window_ns,
+                iodepth_level: c.stats.iodepth_level,
+                job_start_ns: start_ns,
+                latency_depth: spec.effective_iodepth(),
+                clat_percentiles: spec.clat_percentiles,
                 ..JobReport::default()
             };
-            for c in g {
-                merge_dir(&mut r.read, &c.stats.read, c.window_ns);
-                merge_dir(&mut r.write, &c.stats.write, c.window_ns);
-                r.usr_ns += c.usr_ns;
-                r.sys_ns += c.sys_ns;
-                r.ctx += c.ctx;
-                r.runtime_ns = r.runtime_ns.max(c.window_ns);
-                for (a, b) in r.iodepth_level.iter_mut().zip(c.stats.iodepth_level) {
-                    *a += b;
-                }
-            }
-            out.push(r);
-        }
-    }
-    out
+            merge_dir(&mut r.read, &c.stats.read, c.window_ns);
+            merge_dir(&mut r.write, &c.stats.write, c.window_ns);
+            r
+        })
+        .collect();
+    irqlab_report::group_reporting(out)
 }
 
 fn cpu_reports(cpus: &[CpuResult]) -> Vec<CpuReport> {
@@ -138,11 +146,11 @@ fn vector_reports(
     for (c, plan) in topo.cpus.iter().enumerate() {
         for (q, qp) in plan.queues.iter().enumerate() {
             let chip = if qp.polled {
-                "POLLED"
+                CHIP_POLLED
             } else {
                 match policy.delivery {
-                    Delivery::Posted { .. } => "INTEL-IR-POST",
-                    _ => "IR-PCI-MSIX",
+                    Delivery::Posted { .. } => CHIP_POSTED,
+                    _ => CHIP_REMAPPED,
                 }
             };
             let dev = counters
@@ -155,6 +163,8 @@ fn vector_reports(
             out.push(VectorReport {
                 name: qp.name(&topo.controllers[qp.controller]),
                 chip: chip.to_string(),
+                device: pci_address(qp.controller),
+                hwirq: u32::from(qp.qid),
                 messages: dev.messages,
                 per_cpu,
                 device_coalesced: dev.coalesced,
@@ -180,7 +190,11 @@ pub fn build_report(
     m: &Measured,
 ) -> RunReport {
     let clones = clone_outputs(topo, cpus);
-    let job_reports = job_reports(jobs, &clones);
+    // The wall clock of the report, and of the start (the run's length before it).
+    let end_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let job_reports = job_reports(jobs, &clones, end_ns.saturating_sub(m.wall_ns));
     let duration_ns = job_reports.iter().map(|j| j.runtime_ns).max().unwrap_or(0);
     let media = &m.media;
     let platform = format!(
@@ -275,7 +289,10 @@ pub fn build_report(
         policy: policy.describe(),
         seed: cfg.seed,
         duration_ns,
+        end_ns,
+        global_options: irqlab_fio::global_options(jobs),
         jobs: job_reports,
+        disks: Vec::new(),
         cpus: cpu_reports(cpus),
         vectors: vector_reports(policy, topo, cpus, counters),
         measured: Some(HostMeasures {

@@ -26,6 +26,7 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
     if jobs.is_empty() {
         return Err("the job file defines no job".into());
     }
+    crate::fio_options::refuse_unmodelled(jobs)?;
     let file = match &cfg.media {
         Media::Model(_) => None,
         Media::File(path) => {

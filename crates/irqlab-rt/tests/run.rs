@@ -55,7 +55,7 @@ fn remapped_notifies_once_per_message() {
     let r = run(&job(""), &policy(Delivery::Remapped), &cfg()).unwrap();
     check_exact(&r, 3000);
     let v = &r.vectors[0];
-    assert_eq!(v.chip, "IR-PCI-MSIX");
+    assert_eq!(v.chip, irqlab_report::CHIP_REMAPPED);
     assert_eq!(v.name, "nvme0q1");
     assert!(v.messages > 0);
     // Each message is one IRR bit; messages that merge in the IRR make fewer entries.

@@ -149,7 +149,8 @@ fn main() {
             ..Policy::default()
         };
         let start = Instant::now();
-        let r = simulate(&jobs, &platform, &policy, &SimOptions { seed: 1 }).expect("bench runs");
+        let r =
+            simulate(&jobs, &platform, &policy, &SimOptions::overriding(1)).expect("bench runs");
         let wall = start.elapsed().as_secs_f64();
         let extra = |k: &str| {
             r.extra

@@ -34,6 +34,10 @@ pub enum Event {
     ModeratorProgram { vector: u32 },
     /// The ramp time is over: statistics start.
     RampEnd,
+    /// A job's startdelay passed or its stonewall wave began.
+    JobStart { job: u32 },
+    /// A job that started late ends its ramp_time: its statistics start.
+    JobRampEnd { job: u32 },
 }
 
 /// A deterministic future-event list: a radix heap (a monotone priority queue) keyed by

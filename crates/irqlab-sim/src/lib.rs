@@ -33,13 +33,37 @@ use std::fmt;
 /// Options of one simulation run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SimOptions {
-    /// Seed of every random stream; the same inputs and seed give the same report.
+    /// Seed of the model's own streams (device service times); the same inputs and seed
+    /// give the same report.
     pub seed: u64,
+    /// Seed the jobs' streams (block sizes, read/write mix, rate gaps, start delays) from
+    /// `seed` instead of each job's randseed, as the command line's --seed does. Without
+    /// it, jobs seed as fio does: randseed, or fio's default 0x89 with randrepeat=1, or
+    /// `seed` where fio would read /dev/urandom (randrepeat=0).
+    pub override_randseed: bool,
+}
+
+impl SimOptions {
+    /// Jobs seed from their own randseed; `seed` drives the model's streams.
+    pub fn with_seed(seed: u64) -> Self {
+        SimOptions {
+            seed,
+            override_randseed: false,
+        }
+    }
+
+    /// `seed` drives every stream, the jobs' included.
+    pub fn overriding(seed: u64) -> Self {
+        SimOptions {
+            seed,
+            override_randseed: true,
+        }
+    }
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { seed: 1 }
+        SimOptions::with_seed(1)
     }
 }
 

@@ -48,6 +48,12 @@ pub trait Observer {
     /// A named counter changed: "moderation_level" (per vector), "pir_pending" (posted
     /// PIR bits set, per CPU), "iodepth" (I/Os a job has in flight, per job).
     fn counter(&mut self, _now: u64, _name: &str, _index: usize, _value: f64) {}
+    /// The measured window (what the report counts) opens (`open`) or closes at `now`.
+    fn window(&mut self, _now: u64, _open: bool) {}
+    /// A /proc/interrupts count went up on `cpu`: a device vector's handler started
+    /// (`Some(vector)`) or a posted MSI notification was taken (`None`, the PMN row).
+    /// Called where the report counts them, so inside the window the sums agree.
+    fn irq_counted(&mut self, _now: u64, _cpu: usize, _vector: Option<usize>) {}
 }
 
 /// The observer that observes nothing.

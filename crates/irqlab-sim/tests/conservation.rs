@@ -32,7 +32,10 @@ fn check(r: &RunReport, what: &str) {
         "{what}: messages + retriggers = handled + merged + pended"
     );
     let pmn: u64 = r.cpus.iter().map(|c| c.pmn).sum();
-    if r.vectors.iter().any(|v| v.chip == "IR-PCI-MSIX") {
+    if r.vectors
+        .iter()
+        .any(|v| v.chip == irqlab_report::CHIP_REMAPPED)
+    {
         assert_eq!(pmn, 0, "{what}: no PMN in remapped mode");
         assert_eq!(
             r.notifications(),

@@ -40,7 +40,7 @@ fn run_dsa(delivery: Delivery, text: &str) -> RunReport {
         delivery,
         ..Policy::default()
     };
-    simulate(&jobs(text), &spr(), &policy, &SimOptions { seed: 3 })
+    simulate(&jobs(text), &spr(), &policy, &SimOptions::overriding(3))
         .unwrap_or_else(|e| panic!("simulation runs: {e}"))
 }
 

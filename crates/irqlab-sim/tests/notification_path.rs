@@ -137,7 +137,7 @@ fn spr_run(disks: usize, policy: Policy, sets: &[&str]) -> RunReport {
         &jobs(&spr_job(disks)),
         &spr(sets),
         &policy,
-        &SimOptions { seed: 1 },
+        &SimOptions::with_seed(1),
     )
     .expect("runs")
 }

@@ -60,7 +60,7 @@ fn run_rdma(moderator: ModeratorKind, text: &str) -> (RunReport, Levels) {
         &jobs(text),
         &rdma_platform(),
         &policy,
-        &SimOptions { seed: 5 },
+        &SimOptions::overriding(5),
         &mut levels,
     )
     .unwrap_or_else(|e| panic!("simulation runs: {e}"));

@@ -38,11 +38,35 @@ pub struct CalibrateArgs {
     /// Objective evaluations (each simulates every target scenario once).
     #[arg(long, default_value_t = 60)]
     pub max_evals: usize,
+    /// Seed of the model's random streams in every evaluation (jobs seed from their own
+    /// randseed), so each evaluation sees the same draws.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Scenarios simulated at once (default: one per scenario, up to the cores).
     #[arg(long)]
     pub threads: Option<usize>,
 }
+
+/// The targets file, for `irqlab calibrate --help`.
+pub const TARGETS_HELP: &str = r#"Targets file (--targets FILE), TOML; paths are relative to the file:
+
+  [[target]]
+  scenario = "../scenarios/c4/interrupt-1-job.toml"  # job, platform and policy to simulate
+  metric = "iops"          # iops, iops_per_disk, interrupts_per_sec, notifications_per_sec,
+                           # cpu_busy_pct, clat_mean_us or ios_per_interrupt
+  value = 131200           # measured; omitted: the scenario's published value
+  weight = 1.0             # optional, default 1
+
+  [[target]]
+  scenario = "my-randread.toml"   # any scenario file; it needs no [[target]] itself
+  fio_json = "fio.json"           # iops and clat_mean_us from fio --output-format=json
+  interrupts_before = "irq.0"     # interrupts_per_sec and notifications_per_sec from
+  interrupts_after = "irq.1"      # two /proc/interrupts snapshots around the run
+  irq_match = "nvme"              # numbered rows counted (default: all of them)
+
+Example:
+  irqlab calibrate --platform platforms/p5800x-qd1.toml --param cpu.irq_entry_ns=100..600 \
+      --targets my-targets.toml --out fitted.toml"#;
 
 /// A parameter being fitted.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,6 +97,15 @@ pub fn parse_param(spec: &str, platform: &Platform) -> Result<Param, String> {
     let bad = |why: &str| {
         format!("--param '{spec}': {why}; expected KEY=LO..HI, e.g. iommu.notify_ns=50..400")
     };
+    // The platform's own override check names the key; its message speaks of --set.
+    let unknown_key = |e: irqlab_sim::PlatformError| {
+        let msg = e.to_string();
+        let why = msg
+            .strip_prefix("--set '")
+            .and_then(|rest| rest.split_once("': "))
+            .map_or(msg.as_str(), |(_, why)| why);
+        bad(why)
+    };
     let (key, range) = spec.split_once('=').ok_or_else(|| bad("no '='"))?;
     let (lo, hi) = range
         .split_once("..")
@@ -88,7 +121,7 @@ pub fn parse_param(spec: &str, platform: &Platform) -> Result<Param, String> {
         .clone()
         .with_overrides(&[format!("{key}={}", lo.round() as i64)])
         .or_else(|_| platform.clone().with_overrides(&[format!("{key}={lo}")]))
-        .map_err(|e| e.to_string())?;
+        .map_err(unknown_key)?;
     let tree = toml::Value::try_from(platform).map_err(|e| e.to_string())?;
     let (integer, start) = match value_at(&tree, &key) {
         Some(toml::Value::Integer(i)) => (true, i as f64),
@@ -337,11 +370,12 @@ mod tests {
         assert!(a.integer && a.start == 45.0);
         let b = parse_param("devices.0.max_iops=5e5..2e6", &p).unwrap();
         assert!(!b.integer);
+        let e = parse_param("iommu.nope=1..2", &p).unwrap_err();
         assert!(
-            parse_param("iommu.nope=1..2", &p)
-                .unwrap_err()
-                .contains("nope")
+            e.starts_with("--param 'iommu.nope=1..2': unknown key 'nope'"),
+            "{e}"
         );
+        assert!(!e.contains("--set"), "{e}");
         assert!(parse_param("iommu.notify_ns=5..1", &p).is_err());
         assert_eq!(
             sets_for(&[a], &[123.6]),

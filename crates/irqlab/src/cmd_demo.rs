@@ -7,6 +7,8 @@
 use clap::Args;
 use irqlab_core::posted::{Demux, FIRST_EXTERNAL_VECTOR, FIRST_SYSTEM_VECTOR, PiDesc};
 use irqlab_core::posted::{MAX_POSTED_MSI_COALESCING_LOOP, POSTED_MSI_NOTIFICATION_VECTOR};
+use irqlab_report::pci_address;
+use irqlab_report::proc_interrupts::{self, FIRST_IRQ};
 use std::collections::VecDeque;
 use std::fmt::Write;
 
@@ -239,27 +241,34 @@ pub fn main(a: DemoArgs) -> Result<(), String> {
         );
     }
     for (name, o) in &runs {
-        // Per-device counts are handler calls in both modes (the demux calls them).
-        let chip = if *name == "posted" {
-            "INTEL-IR-POST"
-        } else {
-            "IR-PCI-MSIX"
+        // Per-device counts are handler calls in both modes (the demux calls them); the
+        // layout is the one `irqlab run` and `irqlab rt` print.
+        let table = proc_interrupts::Table {
+            ncpus: 1,
+            nr_irqs: FIRST_IRQ + o.handled.len(),
+            rows: o
+                .handled
+                .iter()
+                .enumerate()
+                .map(|(v, &n)| proc_interrupts::IrqRow {
+                    irq: FIRST_IRQ + v,
+                    counts: vec![n],
+                    chip: format!("IR-PCI-MSIX-{}", pci_address(v)),
+                    hwirq: 1,
+                    action: format!("nvme{v}q1"),
+                })
+                .collect(),
+            arch: vec![proc_interrupts::ArchRow {
+                symbol: proc_interrupts::PMN.0,
+                counts: vec![if *name == "posted" {
+                    o.notifications
+                } else {
+                    0
+                }],
+                text: proc_interrupts::PMN.1,
+            }],
         };
-        let _ = writeln!(s, "\n/proc/interrupts ({name}):\n{:>16}", "CPU0");
-        for (v, n) in o.handled.iter().enumerate() {
-            let irq = 130 + v;
-            let _ = writeln!(
-                s,
-                "{irq:>4}: {n:>10}  {chip}-0000:{:02x}:00.0   1-edge  nvme{v}q1",
-                v + 1
-            );
-        }
-        let pmn = if *name == "posted" {
-            o.notifications
-        } else {
-            0
-        };
-        let _ = writeln!(s, " PMN: {pmn:>10}  Posted MSI notification event");
+        let _ = write!(s, "\n/proc/interrupts ({name}):\n{}", table.format());
     }
     print!("{s}");
     Ok(())

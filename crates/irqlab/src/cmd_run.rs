@@ -23,9 +23,15 @@ pub struct RunArgs {
     /// --set devices.0.count=8 (repeatable; applied in order).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Seed of the model's random streams.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Seed of every random stream. Without it the model's own streams use 1 and each
+    /// job seeds its draws (block sizes, read/write mix, rate gaps) from its randseed as
+    /// fio does; with it, --seed overrides every job's randseed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where the fio log files of write_lat_log, write_bw_log and write_iops_log go
+    /// (fio writes them in its working directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub log_dir: PathBuf,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -52,10 +58,13 @@ pub fn main(args: RunArgs) -> Result<(), String> {
         &jobs,
         &platform,
         &args.policy.policy(),
-        &SimOptions { seed: args.seed },
+        &args
+            .seed
+            .map_or_else(SimOptions::default, SimOptions::overriding),
         &args.observe,
         &mut irqtop_out,
     )?;
+    crate::output::write_logs(&report, &args.log_dir)?;
     emit(&report, &args.output)
 }
 

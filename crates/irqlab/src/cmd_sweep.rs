@@ -6,6 +6,7 @@
 //! `seed`, fio options of every job (`job.iodepth`) or platform parameters
 //! (`devices.0.count`, through the platform's own overrides).
 
+mod fio_dir;
 mod grid;
 mod metrics;
 mod output;
@@ -36,7 +37,8 @@ pub struct SweepArgs {
     /// product, the first --set varying slowest.
     #[arg(long = "set", value_name = "KEY=VALUES", required = true)]
     pub sets: Vec<String>,
-    /// Seed of every point (unless `seed` is swept).
+    /// Seed of every random stream of every point, the jobs' randseed included (unless
+    /// `seed` is swept).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Metric to plot and print (repeatable; one plot each): iops, iops_per_device,
@@ -59,6 +61,12 @@ pub struct SweepArgs {
     /// Write the plot here, as PNG and SVG (FILE.png and FILE.svg).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    /// Also write every point's fio JSON (json+) and fio log files here, laid out as
+    /// fio-plot's bench-fio does, so fio-plot draws its graphs from the sweep (see the
+    /// README); points differing in more than job.iodepth and job.numjobs get their own
+    /// subdirectory.
+    #[arg(long, value_name = "DIR")]
+    pub fio_dir: Option<PathBuf>,
     /// Simulations run at once (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
@@ -198,6 +206,7 @@ struct Plan {
     policy: PolicyArgs,
     seed: u64,
     grid: Grid,
+    fio_dir: Option<PathBuf>,
 }
 
 impl Plan {
@@ -222,6 +231,7 @@ impl Plan {
             policy: args.policy.clone(),
             seed: args.seed,
             grid,
+            fio_dir: args.fio_dir.clone(),
         };
         plan.check_values()?;
         Ok(plan)
@@ -282,11 +292,30 @@ impl Plan {
                 KeyKind::Job(opt) => job_opts.push((opt.as_str(), *v)),
             }
         }
-        let jobs = self.jobs_with(&job_opts)?;
+        let mut jobs = self.jobs_with(&job_opts)?;
+        // With --fio-dir every point also writes fio logs named as bench-fio names them.
+        let fio_point = self.fio_dir.as_ref().map(|base| {
+            let prefix = fio_dir::prefix(&jobs);
+            (fio_dir::point_dir(base, &self.grid, &values), prefix)
+        });
+        if let Some((_, prefix)) = &fio_point {
+            let logs = fio_dir::log_options(prefix);
+            let mut with_logs = job_opts.clone();
+            with_logs.extend(logs.iter().map(|(k, v)| (*k, v.as_str())));
+            jobs = self.jobs_with(&with_logs)?;
+        }
         let platform = Platform::from_toml(&self.platform_text, &self.platform_origin, &sets)
             .map_err(|e| e.to_string())?;
-        let report = irqlab_sim::simulate(&jobs, &platform, &policy.policy(), &SimOptions { seed })
-            .map_err(|e| e.to_string())?;
+        let report = irqlab_sim::simulate(
+            &jobs,
+            &platform,
+            &policy.policy(),
+            &SimOptions::overriding(seed),
+        )
+        .map_err(|e| e.to_string())?;
+        if let Some((dir, prefix)) = &fio_point {
+            fio_dir::write(dir, prefix, &report)?;
+        }
         let devices: std::collections::BTreeSet<&str> = jobs
             .iter()
             .flat_map(|j| j.filenames.iter().map(String::as_str))

@@ -180,7 +180,9 @@ pub fn render_interval(names: &[String], prev: &IrqSnapshot, cur: &IrqSnapshot) 
 }
 
 /// An [`Observer`] that counts handler runs per vector and CPU and PMN per CPU, and
-/// prints [`render_interval`] every `interval_ns` of simulated time.
+/// prints [`render_interval`] every `interval_ns` of simulated time. It counts the
+/// measured window only (after ramp_time, until the last job ends), the window the final
+/// /proc/interrupts table covers, so the printed deltas add up to that table.
 pub struct IrqTop<W: Write> {
     interval_ns: u64,
     out: W,
@@ -188,6 +190,10 @@ pub struct IrqTop<W: Write> {
     counts: IrqSnapshot,
     prev: IrqSnapshot,
     last_now: u64,
+    /// Inside the measured window.
+    active: bool,
+    /// The window closed: later events are not counted.
+    closed: bool,
     error: Option<io::Error>,
 }
 
@@ -201,8 +207,18 @@ impl<W: Write> IrqTop<W> {
             counts: IrqSnapshot::default(),
             prev: IrqSnapshot::default(),
             last_now: 0,
+            active: false,
+            closed: false,
             error: None,
         }
+    }
+
+    /// Counts from the start without waiting for a window (tests that drive the
+    /// observer by hand).
+    #[cfg(test)]
+    fn counting(mut self) -> Self {
+        self.active = true;
+        self
     }
 
     /// Vector names, when known before the run (otherwise rows show irqN).
@@ -219,13 +235,17 @@ impl<W: Write> IrqTop<W> {
     }
 
     /// Prints the intervals that ended at or before `now` (events at `now` belong to the
-    /// next one).
-    fn advance(&mut self, now: u64) {
+    /// next one). False outside the measured window: the event is not counted.
+    fn advance(&mut self, now: u64) -> bool {
+        if !self.active {
+            return false;
+        }
         self.last_now = self.last_now.max(now);
         while now >= self.prev.at_ns + self.interval_ns {
             let at = self.prev.at_ns + self.interval_ns;
             self.print_until(at);
         }
+        true
     }
 
     fn print_until(&mut self, at_ns: u64) {
@@ -245,21 +265,16 @@ impl<W: Write> IrqTop<W> {
         if self.names.is_empty() {
             self.names = report.vectors.iter().map(|v| v.name.clone()).collect();
         }
-        if self.last_now > self.prev.at_ns {
+        if self.active && self.last_now > self.prev.at_ns {
             self.print_until(self.last_now);
         }
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        let ramp = report
-            .jobs
-            .iter()
-            .any(|j| j.options.iter().any(|(k, _)| k == "ramp_time"));
         writeln!(
             self.out,
-            "/proc/interrupts delta over the measured window ({} ms{}):",
+            "/proc/interrupts delta over the measured window ({} ms, the same window as the intervals above):",
             ms(report.duration_ns),
-            if ramp { ", after ramp_time" } else { "" }
         )?;
         self.out
             .write_all(irqlab_report::proc_interrupts::render(report).as_bytes())?;
@@ -283,20 +298,48 @@ impl<W: Write> Observer for IrqTop<W> {
         self.advance(now);
     }
 
-    fn notification(&mut self, now: u64, cpu: usize, pmn: bool) {
+    fn notification(&mut self, now: u64, _cpu: usize, _pmn: bool) {
         self.advance(now);
-        if pmn {
-            self.counts.add_pmn(cpu);
-        }
     }
 
-    fn handler(&mut self, now: u64, cpu: usize, vector: usize, _cqes: u32) {
+    fn handler(&mut self, now: u64, _cpu: usize, _vector: usize, _cqes: u32) {
         self.advance(now);
-        self.counts.add_vector(vector, cpu);
+    }
+
+    /// Counted where the report counts: a handler when it starts, PMN when the CPU
+    /// takes it.
+    fn irq_counted(&mut self, now: u64, cpu: usize, vector: Option<usize>) {
+        if self.advance(now) {
+            match vector {
+                Some(v) => self.counts.add_vector(v, cpu),
+                None => self.counts.add_pmn(cpu),
+            }
+        }
     }
 
     fn counter(&mut self, now: u64, _name: &str, _index: usize, _value: f64) {
         self.advance(now);
+    }
+
+    /// The intervals start when the window opens (counts from zero) and the last one
+    /// ends when it closes.
+    fn window(&mut self, now: u64, open: bool) {
+        if open && !self.closed {
+            self.active = true;
+            self.counts = IrqSnapshot {
+                at_ns: now,
+                ..IrqSnapshot::default()
+            };
+            self.prev = self.counts.clone();
+            self.last_now = now;
+        } else if !open && self.active {
+            self.advance(now);
+            if now > self.prev.at_ns {
+                self.print_until(now);
+            }
+            self.active = false;
+            self.closed = true;
+        }
     }
 }
 
@@ -443,6 +486,19 @@ impl Observer for Observers<'_> {
         }
         if let Some(o) = &mut self.irqtop {
             o.counter(now, name, index, value);
+        }
+    }
+
+    fn window(&mut self, now: u64, open: bool) {
+        if let Some(o) = &mut self.irqtop {
+            o.window(now, open);
+        }
+    }
+
+    #[inline]
+    fn irq_counted(&mut self, now: u64, cpu: usize, vector: Option<usize>) {
+        if let Some(o) = &mut self.irqtop {
+            o.irq_counted(now, cpu, vector);
         }
     }
 }
@@ -606,10 +662,10 @@ mod tests {
     #[test]
     fn irqtop_prints_each_interval_and_counts_everything() {
         let mut out = Vec::new();
-        let mut top = IrqTop::new(1_000, &mut out);
-        top.handler(100, 0, 0, 1);
-        top.notification(200, 1, true);
-        top.handler(1_500, 1, 0, 1);
+        let mut top = IrqTop::new(1_000, &mut out).counting();
+        top.irq_counted(100, 0, Some(0));
+        top.irq_counted(200, 1, None);
+        top.irq_counted(1_500, 1, Some(0));
         top.slice(3_200, 0, SliceKind::Usr);
         assert_eq!(top.counts().vectors, vec![vec![1, 1]]);
         assert_eq!(top.counts().pmn, vec![0, 1]);
@@ -624,7 +680,14 @@ mod tests {
         [b]\nfilename=/dev/nvme1n1\ncpus_allowed=1\n";
 
     fn sim_inputs(delivery: irqlab_core::Delivery) -> (Vec<JobSpec>, Platform, Policy) {
-        let jobs = irqlab_fio::parse_str(JOB, "t.fio".as_ref()).unwrap();
+        sim_inputs_of(JOB, delivery)
+    }
+
+    fn sim_inputs_of(
+        text: &str,
+        delivery: irqlab_core::Delivery,
+    ) -> (Vec<JobSpec>, Platform, Policy) {
+        let jobs = irqlab_fio::parse_str(text, "t.fio".as_ref()).unwrap();
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/example.toml");
         let platform = Platform::load(&path, &[]).unwrap();
@@ -667,11 +730,18 @@ mod tests {
 
     #[test]
     fn printed_rates_add_up_to_the_final_counts() {
-        for delivery in [
-            irqlab_core::Delivery::Remapped,
-            irqlab_core::Delivery::Posted { max_loop: 3 },
+        // With ramp_time the intervals start where the final table's window does.
+        let ramped = JOB.replace("runtime=2ms", "runtime=2ms\nramp_time=500us");
+        for (text, delivery) in [
+            (JOB, irqlab_core::Delivery::Remapped),
+            (JOB, irqlab_core::Delivery::Posted { max_loop: 3 }),
+            (ramped.as_str(), irqlab_core::Delivery::Remapped),
+            (
+                ramped.as_str(),
+                irqlab_core::Delivery::Posted { max_loop: 3 },
+            ),
         ] {
-            let (jobs, platform, policy) = sim_inputs(delivery);
+            let (jobs, platform, policy) = sim_inputs_of(text, delivery);
             let observe = ObserveArgs {
                 irqtop: Some(250_000),
                 ..ObserveArgs::default()

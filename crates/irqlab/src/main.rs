@@ -41,6 +41,7 @@ enum Command {
     /// Simulate every published experiment in scenarios/: published vs simulated.
     Reproduce(cmd_reproduce::ReproduceArgs),
     /// Fit platform parameters to measured values (Nelder–Mead within bounds).
+    #[command(after_help = cmd_calibrate::TARGETS_HELP)]
     Calibrate(cmd_calibrate::CalibrateArgs),
 }
 

@@ -3,7 +3,7 @@
 
 use clap::{Args, ValueEnum};
 use irqlab_report::RunReport;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -21,7 +21,9 @@ pub struct OutputArgs {
     /// Report format.
     #[arg(long = "output-format", value_enum, default_value = "normal")]
     pub format: OutputFormat,
-    /// Also print a /proc/interrupts-style table with LOC and PMN rows.
+    /// Also print the run's /proc/interrupts (with LOC and PMN rows) after the report;
+    /// with a JSON format it goes to standard error and into "x-irqlab", so the JSON stays
+    /// valid.
     #[arg(long)]
     pub interrupts: bool,
     /// Write the report to this file instead of standard output.
@@ -29,22 +31,33 @@ pub struct OutputArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Writes `report` as the options ask.
+/// Writes `report` as the options ask. A JSON report is always one JSON document: the
+/// /proc/interrupts table goes to standard error and into `x-irqlab.proc_interrupts`.
 pub fn emit(report: &RunReport, args: &OutputArgs) -> Result<(), String> {
-    let mut text = match args.format {
-        OutputFormat::Normal => irqlab_report::text::render(report),
+    let table = args
+        .interrupts
+        .then(|| irqlab_report::proc_interrupts::render(report));
+    let text = match args.format {
+        OutputFormat::Normal => {
+            let mut text = irqlab_report::text::render(report);
+            if let Some(t) = &table {
+                text.push_str(t);
+            }
+            text
+        }
         OutputFormat::Json | OutputFormat::JsonPlus => {
-            let value =
+            let mut value =
                 irqlab_report::fio_json::render(report, args.format == OutputFormat::JsonPlus);
+            if let Some(t) = &table {
+                value["x-irqlab"]["proc_interrupts"] = serde_json::Value::String(t.clone());
+                eprint!("{t}");
+            }
             let mut s = serde_json::to_string_pretty(&value)
                 .map_err(|e| format!("cannot encode the JSON report: {e}"))?;
             s.push('\n');
             s
         }
     };
-    if args.interrupts {
-        text.push_str(&irqlab_report::proc_interrupts::render(report));
-    }
     match &args.output {
         None => {
             print!("{text}");
@@ -53,4 +66,21 @@ pub fn emit(report: &RunReport, args: &OutputArgs) -> Result<(), String> {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| format!("{}: cannot write the report: {e}", path.display())),
     }
+}
+
+/// Writes every fio log file of `report` (write_lat_log, write_bw_log, write_iops_log)
+/// under `dir`, as fio writes them in its working directory; returns their paths.
+pub fn write_logs(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    for log in report.jobs.iter().flat_map(|j| &j.logs) {
+        let path = dir.join(&log.file_name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("{}: cannot create the directory: {e}", parent.display()))?;
+        }
+        std::fs::write(&path, log.text())
+            .map_err(|e| format!("{}: cannot write the log: {e}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
 }

@@ -356,7 +356,10 @@ mod tests {
             policy: vec![("delivery".into(), "posted".into())],
             seed: 1,
             duration_ns: 0,
+            end_ns: 0,
+            global_options: vec![],
             jobs: vec![],
+            disks: vec![],
             cpus: vec![],
             vectors: vec![VectorReport {
                 name: "nvme0q1".into(),

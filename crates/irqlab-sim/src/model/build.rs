@@ -3,8 +3,9 @@
 //! vector an IDT vector on its CPU (managed affinity: the first CPU of the range), creates
 //! job threads, ksoftirqd and irq threads, and checks every request against the machine.
 
+use super::fio_job::{DiskAcct, FioJob, FioRun};
 use super::state::*;
-use crate::engine::EventQueue;
+use crate::engine::{Event, EventQueue};
 use crate::observer::{Observer, SliceKind};
 use crate::platform::Platform;
 use crate::rng::{ServiceTime, Stream};
@@ -138,7 +139,10 @@ pub(crate) fn build<'a, O: Observer>(
     if specs.is_empty() {
         return Err(SimError::Config("the job file defines no jobs".into()));
     }
-    let SimOptions { seed, .. } = *opts;
+    let SimOptions {
+        seed,
+        override_randseed,
+    } = *opts;
     let ncpu = p.cpu.count;
     let names = device_names(p);
     let costs = costs(p);
@@ -152,13 +156,18 @@ pub(crate) fn build<'a, O: Observer>(
     // ---- job clones: CPU, files, limits ----
     struct Clone_ {
         spec: usize,
-        k: u32,
         cpu: usize,
         devices: Vec<usize>,
         polled: bool,
+        /// init.c add_job: the reporting group (stonewall and new_group start one).
+        groupid: u32,
+        /// backend.c run_threads: a stonewall job waits for every job above it.
+        wave: u32,
     }
     let mut clones = Vec::new();
     let mut any_index = 0usize;
+    let groups = irqlab_fio::reporting_groups(specs);
+    let spec_waves = irqlab_fio::stonewall_waves(specs);
     for (si, s) in specs.iter().enumerate() {
         if s.iodepth == 0 {
             return Err(job_err(s, "iodepth=0: at least one I/O must be in flight"));
@@ -246,13 +255,22 @@ pub(crate) fn build<'a, O: Observer>(
             };
             clones.push(Clone_ {
                 spec: si,
-                k,
                 cpu,
                 devices: devices.clone(),
                 polled,
+                groupid: groups[si],
+                wave: spec_waves[si],
             });
         }
     }
+    let nwaves = spec_waves.last().map_or(1, |&w| w as usize + 1);
+    // The machine's window opens when the first wave's ramp_time ends.
+    let window_start = clones
+        .iter()
+        .filter(|c| c.wave == 0)
+        .map(|c| specs[c.spec].ramp_time_ns)
+        .max()
+        .unwrap_or(0);
 
     // GSIM with the proposal's suggested settings (delay 100 µs, 1 M interrupts/s).
     let gsim_global = (policy.moderator == ModeratorKind::Gsim)
@@ -537,7 +555,8 @@ pub(crate) fn build<'a, O: Observer>(
     // ---- threads: jobs, ksoftirqd ----
     let mut jobs = Vec::new();
     let mut depth_per_queue = vec![0u64; queues.len()];
-    let mut window_start = 0u64;
+    let mut q = EventQueue::new();
+    let mut waves: Vec<Vec<u32>> = vec![Vec::new(); nwaves];
     for (ji, c) in clones.iter().enumerate() {
         let s = &specs[c.spec];
         let set = if c.polled { 1 } else { 0 };
@@ -545,6 +564,20 @@ pub(crate) fn build<'a, O: Observer>(
         let depth = u64::from(s.effective_iodepth());
         for &q in &jq {
             depth_per_queue[q as usize] += depth;
+        }
+        let seed_override = override_randseed.then_some(seed);
+        let mut fio = FioJob::new(s, ji as u32 + 1, c.wave, seed_override, seed);
+        waves[c.wave as usize].push(ji as u32);
+        // Jobs of the first wave start at their startdelay; later waves when the one
+        // before is over (job.rs job_exit).
+        let starts_now = c.wave == 0 && fio.startdelay_ns == 0;
+        if starts_now {
+            fio.start(0, window_start);
+            if fio.measure_from > 0 {
+                q.push(fio.measure_from, Event::JobRampEnd { job: ji as u32 });
+            }
+        } else if c.wave == 0 {
+            q.push(fio.startdelay_ns, Event::JobStart { job: ji as u32 });
         }
         threads.push(Thread {
             vruntime: 0,
@@ -556,7 +589,7 @@ pub(crate) fn build<'a, O: Observer>(
             spinning: false,
             fifo: false,
             timer_gen: 0,
-            start_runnable: true,
+            start_runnable: starts_now,
             reaping: Vec::new(),
             wakeups: 0,
             completing: false,
@@ -567,7 +600,6 @@ pub(crate) fn build<'a, O: Observer>(
                 queues[q as usize].spinners.push(tid);
             }
         }
-        window_start = window_start.max(s.ramp_time_ns);
         let iodepth = s.effective_iodepth();
         let batch_submit = if s.iodepth_batch_submit == 0 {
             iodepth
@@ -583,16 +615,14 @@ pub(crate) fn build<'a, O: Observer>(
         let usr_io = if submitter.is_some() { 0 } else { costs.usr_io };
         jobs.push(Job {
             name,
-            groupid: 0,
-            options: s.options.clone(),
+            groupid: c.groupid,
+            options: s.job_options(),
             thread: threads.len() as u32 - 1,
             engine: s.ioengine,
             submitter,
             usr_io,
             queues: jq,
             next_file: 0,
-            bs: s.bs,
-            read_pct: s.rw.read_pct(),
             iodepth,
             batch_submit: batch_submit.max(1),
             complete_min: s.iodepth_batch_complete_min.min(iodepth),
@@ -603,13 +633,10 @@ pub(crate) fn build<'a, O: Observer>(
             },
             polled: c.polled,
             hybrid: c.polled && policy.delivery == Delivery::Hybrid,
-            ramp_end: s.ramp_time_ns,
-            end: s.total_time_ns(),
-            io_limit: if s.time_based {
-                None
-            } else {
-                s.number_ios.or(s.size.map(|b| b.div_ceil(s.bs)))
-            },
+            ramp_end: fio.measure_from,
+            end: if fio.started { s.total_time_ns() } else { None },
+            // number_ios here; size is a byte budget (FioJob::byte_limit).
+            io_limit: if s.time_based { None } else { s.number_ios },
             issued: 0,
             outstanding: 0,
             ready: VecDeque::with_capacity(iodepth.min(4096) as usize),
@@ -619,8 +646,6 @@ pub(crate) fn build<'a, O: Observer>(
             hybrid_min: u64::MAX,
             last_submit: 0,
             slept: false,
-            // One stream per (job section, clone): ji and k in separate bit fields.
-            rng: Stream::new(seed, (1 << 40) | (ji as u64) << 20 | u64::from(c.k)),
             finished_at: 0,
             read: DirStats::default(),
             write: DirStats::default(),
@@ -628,6 +653,7 @@ pub(crate) fn build<'a, O: Observer>(
             sys: 0,
             ctx: 0,
             depth_level: [0; 7],
+            fio: Box::new(fio),
         });
     }
     for (q, &d) in depth_per_queue.iter().enumerate() {
@@ -658,16 +684,32 @@ pub(crate) fn build<'a, O: Observer>(
         cpu.ksoftirqd = threads.len() as u32 - 1;
     }
     let njobs = jobs.len();
-    // Every job ends by its runtime, so the run does soon after; size-limited jobs have
-    // no such bound.
-    let stop_at = jobs
-        .iter()
-        .map(|j| j.end)
-        .try_fold(0u64, |m, e| e.map(|e| m.max(e)))
-        .map_or(u64::MAX, |m| m.saturating_add(1_000_000_000));
+    // Every job ends by its runtime, so each wave does soon after and the run after the
+    // last; size-limited jobs have no such bound.
+    let wave_span = |w: usize| -> Option<u64> {
+        waves[w].iter().try_fold(0u64, |m, &ji| {
+            let f = &jobs[ji as usize].fio;
+            f.total_ns.map(|t| m.max(f.startdelay_ns.saturating_add(t)))
+        })
+    };
+    let stop_at = (0..nwaves)
+        .map(wave_span)
+        .try_fold(0u64, |sum, w| w.map(|w| sum.saturating_add(w)))
+        .map_or(u64::MAX, |m| {
+            m.saturating_add(1_000_000_000 * nwaves as u64)
+        });
+    let wave_left = waves.iter().map(Vec::len).collect();
+    let global_options = irqlab_fio::global_options(specs);
+    let ndevices = devices.len();
+    let mut disks = vec![DiskAcct::default(); ndevices];
+    for c in &clones {
+        for &d in &c.devices {
+            disks[d].used = true;
+        }
+    }
     Ok(Sim {
         now: 0,
-        q: EventQueue::new(),
+        q,
         costs,
         engine: p.engine.clone(),
         policy: *policy,
@@ -702,6 +744,13 @@ pub(crate) fn build<'a, O: Observer>(
         window_end: 0,
         totals: Totals::default(),
         gsim: gsim_global,
+        fio: FioRun {
+            waves,
+            wave_left,
+            current_wave: 0,
+            disks,
+            global_options,
+        },
         obs,
     })
 }

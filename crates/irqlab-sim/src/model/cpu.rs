@@ -207,6 +207,7 @@ impl<O: Observer> Sim<'_, O> {
                     cpu.stats.pmn += 1;
                 }
                 cpu.irq.demux = Some(Demux::new(self.max_loop));
+                self.obs.irq_counted(self.now, c, None);
             }
             _ => {}
         }
@@ -335,6 +336,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.measuring {
             self.vectors[v].per_cpu[c] += 1;
         }
+        self.obs.irq_counted(self.now, c, Some(v));
         let frame = &mut self.cpus[c].irq;
         frame.vector = v as u32;
         frame.reaped = 0;
@@ -729,7 +731,7 @@ impl<O: Observer> Sim<'_, O> {
             if self.vectors[v].moderator.is_some() {
                 let bytes: u64 = list
                     .iter()
-                    .map(|&io| self.jobs[self.ios[io as usize].job as usize].bs)
+                    .map(|&io| u64::from(self.ios[io as usize].bytes))
                     .sum();
                 self.vectors[v].bytes_since += bytes;
             }

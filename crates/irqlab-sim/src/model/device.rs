@@ -297,7 +297,7 @@ impl<O: Observer> Sim<'_, O> {
             return 1;
         }
         let port = &self.ports[dev.port as usize];
-        let tlps = self.jobs[rec.job as usize].bs.div_ceil(port.mps) + 1;
+        let tlps = u64::from(rec.bytes).div_ceil(port.mps) + 1;
         tlps.min(u64::from(port.credits.div_ceil(2)).max(1)) as u32
     }
 
@@ -413,7 +413,7 @@ impl<O: Observer> Sim<'_, O> {
         let tr = self.costs.dma_translate;
         let bytes = |n: u64| (n as f64 / port.bytes_per_ns) as u64;
         let data = if rec.read || self.devices[d].writes_data {
-            port.write_ns + bytes(self.jobs[rec.job as usize].bs) + tr
+            port.write_ns + bytes(u64::from(rec.bytes)) + tr
         } else {
             0
         };

@@ -3,26 +3,16 @@
 //! and at most iodepth_batch_complete_max, as fio's do_io / wait_for_completions do.
 //! Interrupt-driven jobs sleep until enough completions are posted (aio read_events,
 //! io_cqring_wait); polled jobs (hipri) spin on their completion queues, hybrid ones
-//! first sleep half the fastest completion time seen.
+//! first sleep half the fastest completion time seen. Rate limits and think time
+//! quiesce the queue and sleep (io_u.c rate_ddir, backend.c handle_thinktime); jobs
+//! start after their startdelay or stonewall wave (backend.c run_threads).
 
+use super::fio_job::{calls_bucket, depth_bucket};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::nvme::{SQE_HINT_BARRIER, Sqe};
 use irqlab_fio::IoEngine;
-
-/// fio's io_u_mark_depth buckets: 1, 2, 4, 8, 16, 32, >=64.
-fn depth_bucket(depth: u32) -> usize {
-    match depth {
-        0..=1 => 0,
-        2 => 1,
-        3..=4 => 2,
-        5..=8 => 3,
-        9..=16 => 4,
-        17..=32 => 5,
-        _ => 6,
-    }
-}
 
 impl<O: Observer> Sim<'_, O> {
     /// (submit call, submit per I/O, reap call, reap per I/O) of job `j`'s engine. The
@@ -135,6 +125,15 @@ impl<O: Observer> Sim<'_, O> {
                 JobPhase::HybridSleep => {
                     self.jobs[j].phase = JobPhase::Poll;
                 }
+                JobPhase::ThinkSpin { sleep_ns } => {
+                    let job = &mut self.jobs[j];
+                    if sleep_ns > 0 {
+                        job.phase = JobPhase::Pause;
+                        return ThreadStep::Sleep { ns: sleep_ns };
+                    }
+                    job.phase = JobPhase::Start;
+                }
+                JobPhase::Pause => self.jobs[j].phase = JobPhase::Start,
                 JobPhase::Collect { n } => {
                     self.collect(j, n);
                     if let Some(step) = self.decide(j, reap_call) {
@@ -184,38 +183,64 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
-    /// The top of fio's loop: stop, submit a batch, or reap.
+    /// The top of fio's loop: stop, think, submit a batch (as the rate clock allows),
+    /// or reap.
     fn decide(&mut self, j: usize, reap_call: u64) -> Option<ThreadStep> {
         let now = self.now;
         let job = &mut self.jobs[j];
         let limit_left = job.io_limit.map(|l| l.saturating_sub(job.issued));
-        let stopping = job.end.is_some_and(|e| now >= e) || limit_left == Some(0);
+        let stopping =
+            job.end.is_some_and(|e| now >= e) || limit_left == Some(0) || job.fio.bytes_done();
         if stopping {
             if job.outstanding == 0 {
-                job.phase = JobPhase::Done;
-                job.finished_at = now;
-                self.jobs_live -= 1;
-                return Some(ThreadStep::Exit);
+                return Some(self.job_exit(j));
             }
             job.waiting_for = job.outstanding;
+        } else if job.fio.think_due() {
+            // handle_thinktime: io_u_quiesce (reap one or more at a time until nothing
+            // is in flight), then spin and sleep.
+            if job.outstanding > 0 {
+                job.waiting_for = 1;
+            } else {
+                return self.think(j);
+            }
         } else if job.outstanding < job.iodepth {
             let mut k = job.batch_submit.min(job.iodepth - job.outstanding);
             if let Some(left) = limit_left {
                 k = k.min(left.min(u64::from(u32::MAX)) as u32);
             }
-            job.batch_start = now;
-            job.phase = JobPhase::Usr { k };
-            let ns = u64::from(k) * job.usr_io;
-            // A kernel submitter (usr_io 0) has no user-space part: its 1 ns is sys.
-            let kind = if ns == 0 {
-                SliceKind::Sys
-            } else {
-                SliceKind::Usr
-            };
-            return Some(ThreadStep::Run {
-                ns: ns.max(1),
-                kind,
-            });
+            match self.plan_batch(j, k) {
+                Ok(k) => {
+                    let job = &mut self.jobs[j];
+                    job.batch_start = now;
+                    job.phase = JobPhase::Usr { k };
+                    let ns = u64::from(k) * job.usr_io;
+                    // A kernel submitter (usr_io 0) has no user-space part: its 1 ns is sys.
+                    let kind = if ns == 0 {
+                        SliceKind::Sys
+                    } else {
+                        SliceKind::Usr
+                    };
+                    return Some(ThreadStep::Run {
+                        ns: ns.max(1),
+                        kind,
+                    });
+                }
+                Err(due) => {
+                    // rate_ddir: ahead of the rate, quiesce (inline submission: reap
+                    // one or more at a time until nothing is in flight) and sleep.
+                    let job = &mut self.jobs[j];
+                    if job.outstanding > 0 {
+                        job.waiting_for = 1;
+                    } else {
+                        let until = due.min(job.end.unwrap_or(u64::MAX));
+                        job.phase = JobPhase::Pause;
+                        return Some(ThreadStep::Sleep {
+                            ns: until.saturating_sub(now).max(1),
+                        });
+                    }
+                }
+            }
         } else {
             // wait_for_completions(): a full queue must reap at least one.
             job.waiting_for = if job.complete_min == 0 {
@@ -224,6 +249,7 @@ impl<O: Observer> Sim<'_, O> {
                 job.complete_min.min(job.outstanding)
             };
         }
+        let job = &mut self.jobs[j];
         job.phase = JobPhase::ReapCall;
         job.slept = false;
         if reap_call > 0 {
@@ -233,6 +259,102 @@ impl<O: Observer> Sim<'_, O> {
             });
         }
         None
+    }
+
+    /// Up to `k` I/Os the job issues now (directions, sizes), or when the rate clock lets
+    /// the first one go.
+    fn plan_batch(&mut self, j: usize, k: u32) -> Result<u32, u64> {
+        let now = self.now;
+        let f = &mut self.jobs[j].fio;
+        f.batch.clear();
+        while (f.batch.len() as u32) < k && !f.bytes_done() {
+            match f.next_io(now) {
+                Ok(p) => f.batch.push(p),
+                Err(due) if f.batch.is_empty() => return Err(due),
+                Err(_) => break,
+            }
+        }
+        Ok(f.batch.len() as u32)
+    }
+
+    /// backend.c handle_thinktime with the queue empty: spin thinktime_spin, sleep the
+    /// rest of thinktime, neither past the runtime.
+    fn think(&mut self, j: usize) -> Option<ThreadStep> {
+        let now = self.now;
+        let job = &mut self.jobs[j];
+        job.fio.stalling = false;
+        let t = job.fio.think?;
+        let left = job.end.map_or(u64::MAX, |e| e.saturating_sub(now));
+        let spin = t.spin_ns.min(left);
+        let sleep = t.ns.saturating_sub(spin).min(left - spin);
+        if spin > 0 {
+            job.phase = JobPhase::ThinkSpin { sleep_ns: sleep };
+            return Some(ThreadStep::Run {
+                ns: spin,
+                kind: SliceKind::Usr,
+            });
+        }
+        if sleep > 0 {
+            job.phase = JobPhase::Pause;
+            return Some(ThreadStep::Sleep { ns: sleep });
+        }
+        job.phase = JobPhase::Start;
+        None
+    }
+
+    /// The job is done: its logs close, and when its stonewall wave is over the next
+    /// wave's jobs start (each not before its startdelay).
+    fn job_exit(&mut self, j: usize) -> ThreadStep {
+        let now = self.now;
+        let job = &mut self.jobs[j];
+        job.phase = JobPhase::Done;
+        job.finished_at = now;
+        job.fio.finish(now);
+        self.jobs_live -= 1;
+        let w = job.fio.wave as usize;
+        self.fio.wave_left[w] -= 1;
+        while self.fio.current_wave < self.fio.waves.len()
+            && self.fio.wave_left[self.fio.current_wave] == 0
+        {
+            self.fio.current_wave += 1;
+            if let Some(next) = self.fio.waves.get(self.fio.current_wave) {
+                for &jj in next {
+                    let at = now.max(self.jobs[jj as usize].fio.startdelay_ns);
+                    self.q.push(at, Event::JobStart { job: jj });
+                }
+            }
+        }
+        ThreadStep::Exit
+    }
+
+    /// Job `j` starts now (its startdelay passed or its wave began).
+    pub(crate) fn start_job(&mut self, j: usize) {
+        let now = self.now;
+        let window_start = self.window_start;
+        let job = &mut self.jobs[j];
+        job.fio.start(now, window_start);
+        job.ramp_end = job.fio.measure_from;
+        job.end = job.fio.total_ns.map(|t| now + t);
+        if job.ramp_end > now {
+            self.q
+                .push(job.ramp_end, Event::JobRampEnd { job: j as u32 });
+        }
+        let t = job.thread as usize;
+        self.wake_thread(t, None);
+    }
+
+    /// A job's ramp_time ended: its statistics start from zero (libfio.c
+    /// reset_all_stats).
+    pub(crate) fn job_ramp_end(&mut self, j: usize) {
+        let now = self.now;
+        let job = &mut self.jobs[j];
+        job.read = DirStats::default();
+        job.write = DirStats::default();
+        job.usr = 0;
+        job.sys = 0;
+        job.ctx = 0;
+        job.depth_level = [0; 7];
+        job.fio.reset_window(now);
     }
 
     /// The submit call ends: the SQEs are in the SQ and the doorbell is written
@@ -245,7 +367,8 @@ impl<O: Observer> Sim<'_, O> {
             let q = job.queues[job.next_file];
             job.next_file = (job.next_file + 1) % job.queues.len();
             let next_q = job.queues[job.next_file];
-            let read = job.rng.below(100) < u64::from(job.read_pct);
+            let planned = job.fio.batch[i as usize];
+            let read = planned.ddir == 0;
             let last = i + 1 == k || next_q != q;
             let hints = if last { SQE_HINT_BARRIER } else { 0 };
             let start = job.batch_start;
@@ -266,11 +389,14 @@ impl<O: Observer> Sim<'_, O> {
                 queue: q,
                 tag,
                 read,
+                bytes: planned.bytes as u32,
                 hints,
                 start,
                 submitted: now,
                 unit: 0,
             };
+            let d = queue.device as usize;
+            self.fio.disks[d].submit(now, self.measuring);
             queue.tags[tag as usize] = io;
             let _ = queue.qp.submit(
                 Sqe {
@@ -294,6 +420,7 @@ impl<O: Observer> Sim<'_, O> {
         let job = &mut self.jobs[j];
         job.outstanding += k;
         job.issued += u64::from(k);
+        job.fio.issues += u64::from(k);
         if self.obs.wants_counters() {
             let depth = f64::from(job.outstanding);
             self.obs.counter(now, "iodepth", j, depth);
@@ -301,7 +428,10 @@ impl<O: Observer> Sim<'_, O> {
         job.last_submit = now;
         self.totals.submitted += u64::from(k);
         if self.measuring {
+            // io_u.c: io_u_mark_depth at commit, io_u_mark_submit per submit call.
             job.depth_level[depth_bucket(job.outstanding)] += u64::from(k);
+            job.fio.submit_hist[calls_bucket(k)] += 1;
+            job.fio.submit_calls += 1;
         }
     }
 
@@ -374,7 +504,16 @@ impl<O: Observer> Sim<'_, O> {
     /// it woke a thread.
     pub(crate) fn complete_io(&mut self, io: usize, c: usize) -> bool {
         self.totals.completed += 1;
-        let j = self.ios[io].job as usize;
+        let rec = self.ios[io];
+        let d = self.queues[rec.queue as usize].device as usize;
+        self.fio.disks[d].complete(
+            self.now,
+            self.measuring,
+            usize::from(!rec.read),
+            u64::from(rec.bytes),
+            self.now - rec.submitted,
+        );
+        let j = rec.job as usize;
         let job = &mut self.jobs[j];
         job.ready.push_back(io as u32);
         let enough = job.ready.len() as u32 >= job.waiting_for;
@@ -394,28 +533,39 @@ impl<O: Observer> Sim<'_, O> {
     /// The job copies out `n` events: fio's clat ends here.
     fn collect(&mut self, j: usize, n: u32) {
         let now = self.now;
+        let mut got = 0;
         for _ in 0..n {
             let Some(io) = self.jobs[j].ready.pop_front() else {
                 break;
             };
+            got += 1;
             let rec = self.ios[io as usize];
             self.free_ios.push(io);
             self.totals.reaped += 1;
             let job = &mut self.jobs[j];
             job.outstanding -= 1;
+            job.fio.completions += 1;
             if self.measuring && now >= job.ramp_end {
+                let (slat, clat, lat) = (
+                    rec.submitted - rec.start,
+                    now - rec.submitted,
+                    now - rec.start,
+                );
+                let bytes = u64::from(rec.bytes);
                 let dir = if rec.read {
                     &mut job.read
                 } else {
                     &mut job.write
                 };
-                dir.record(
-                    job.bs,
-                    rec.submitted - rec.start,
-                    now - rec.submitted,
-                    now - rec.start,
-                );
+                dir.record(bytes, slat, clat, lat);
+                job.fio
+                    .completed(now, usize::from(!rec.read), bytes, slat, clat, lat);
             }
+        }
+        let job = &mut self.jobs[j];
+        if self.measuring && now >= job.ramp_end {
+            job.fio.complete_hist[calls_bucket(got)] += 1;
+            job.fio.complete_calls += 1;
         }
         if self.obs.wants_counters() {
             let depth = f64::from(self.jobs[j].outstanding);

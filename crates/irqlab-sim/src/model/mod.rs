@@ -7,6 +7,7 @@ mod build;
 mod cpu;
 mod delivery;
 mod device;
+mod fio_job;
 mod job;
 mod report;
 mod sched;
@@ -40,7 +41,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.window_start > 0 {
             self.q.push(self.window_start, Event::RampEnd);
         } else {
-            self.measuring = true;
+            self.open_window();
         }
         while let Some((t, ev)) = self.q.pop() {
             debug_assert!(t >= self.now, "time went backwards");
@@ -85,6 +86,8 @@ impl<O: Observer> Sim<'_, O> {
             Event::EngineDone { port } => self.engine_done(port as usize),
             Event::Delivered => self.delivered(),
             Event::RampEnd => self.open_window(),
+            Event::JobStart { job } => self.start_job(job as usize),
+            Event::JobRampEnd { job } => self.job_ramp_end(job as usize),
         }
     }
 }

@@ -2,7 +2,10 @@
 
 use super::state::*;
 use crate::observer::Observer;
-use irqlab_report::{CpuReport, DirReport, Engine, JobReport, Latency, RunReport, VectorReport};
+use irqlab_report::{
+    CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, JobReport,
+    Latency, RunReport, VectorReport, pci_address,
+};
 
 impl<O: Observer> Sim<'_, O> {
     /// ramp_time is over: every statistic starts from zero now.
@@ -11,6 +14,7 @@ impl<O: Observer> Sim<'_, O> {
             self.account(c);
             self.cpus[c].stats = CpuStats::default();
         }
+        let now = self.now;
         for job in &mut self.jobs {
             job.read = DirStats::default();
             job.write = DirStats::default();
@@ -18,6 +22,10 @@ impl<O: Observer> Sim<'_, O> {
             job.sys = 0;
             job.ctx = 0;
             job.depth_level = [0; 7];
+            job.fio.reset_window(now);
+        }
+        for d in &mut self.fio.disks {
+            d.open(now);
         }
         for v in &mut self.vectors {
             v.messages = 0;
@@ -39,6 +47,7 @@ impl<O: Observer> Sim<'_, O> {
             port.stalled_ns = 0;
         }
         self.measuring = true;
+        self.obs.window(now, true);
     }
 
     /// Every job is done: charge the CPUs up to now and stop measuring.
@@ -46,7 +55,12 @@ impl<O: Observer> Sim<'_, O> {
         for c in 0..self.cpus.len() {
             self.account(c);
         }
+        let now = self.now;
+        for d in &mut self.fio.disks {
+            d.close(now);
+        }
         self.measuring = false;
+        self.obs.window(now, false);
     }
 
     pub(crate) fn report(&mut self) -> RunReport {
@@ -63,34 +77,51 @@ impl<O: Observer> Sim<'_, O> {
                 slat,
                 clat,
                 lat,
+                ..DirReport::default()
             }
         };
         let window_start = self.window_start;
-        let jobs = self
+        let jobs: Vec<JobReport> = self
             .jobs
             .iter_mut()
             .map(|j| {
                 let runtime_ns = j.finished_at.saturating_sub(j.ramp_end.max(window_start));
+                let f = &mut j.fio;
+                let rt = |d: &DirStats| if d.ios > 0 { runtime_ns } else { 0 };
+                let (read_rt, write_rt) = (rt(&j.read), rt(&j.write));
+                let mut read = dir(&mut j.read, read_rt);
+                let mut write = dir(&mut j.write, write_rt);
+                read.bw_samples = f.samples.bw.stat[0];
+                read.iops_samples = f.samples.iops.stat[0];
+                write.bw_samples = f.samples.bw.stat[1];
+                write.iops_samples = f.samples.iops.stat[1];
                 JobReport {
                     name: j.name.clone(),
                     groupid: j.groupid,
+                    members: 1,
+                    thread_number: f.thread_number,
+                    group_reporting: f.group_reporting,
+                    description: f.description.clone(),
                     options: j.options.clone(),
-                    read: {
-                        let rt = if j.read.ios > 0 { runtime_ns } else { 0 };
-                        dir(&mut j.read, rt)
-                    },
-                    write: {
-                        let rt = if j.write.ios > 0 { runtime_ns } else { 0 };
-                        dir(&mut j.write, rt)
-                    },
+                    read,
+                    write,
                     usr_ns: j.usr,
                     sys_ns: j.sys,
                     ctx: j.ctx,
                     runtime_ns,
                     iodepth_level: j.depth_level,
+                    iodepth_submit: f.submit_hist,
+                    iodepth_complete: f.complete_hist,
+                    submit_calls: f.submit_calls,
+                    complete_calls: f.complete_calls,
+                    job_start_ns: f.started_at,
+                    latency_depth: f.iodepth,
+                    clat_percentiles: f.clat_percentiles,
+                    logs: f.take_logs(),
                 }
             })
             .collect();
+        let jobs = irqlab_report::group_reporting(jobs);
         let cpus = self
             .cpus
             .iter_mut()
@@ -116,16 +147,28 @@ impl<O: Observer> Sim<'_, O> {
             })
             .collect();
         let chip = if self.posted {
-            "INTEL-IR-POST"
+            CHIP_POSTED
         } else {
-            "IR-PCI-MSIX"
+            CHIP_REMAPPED
         };
+        // The MSI-X entry of a queue: its number on its device (nvme0q3 is entry 3).
+        let mut per_dev = vec![0u32; self.devices.len()];
+        let entry: Vec<u32> = self
+            .queues
+            .iter()
+            .map(|q| {
+                per_dev[q.device as usize] += 1;
+                per_dev[q.device as usize]
+            })
+            .collect();
         let mut vectors: Vec<VectorReport> = self
             .vectors
             .iter()
             .map(|v| VectorReport {
                 name: v.name.clone(),
                 chip: chip.to_string(),
+                device: pci_address(self.queues[v.queue as usize].device as usize),
+                hwirq: entry[v.queue as usize],
                 messages: v.messages,
                 per_cpu: v.per_cpu.clone(),
                 device_coalesced: v.device_coalesced,
@@ -138,7 +181,9 @@ impl<O: Observer> Sim<'_, O> {
             if q.vector.is_none() && q.completions > 0 {
                 vectors.push(VectorReport {
                     name: names[qi].clone(),
-                    chip: "POLLED".into(),
+                    chip: CHIP_POLLED.into(),
+                    device: pci_address(q.device as usize),
+                    hwirq: entry[qi],
                     messages: 0,
                     per_cpu: vec![0; self.cpus.len()],
                     device_coalesced: 0,
@@ -146,6 +191,28 @@ impl<O: Observer> Sim<'_, O> {
                 });
             }
         }
+        let window_ms = duration_ns / 1_000_000;
+        let disks = self
+            .fio
+            .disks
+            .iter()
+            .zip(&self.devices)
+            .filter(|(d, _)| d.used)
+            .map(|(d, dev)| DiskUtil {
+                // The block device fio names: nvme0 is nvme0n1.
+                name: if dev.name.starts_with("nvme") {
+                    format!("{}n1", dev.name)
+                } else {
+                    dev.name.clone()
+                },
+                ios: d.ios,
+                sectors: d.bytes.map(|b| b / 512),
+                ticks_ms: d.ticks_ns.map(|t| t / 1_000_000),
+                in_queue_ms: (d.in_queue_ns / 1_000_000) as u64,
+                busy_ms: d.busy_ns / 1_000_000,
+                window_ms,
+            })
+            .collect();
         let sum = |f: &dyn Fn(&Vector) -> u64| self.vectors.iter().map(f).sum::<u64>();
         let extra = vec![
             ("events".to_string(), self.q.popped() as f64),
@@ -209,7 +276,10 @@ impl<O: Observer> Sim<'_, O> {
             policy: self.policy.describe(),
             seed: self.seed,
             duration_ns,
+            end_ns: self.now,
+            global_options: self.fio.global_options.clone(),
             jobs,
+            disks,
             cpus,
             vectors,
             measured: None,

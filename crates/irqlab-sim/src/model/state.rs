@@ -299,6 +299,12 @@ pub(crate) enum JobPhase {
     Poll,
     PollReap,
     HybridSleep,
+    /// thinktime_spin: burning CPU, then sleeping `sleep_ns`.
+    ThinkSpin {
+        sleep_ns: u64,
+    },
+    /// Sleeping on an hrtimer for the rate clock or thinktime; starts over on waking.
+    Pause,
     Done,
 }
 
@@ -338,8 +344,6 @@ pub(crate) struct Job {
     /// Queues the job's files map to (round robin per I/O).
     pub queues: Vec<u32>,
     pub next_file: usize,
-    pub bs: u64,
-    pub read_pct: u8,
     pub iodepth: u32,
     pub batch_submit: u32,
     pub complete_min: u32,
@@ -360,7 +364,6 @@ pub(crate) struct Job {
     pub hybrid_min: u64,
     pub last_submit: u64,
     pub slept: bool,
-    pub rng: Stream,
     pub finished_at: u64,
     // statistics over the window
     pub read: DirStats,
@@ -369,6 +372,8 @@ pub(crate) struct Job {
     pub sys: u64,
     pub ctx: u64,
     pub depth_level: [u64; 7],
+    /// fio's job state beyond the queue (model/fio_job.rs).
+    pub fio: Box<super::fio_job::FioJob>,
 }
 
 /// One I/O in flight.
@@ -378,6 +383,8 @@ pub(crate) struct Io {
     pub queue: u32,
     pub tag: u16,
     pub read: bool,
+    /// Its size (bs, bsrange or bssplit), bytes.
+    pub bytes: u32,
     /// SQE_HINT_* bits (calibrated interrupts: BARRIER on the last I/O of a batch).
     pub hints: u8,
     pub start: u64,
@@ -592,5 +599,7 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub totals: Totals,
     /// GSIM's global parameters and counters (with --moderator gsim).
     pub gsim: Option<irqlab_core::gsim::GsimGlobal>,
+    /// Stonewall waves, disk accounting and global options (model/fio_job.rs).
+    pub fio: super::fio_job::FioRun,
     pub obs: &'a mut O,
 }

@@ -28,8 +28,13 @@ pub fn jobs(text: &str) -> Vec<JobSpec> {
 }
 
 pub fn run(text: &str, policy: Policy, sets: &[&str], seed: u64) -> RunReport {
-    simulate(&jobs(text), &platform(sets), &policy, &SimOptions { seed })
-        .unwrap_or_else(|e| panic!("simulation runs: {e}"))
+    simulate(
+        &jobs(text),
+        &platform(sets),
+        &policy,
+        &SimOptions::overriding(seed),
+    )
+    .unwrap_or_else(|e| panic!("simulation runs: {e}"))
 }
 
 pub fn extra(r: &RunReport, key: &str) -> f64 {

@@ -32,7 +32,7 @@ pub fn run(s: &Scenario, platform: Option<&Platform>, seed: u64) -> Result<Outco
     let platform = base.with_overrides(&sets).map_err(|e| at(e.to_string()))?;
     let jobs = irqlab_fio::parse_file(&s.job).map_err(|e| at(e.to_string()))?;
     let jobs = s.topology.apply_jobs(&jobs, &platform).map_err(at)?;
-    let report = irqlab_sim::simulate(&jobs, &platform, &s.policy, &SimOptions { seed })
+    let report = irqlab_sim::simulate(&jobs, &platform, &s.policy, &SimOptions::with_seed(seed))
         .map_err(|e| at(e.to_string()))?;
     let disks = disks_used(&jobs);
     let values = s

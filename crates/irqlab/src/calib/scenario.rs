@@ -137,11 +137,6 @@ impl Scenario {
                 source: t.source,
             });
         }
-        if targets.is_empty() {
-            return Err(at(
-                "no [[target]]: give at least one metric and its published value".into(),
-            ));
-        }
         Ok(Scenario {
             path: path.to_path_buf(),
             name: path
@@ -173,7 +168,9 @@ impl Scenario {
     }
 }
 
-/// Every `*.toml` scenario under `dir` (recursively), sorted by path.
+/// Every `*.toml` scenario under `dir` (recursively), sorted by path. These are published
+/// experiments, so each needs a `[[target]]` (a scenario used only with a targets file's
+/// own measurements needs none).
 pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, String> {
     let mut files = Vec::new();
     collect(dir, &mut files)?;
@@ -181,7 +178,19 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, String> {
     if files.is_empty() {
         return Err(format!("{}: no scenario files (*.toml)", dir.display()));
     }
-    files.iter().map(|p| Scenario::load(p)).collect()
+    files
+        .iter()
+        .map(|p| {
+            let s = Scenario::load(p)?;
+            if s.targets.is_empty() {
+                return Err(format!(
+                    "{}: no [[target]]: a published scenario needs at least one metric and its published value",
+                    p.display()
+                ));
+            }
+            Ok(s)
+        })
+        .collect()
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
@@ -225,6 +234,16 @@ published = 1943000
         assert_eq!(s.platform, Path::new("scenarios/c1/../p.toml"));
         assert_eq!(s.targets[0].metric, Metric::IopsPerDisk);
         assert!(s.matches("c1") && s.matches("posted-8") && !s.matches("C2"));
+    }
+
+    #[test]
+    fn a_scenario_needs_no_target_of_its_own() {
+        let bare = TEXT.replace(
+            "[[target]]\nmetric = \"iops_per_disk\"\npublished = 1943000\n",
+            "",
+        );
+        let s = Scenario::parse(&bare, Path::new("mine.toml")).unwrap();
+        assert!(s.targets.is_empty());
     }
 
     #[test]

@@ -171,3 +171,61 @@ impl TargetSet {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A targets file measured on a real machine: the scenario has no published figure
+    /// of its own, the values come from fio's JSON and two /proc/interrupts snapshots
+    /// (in Linux 6.18's layout).
+    #[test]
+    fn measurements_need_no_published_target_in_the_scenario() {
+        let dir = std::env::temp_dir().join(format!("irqlab-targets-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let scenario = format!(
+            "experiment = \"mine\"\nrow = \"my box\"\njob = \"{}\"\nplatform = \"{}\"\n",
+            root.join("examples/qd1-pvsync2.fio").display(),
+            root.join("platforms/example.toml").display()
+        );
+        std::fs::write(dir.join("mine.toml"), scenario).unwrap();
+        std::fs::write(
+            dir.join("fio.json"),
+            r#"{"jobs":[{"job_runtime":2000,"read":{"iops":100000.0,"total_ios":200000,"runtime":2000,"clat_ns":{"mean":9000.0}}}]}"#,
+        )
+        .unwrap();
+        let snap = |n: u64| {
+            format!(
+                "{:11}CPU0       CPU1       \n128:{n:>11}{:>11} IR-PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\nPMN: {:>10} {:>10}   Posted MSI notification event\n",
+                "", 0, 0, 0
+            )
+        };
+        std::fs::write(dir.join("irq.0"), snap(1_000)).unwrap();
+        std::fs::write(dir.join("irq.1"), snap(201_000)).unwrap();
+        std::fs::write(
+            dir.join("targets.toml"),
+            "[[target]]\nscenario = \"mine.toml\"\nfio_json = \"fio.json\"\n\
+             interrupts_before = \"irq.0\"\ninterrupts_after = \"irq.1\"\nirq_match = \"nvme\"\n",
+        )
+        .unwrap();
+        let mut set = TargetSet::default();
+        set.add_file(&dir.join("targets.toml")).unwrap();
+        let got: Vec<(String, f64)> = set
+            .targets
+            .iter()
+            .map(|t| (t.metric.to_string(), t.value))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("iops".to_string(), 100_000.0),
+                ("clat_mean_us".to_string(), 9.0),
+                ("interrupts_per_sec".to_string(), 100_000.0),
+                ("notifications_per_sec".to_string(), 100_000.0),
+            ]
+        );
+        assert!(set.scenarios[0].targets.is_empty());
+    }
+}

@@ -1,0 +1,76 @@
+//! fio options the runtime does not carry out: they are refused with the line that set
+//! them, so a job file never runs differently from what it says. `irqlab run` simulates
+//! all of them.
+
+use irqlab_fio::JobSpec;
+
+/// Options `irqlab rt` refuses, with what it lacks.
+const NOT_IN_RT: &[(&str, &str)] = &[
+    ("rate", "the runtime has no rate clock"),
+    ("rate_iops", "the runtime has no rate clock"),
+    ("rate_process", "the runtime has no rate clock"),
+    ("thinktime", "the runtime's job loop does not think"),
+    ("thinktime_spin", "the runtime's job loop does not think"),
+    ("thinktime_blocks", "the runtime's job loop does not think"),
+    (
+        "thinktime_blocks_type",
+        "the runtime's job loop does not think",
+    ),
+    ("bsrange", "the runtime issues one block size per job"),
+    ("bssplit", "the runtime issues one block size per job"),
+    ("bs_unaligned", "the runtime issues one block size per job"),
+    ("startdelay", "the runtime starts every job at once"),
+    ("stonewall", "the runtime starts every job at once"),
+    ("randseed", "the runtime seeds its draws from --seed"),
+    ("randrepeat", "the runtime seeds its draws from --seed"),
+    ("write_lat_log", "the runtime writes no fio logs"),
+    ("write_bw_log", "the runtime writes no fio logs"),
+    ("write_iops_log", "the runtime writes no fio logs"),
+    ("log_avg_msec", "the runtime writes no fio logs"),
+    ("per_job_logs", "the runtime writes no fio logs"),
+    ("bwavgtime", "the runtime takes no bandwidth samples"),
+    ("iopsavgtime", "the runtime takes no IOPS samples"),
+];
+
+/// The first option of `jobs` the runtime would not carry out, as FILE:LINE: why.
+pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
+    for job in jobs {
+        for o in &job.options {
+            if let Some((_, why)) = NOT_IN_RT.iter().find(|(name, _)| *name == o.name) {
+                return Err(format!(
+                    "{}:{}: job '{}': {} is not carried out by irqlab rt ({why}); expected the option removed, or irqlab run to simulate it",
+                    o.file.display(),
+                    o.line,
+                    job.name,
+                    o.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_line() {
+        let jobs = irqlab_fio::parse_str(
+            "[global]\nfilename=/dev/nvme0n1\n[a]\nrw=randread\nrate_iops=1000\n",
+            "r.fio".as_ref(),
+        )
+        .unwrap();
+        let e = refuse_unmodelled(&jobs).unwrap_err();
+        assert!(
+            e.starts_with("r.fio:5: job 'a': rate_iops is not carried out by irqlab rt"),
+            "{e}"
+        );
+        let ok = irqlab_fio::parse_str(
+            "[a]\nfilename=/dev/nvme0n1\nnew_group\ngroup_reporting\ndescription=x\nclat_percentiles=0\n",
+            "r.fio".as_ref(),
+        )
+        .unwrap();
+        assert!(refuse_unmodelled(&ok).is_ok());
+    }
+}

@@ -1,0 +1,543 @@
+//! What fio does around each I/O besides submitting and reaping it, for one job clone:
+//! its start (startdelay, stonewall waves), its epoch (reset when ramp_time ends), block
+//! sizes and read/write draws from fio's per-job seeds, the rate clock, think time, the
+//! bandwidth and IOPS samples (bwavgtime/iopsavgtime) and the log files. The job loop in
+//! `job.rs` asks it what to issue; the report reads its counters.
+
+use crate::rng::Stream;
+use irqlab_fio::seeds::{self, RAND_BS_READ, RAND_BS_WRITE, RAND_MIX, RAND_START_DELAY};
+use irqlab_fio::{BlockSizes, JobSpec, RateClock, ThinkTime};
+use irqlab_report::IoStat;
+use irqlab_report::fio_log::{IoLog, LogKind};
+use std::num::NonZeroU64;
+
+/// One I/O the job decided to issue: direction (0 read, 1 write) and size.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Planned {
+    pub ddir: usize,
+    pub bytes: u64,
+}
+
+/// io_u.c __io_u_mark_map: the bucket of a submit or reap call of `n` I/Os.
+pub(crate) fn calls_bucket(n: u32) -> usize {
+    match n {
+        0 => 0,
+        1..=4 => 1,
+        5..=8 => 2,
+        9..=16 => 3,
+        17..=32 => 4,
+        33..=64 => 5,
+        _ => 6,
+    }
+}
+
+/// io_u.c io_u_mark_depth: the bucket of the depth after a submit (1, 2-3, 4-7, 8-15,
+/// 16-31, 32-63, >=64).
+pub(crate) fn depth_bucket(depth: u32) -> usize {
+    match depth {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+/// stat.c __add_samples for one kind (bandwidth or IOPS): a sample every interval since
+/// the epoch when the interval saw completions, or one per I/O (no interval) when a
+/// per-I/O log asks for it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Periodic {
+    interval_ms: Option<NonZeroU64>,
+    next: u64,
+    /// Bytes (bandwidth) or I/Os (IOPS) done since the epoch, and at the last sample.
+    done: [u64; 2],
+    last: [u64; 2],
+    pub stat: [IoStat; 2],
+}
+
+impl Periodic {
+    fn new(interval_ms: u64) -> Periodic {
+        Periodic {
+            interval_ms: NonZeroU64::new(interval_ms),
+            ..Periodic::default()
+        }
+    }
+
+    fn restart(&mut self, now: u64) {
+        *self = Periodic {
+            interval_ms: self.interval_ms,
+            next: now + self.interval_ms.map_or(0, |m| m.get() * 1_000_000),
+            ..Periodic::default()
+        };
+    }
+
+    /// The intervals that ended by `now`: `rate(delta, ms)` is the sample of each
+    /// direction with work in it (`fixed` is the `bs` column of the log line).
+    fn flush(
+        &mut self,
+        now: u64,
+        epoch: u64,
+        fixed: [u64; 2],
+        mut log: Option<&mut IoLog>,
+        rate: impl Fn(u64, NonZeroU64) -> u64,
+    ) {
+        let Some(ms) = self.interval_ms else { return };
+        while self.next <= now {
+            let at = (self.next - epoch) / 1_000_000;
+            for (d, bs) in fixed.into_iter().enumerate() {
+                let delta = self.done[d] - self.last[d];
+                if delta == 0 {
+                    continue;
+                }
+                let v = rate(delta, ms);
+                self.stat[d].add(v);
+                if let Some(l) = log.as_deref_mut() {
+                    l.add(at, d, v, bs);
+                }
+                self.last[d] = self.done[d];
+            }
+            self.next += ms.get() * 1_000_000;
+        }
+    }
+}
+
+/// Bandwidth in KiB/s and IOPS, as fio samples them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Sampler {
+    pub bw: Periodic,
+    pub iops: Periodic,
+}
+
+/// The job's log files (write_lat_log gives lat, clat and slat).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Logs {
+    pub lat: Option<[IoLog; 3]>,
+    pub bw: Option<IoLog>,
+    pub iops: Option<IoLog>,
+}
+
+/// fio's state of one job clone beyond the queue.
+pub(crate) struct FioJob {
+    /// fio's 1-based thread_number (clones count).
+    pub thread_number: u32,
+    /// Stonewall wave: the job starts when every job of earlier waves has exited.
+    pub wave: u32,
+    pub startdelay_ns: u64,
+    pub ramp_ns: u64,
+    pub total_ns: Option<u64>,
+    /// When the job started (its thread became runnable).
+    pub started_at: u64,
+    pub started: bool,
+    /// When its statistics start: its ramp end, not before the machine's window.
+    pub measure_from: u64,
+    /// fio's td->epoch: the start, then the end of ramp_time.
+    pub epoch: u64,
+    block_sizes: [BlockSizes; 2],
+    unaligned: bool,
+    /// min_bs == max_bs per direction, for the `bs` column of periodic samples.
+    fixed_bs: [u64; 2],
+    bs_rng: [Stream; 2],
+    mix_rng: Stream,
+    poisson_rng: [Stream; 2],
+    pub read_pct: u8,
+    pub rate: Option<RateClock>,
+    /// The direction drawn but held back by the rate clock.
+    next_ddir: Option<usize>,
+    pub think: Option<ThinkTime>,
+    pub think_last: u64,
+    pub stalling: bool,
+    /// Blocks issued and completed since the epoch (thinktime_blocks counts these).
+    pub issues: u64,
+    pub completions: u64,
+    pub issued_bytes: u64,
+    pub byte_limit: Option<u64>,
+    pub batch: Vec<Planned>,
+    pub submit_hist: [u64; 7],
+    pub complete_hist: [u64; 7],
+    pub submit_calls: u64,
+    pub complete_calls: u64,
+    pub samples: Sampler,
+    pub logs: Logs,
+    /// What the report needs of the job file.
+    pub description: Option<String>,
+    pub group_reporting: bool,
+    pub clat_percentiles: bool,
+    pub iodepth: u32,
+}
+
+impl FioJob {
+    /// The state of clone `thread_number` of `spec`; `seed_override` replaces randseed
+    /// (the command line's --seed), `run_seed` stands in for fio's system random seed.
+    pub fn new(
+        spec: &JobSpec,
+        thread_number: u32,
+        wave: u32,
+        seed_override: Option<u64>,
+        run_seed: u64,
+    ) -> FioJob {
+        // init.c setup_random_seeds: randseed (default 0x89) when repeatable or set;
+        // otherwise fio reads /dev/urandom, and the model takes the run's seed.
+        let rand_seed = seed_override.unwrap_or(match spec.randseed {
+            Some(s) => s,
+            None if spec.randrepeat => seeds::DEFAULT_RANDSEED,
+            None => run_seed,
+        });
+        let s = seeds::rand_seeds(rand_seed, u64::from(thread_number));
+        let stream = |i: usize| Stream::new(s[i], i as u64);
+        let mut delay_rng = stream(RAND_START_DELAY);
+        let (lo, hi) = spec.startdelay_ns;
+        // init.c: a startdelay range is drawn once per job from its delay stream.
+        let startdelay_ns = if hi > lo {
+            lo + delay_rng.below(hi - lo + 1)
+        } else {
+            lo
+        };
+        let logs = Logs {
+            lat: spec.logs.lat.as_ref().map(|p| {
+                let prefix = if p.is_empty() { spec.name.as_str() } else { p };
+                [LogKind::Lat, LogKind::Clat, LogKind::Slat].map(|k| {
+                    IoLog::new(
+                        k,
+                        prefix,
+                        thread_number,
+                        spec.logs.per_job,
+                        spec.logs.avg_msec,
+                    )
+                })
+            }),
+            bw: spec.logs.bw.as_ref().map(|p| {
+                let prefix = if p.is_empty() { spec.name.as_str() } else { p };
+                // init.c: with bwavgtime set, the log averages over the shorter of the two.
+                let avg = if spec.bw_avg_set {
+                    spec.logs.avg_msec.min(spec.bw_avg_ms)
+                } else {
+                    spec.logs.avg_msec
+                };
+                IoLog::new(LogKind::Bw, prefix, thread_number, spec.logs.per_job, avg)
+            }),
+            iops: spec.logs.iops.as_ref().map(|p| {
+                let prefix = if p.is_empty() { spec.name.as_str() } else { p };
+                let avg = if spec.iops_avg_set {
+                    spec.logs.avg_msec.min(spec.iops_avg_ms)
+                } else {
+                    spec.logs.avg_msec
+                };
+                IoLog::new(LogKind::Iops, prefix, thread_number, spec.logs.per_job, avg)
+            }),
+        };
+        let fixed_bs = [0, 1].map(|d| {
+            let b = &spec.block_sizes[d];
+            if b.min() == b.max() { b.min() } else { 0 }
+        });
+        FioJob {
+            thread_number,
+            wave,
+            startdelay_ns,
+            ramp_ns: spec.ramp_time_ns,
+            total_ns: spec.total_time_ns(),
+            started_at: 0,
+            started: false,
+            measure_from: 0,
+            epoch: 0,
+            block_sizes: spec.block_sizes.clone(),
+            unaligned: spec.bs_unaligned,
+            fixed_bs,
+            bs_rng: [stream(RAND_BS_READ), stream(RAND_BS_WRITE)],
+            mix_rng: stream(RAND_MIX),
+            poisson_rng: [
+                stream(seeds::RAND_POISSON_READ),
+                stream(seeds::RAND_POISSON_WRITE),
+            ],
+            read_pct: spec.rw.read_pct(),
+            rate: RateClock::new(&spec.rate, &spec.block_sizes),
+            next_ddir: None,
+            think: spec.thinktime,
+            think_last: 0,
+            stalling: false,
+            issues: 0,
+            completions: 0,
+            issued_bytes: 0,
+            byte_limit: if spec.time_based { None } else { spec.size },
+            batch: Vec::new(),
+            submit_hist: [0; 7],
+            complete_hist: [0; 7],
+            submit_calls: 0,
+            complete_calls: 0,
+            samples: Sampler {
+                bw: Periodic::new(spec.bw_avg_ms),
+                iops: Periodic::new(spec.iops_avg_ms),
+            },
+            logs,
+            description: spec.description.clone(),
+            group_reporting: spec.group_reporting,
+            clat_percentiles: spec.clat_percentiles,
+            iodepth: spec.effective_iodepth(),
+        }
+    }
+
+    /// The job starts at `now`: its epoch, ramp end and the machine window give when
+    /// its statistics start.
+    pub fn start(&mut self, now: u64, window_start: u64) {
+        self.started = true;
+        self.started_at = now;
+        self.epoch = now;
+        self.measure_from = (now + self.ramp_ns).max(window_start);
+        self.samples.restart(now);
+    }
+
+    /// libfio.c reset_all_stats at the end of ramp_time: a new epoch, the rate clock and
+    /// every counter from zero.
+    pub fn reset_window(&mut self, now: u64) {
+        self.epoch = now;
+        if let Some(r) = &mut self.rate {
+            r.reset();
+        }
+        self.issues = 0;
+        self.completions = 0;
+        self.think_last = 0;
+        self.submit_hist = [0; 7];
+        self.complete_hist = [0; 7];
+        self.submit_calls = 0;
+        self.complete_calls = 0;
+        self.samples.restart(now);
+    }
+
+    /// Whether the job has reached its byte budget (`size`).
+    pub fn bytes_done(&self) -> bool {
+        self.byte_limit.is_some_and(|l| self.issued_bytes >= l)
+    }
+
+    /// io_u.c get_rw_ddir with rate_ddir, then get_next_buflen: the next I/O, or the
+    /// absolute time (ns) the rate clock holds it until.
+    pub fn next_io(&mut self, now: u64) -> Result<Planned, u64> {
+        let d0 = match self.next_ddir.take() {
+            Some(d) => d,
+            None => usize::from(self.mix_rng.below(100) >= u64::from(self.read_pct)),
+        };
+        let ddir = match &self.rate {
+            None => d0,
+            Some(r) => {
+                let now_us = now.saturating_sub(self.epoch) / 1_000;
+                let mixed = self.read_pct > 0 && self.read_pct < 100;
+                match r.choose(d0, mixed, now_us) {
+                    Ok(d) => d,
+                    Err((until_us, _)) => {
+                        self.next_ddir = Some(d0);
+                        return Err(self.epoch + until_us * 1_000);
+                    }
+                }
+            }
+        };
+        let r = self.bs_rng[ddir].below(1 << 32) as u32;
+        let bytes = self.block_sizes[ddir].pick(r, self.unaligned);
+        if let Some(rate) = &mut self.rate {
+            // (0, 1]: -ln of it is finite.
+            let u = 1.0 - self.poisson_rng[ddir].uniform();
+            rate.issued(ddir, bytes, u);
+        }
+        self.issued_bytes += bytes;
+        Ok(Planned { ddir, bytes })
+    }
+
+    /// backend.c handle_thinktime's test: enough blocks since the last stall.
+    pub fn think_due(&mut self) -> bool {
+        let Some(t) = self.think else { return false };
+        if !self.stalling {
+            let b = if t.on_issue {
+                self.issues
+            } else {
+                self.completions
+            };
+            if b >= self.think_last + t.blocks {
+                self.stalling = true;
+                self.think_last = b;
+            }
+        }
+        self.stalling
+    }
+
+    /// ms since the epoch, as fio's mtime_since_now(&td->epoch).
+    pub fn elapsed_ms(&self, now: u64) -> u64 {
+        now.saturating_sub(self.epoch) / 1_000_000
+    }
+
+    /// One completion of `bytes` in direction `d` with its latencies, in the window.
+    /// (The slat entry is written at completion with the other two; fio writes it when
+    /// the I/O is issued.)
+    pub fn completed(&mut self, now: u64, d: usize, bytes: u64, slat: u64, clat: u64, lat: u64) {
+        let elapsed = self.elapsed_ms(now);
+        self.flush_samples(now);
+        if let Some([l, c, s]) = &mut self.logs.lat {
+            l.add(elapsed, d, lat, bytes);
+            c.add(elapsed, d, clat, bytes);
+            s.add(elapsed, d, slat, bytes);
+        }
+        let sm = &mut self.samples;
+        sm.bw.done[d] += bytes;
+        sm.iops.done[d] += 1;
+        // stat.c add_bw_sample / add_iops_sample, with per-I/O logs only.
+        if sm.bw.interval_ms.is_none() {
+            let rate = (bytes * 1_000_000).checked_div(clat).unwrap_or(0);
+            sm.bw.stat[d].add(rate);
+            if let Some(log) = &mut self.logs.bw {
+                log.add(elapsed, d, rate, bytes);
+            }
+        }
+        if sm.iops.interval_ms.is_none() {
+            sm.iops.stat[d].add(1);
+            if let Some(log) = &mut self.logs.iops {
+                log.add(elapsed, d, 1, bytes);
+            }
+        }
+    }
+
+    /// The periodic samples whose interval ended by `now` (KiB/s and I/Os per second).
+    pub fn flush_samples(&mut self, now: u64) {
+        let (epoch, fixed) = (self.epoch, self.fixed_bs);
+        self.samples
+            .bw
+            .flush(now, epoch, fixed, self.logs.bw.as_mut(), |delta, ms| {
+                delta * 1000 / ms / 1024
+            });
+        self.samples
+            .iops
+            .flush(now, epoch, fixed, self.logs.iops.as_mut(), |delta, ms| {
+                delta * 1000 / ms
+            });
+    }
+
+    /// The job exited at `now`: the intervals that ended, then stat.c finalize_logs.
+    pub fn finish(&mut self, now: u64) {
+        self.flush_samples(now);
+        let elapsed = self.elapsed_ms(now);
+        if let Some(logs) = &mut self.logs.lat {
+            logs.iter_mut().for_each(|l| l.finish(elapsed));
+        }
+        for l in [&mut self.logs.bw, &mut self.logs.iops]
+            .into_iter()
+            .flatten()
+        {
+            l.finish(elapsed);
+        }
+    }
+
+    /// Every log of the job, in fio's order (lat, clat, slat, bw, iops).
+    pub fn take_logs(&mut self) -> Vec<IoLog> {
+        let mut out = Vec::new();
+        if let Some(l) = self.logs.lat.take() {
+            out.extend(l);
+        }
+        out.extend(self.logs.bw.take());
+        out.extend(self.logs.iops.take());
+        out
+    }
+}
+
+impl Sampler {
+    fn restart(&mut self, now: u64) {
+        self.bw.restart(now);
+        self.iops.restart(now);
+    }
+}
+
+/// fio's disk_util of one device, from the model's requests: diskstats ios, sectors,
+/// ticks (request lifetimes), time_in_queue and io_ticks (busy time).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DiskAcct {
+    pub used: bool,
+    inflight: u64,
+    last: u64,
+    pub busy_ns: u64,
+    pub in_queue_ns: u128,
+    pub ios: [u64; 2],
+    pub bytes: [u64; 2],
+    pub ticks_ns: [u64; 2],
+}
+
+impl DiskAcct {
+    /// Charges the time since the last change (only inside the measured window).
+    fn accrue(&mut self, now: u64, measuring: bool) {
+        if measuring && self.inflight > 0 {
+            let dt = now - self.last;
+            self.busy_ns += dt;
+            self.in_queue_ns += u128::from(dt) * u128::from(self.inflight);
+        }
+        self.last = now;
+    }
+
+    pub fn submit(&mut self, now: u64, measuring: bool) {
+        self.accrue(now, measuring);
+        self.inflight += 1;
+    }
+
+    /// blk_mq_end_request: one request of `bytes` done after `life` ns.
+    pub fn complete(&mut self, now: u64, measuring: bool, d: usize, bytes: u64, life: u64) {
+        self.accrue(now, measuring);
+        self.inflight = self.inflight.saturating_sub(1);
+        if measuring {
+            self.ios[d] += 1;
+            self.bytes[d] += bytes;
+            self.ticks_ns[d] += life;
+        }
+    }
+
+    /// The window opens at `now`: counts restart, requests in flight stay.
+    pub fn open(&mut self, now: u64) {
+        *self = DiskAcct {
+            used: self.used,
+            inflight: self.inflight,
+            last: now,
+            ..DiskAcct::default()
+        };
+    }
+
+    pub fn close(&mut self, now: u64) {
+        self.accrue(now, true);
+    }
+}
+
+/// Jobs run in stonewall waves; the run also keeps the disks and the global options.
+#[derive(Default)]
+pub(crate) struct FioRun {
+    /// The jobs of each wave, in job order.
+    pub waves: Vec<Vec<u32>>,
+    pub wave_left: Vec<usize>,
+    pub current_wave: usize,
+    pub disks: Vec<DiskAcct>,
+    pub global_options: Vec<(String, String)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_follow_io_u_c() {
+        let depth: Vec<usize> = [1, 2, 3, 4, 7, 8, 16, 31, 32, 63, 64]
+            .map(depth_bucket)
+            .into();
+        assert_eq!(depth, [0, 1, 1, 2, 2, 3, 4, 4, 5, 5, 6]);
+        let calls: Vec<usize> = [0, 1, 4, 5, 8, 9, 16, 17, 33, 64, 65]
+            .map(calls_bucket)
+            .into();
+        assert_eq!(calls, [0, 1, 1, 2, 2, 3, 3, 4, 5, 5, 6]);
+    }
+
+    #[test]
+    fn disks_count_busy_time_and_queue_area() {
+        let mut d = DiskAcct::default();
+        d.open(0);
+        d.submit(0, true);
+        d.submit(10, true);
+        d.complete(30, true, 0, 4096, 30);
+        d.complete(40, true, 1, 8192, 30);
+        d.submit(100, true);
+        d.close(120);
+        assert_eq!(d.busy_ns, 40 + 20);
+        assert_eq!(d.in_queue_ns, 10 + 2 * 20 + 10 + 20);
+        assert_eq!((d.ios, d.bytes), ([1, 1], [4096, 8192]));
+    }
+}

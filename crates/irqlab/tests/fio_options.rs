@@ -1,0 +1,201 @@
+//! Every fio option irqlab accepts either changes what a run reports, as it would change
+//! fio's result, or is listed in irqlab-fio's README as having no meaning in the model
+//! (and then changes nothing); options irqlab does not model are refused at FILE:LINE.
+
+use irqlab_core::Policy;
+use irqlab_sim::{Platform, SimOptions, simulate};
+use std::path::Path;
+
+const GLOBAL: &str = "[global]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=8\n\
+    filename=/dev/nvme0n1\ncpus_allowed=0\n";
+const TIMED: &str = "time_based\nruntime=3ms\n";
+
+/// (option, job sections without it, the same with it).
+fn changing() -> Vec<(&'static str, String, String)> {
+    let one = |opt: &'static str, base: &str, line: &str| {
+        (opt, format!("[j]\n{base}"), format!("[j]\n{base}{line}\n"))
+    };
+    let t = TIMED;
+    let tw = |s: &str| format!("{TIMED}{s}\n");
+    vec![
+        one("name", t, "name=other"),
+        one("ioengine", t, "ioengine=io_uring"),
+        one("rw", t, "rw=randwrite"),
+        one("rwmixread", &tw("rw=randrw"), "rwmixread=20"),
+        one("rwmixwrite", &tw("rw=randrw"), "rwmixwrite=20"),
+        one("bs", t, "bs=8k"),
+        one("iodepth", t, "iodepth=2"),
+        one("iodepth_batch", &tw("iodepth=16"), "iodepth_batch=8"),
+        one(
+            "iodepth_batch_complete_min",
+            &tw("iodepth=16"),
+            "iodepth_batch_complete_min=8",
+        ),
+        one(
+            "iodepth_batch_complete_max",
+            &tw("iodepth=16\niodepth_batch_complete_min=1"),
+            "iodepth_batch_complete_max=16",
+        ),
+        one("numjobs", t, "numjobs=2"),
+        one("cpus_allowed", t, "cpus_allowed=1"),
+        one("filename", t, "filename=/dev/nvme1n1"),
+        one("runtime", t, "runtime=4ms"),
+        one("ramp_time", t, "ramp_time=1ms"),
+        one("time_based", "runtime=3ms\nsize=256k\n", "time_based"),
+        one("size", "runtime=3ms\n", "size=64k"),
+        one("number_ios", "runtime=3ms\n", "number_ios=100"),
+        one("loops", "runtime=3ms\nsize=64k\n", "loops=2"),
+        one("hipri", &tw("ioengine=io_uring"), "hipri"),
+        one("group_reporting", &tw("numjobs=2"), "group_reporting"),
+        one("kb_base", t, "kb_base=1000"),
+        one("rate", t, "rate=4m"),
+        one("rate_iops", t, "rate_iops=1000"),
+        one(
+            "rate_process",
+            &tw("rate_iops=1000"),
+            "rate_process=poisson",
+        ),
+        one("thinktime", t, "thinktime=50"),
+        one("thinktime_spin", &tw("thinktime=50"), "thinktime_spin=20"),
+        one(
+            "thinktime_blocks",
+            &tw("thinktime=50"),
+            "thinktime_blocks=4",
+        ),
+        one(
+            "thinktime_blocks_type",
+            &tw("thinktime=50\nthinktime_blocks=4"),
+            "thinktime_blocks_type=issue",
+        ),
+        one("bsrange", t, "bsrange=4k-16k"),
+        one("bssplit", t, "bssplit=4k/50:16k/50"),
+        one("bs_unaligned", &tw("bsrange=1k-16k"), "bs_unaligned"),
+        one("randseed", &tw("rw=randrw"), "randseed=5"),
+        one("randrepeat", &tw("rw=randrw"), "randrepeat=0"),
+        one("startdelay", t, "startdelay=1ms"),
+        (
+            "stonewall",
+            format!("[a]\n{t}[b]\n{t}"),
+            format!("[a]\n{t}[b]\n{t}stonewall\n"),
+        ),
+        (
+            "new_group",
+            format!("[a]\n{t}[b]\n{t}"),
+            format!("[a]\n{t}[b]\n{t}new_group\n"),
+        ),
+        one("description", t, "description=hello"),
+        one("write_lat_log", t, "write_lat_log=x"),
+        one("write_bw_log", t, "write_bw_log=x"),
+        one("write_iops_log", t, "write_iops_log=x"),
+        one("log_avg_msec", &tw("write_lat_log=x"), "log_avg_msec=1"),
+        one("per_job_logs", &tw("write_lat_log=x"), "per_job_logs=0"),
+        one("bwavgtime", t, "bwavgtime=1"),
+        one("iopsavgtime", t, "iopsavgtime=1"),
+        one("clat_percentiles", t, "clat_percentiles=0"),
+    ]
+}
+
+/// Options the README lists as having no meaning in the model, with a harmless value.
+const INERT: &[(&str, &str)] = &[
+    ("thread", "thread"),
+    ("norandommap", "norandommap"),
+    ("random_generator", "random_generator=lfsr"),
+    ("refill_buffers", "refill_buffers"),
+    ("scramble_buffers", "scramble_buffers=1"),
+    ("invalidate", "invalidate=1"),
+    ("fixedbufs", "fixedbufs"),
+    ("registerfiles", "registerfiles"),
+    ("nonvectored", "nonvectored=1"),
+    ("offset", "offset=4k"),
+    // Accepted where they ask for what the model always does.
+    ("direct", "direct=1"),
+    ("buffered", "buffered=0"),
+    ("cpus_allowed_policy", "cpus_allowed_policy=split"),
+];
+
+fn platform() -> Platform {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/example.toml");
+    Platform::load(&path, &[]).unwrap()
+}
+
+/// Everything a run prints or writes: fio's text, json+ and the log files.
+fn output(sections: &str) -> Result<String, String> {
+    let text = format!("{GLOBAL}{sections}");
+    let jobs = irqlab_fio::parse_str(&text, Path::new("opts.fio")).map_err(|e| e.to_string())?;
+    let r = simulate(
+        &jobs,
+        &platform(),
+        &Policy::default(),
+        &SimOptions::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut out = irqlab_report::text::render(&r);
+    out.push_str(&irqlab_report::fio_json::render(&r, true).to_string());
+    for log in r.jobs.iter().flat_map(|j| &j.logs) {
+        out.push_str(&log.file_name);
+        out.push_str(&log.text());
+    }
+    Ok(out)
+}
+
+#[test]
+fn every_option_changes_the_result_or_is_documented_inert() {
+    let cases = changing();
+    let readme = include_str!("../../irqlab-fio/README.md");
+    let inert_section = readme
+        .split_once("**Accepted without effect in the model**")
+        .map(|(_, rest)| rest.split("\n\n**").next().unwrap_or(rest))
+        .expect("the README has the section of options without effect");
+    for name in irqlab_fio::accepted_options() {
+        let tested = cases.iter().any(|c| c.0 == name);
+        let inert = INERT.iter().any(|i| i.0 == name);
+        assert!(
+            tested || inert,
+            "option {name} is accepted but neither tested to change a run nor listed as inert"
+        );
+        if inert {
+            assert!(
+                inert_section.contains(&format!("`{name}`")),
+                "{name} changes nothing, but the README does not list it as such"
+            );
+        }
+    }
+    for (name, base, with) in &cases {
+        let a = output(base).unwrap_or_else(|e| panic!("{name}: base: {e}"));
+        let b = output(with).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_ne!(a, b, "{name} did not change the result");
+    }
+    let base = output(&format!("[j]\n{TIMED}numjobs=2\ncpus_allowed=0-1\n")).unwrap();
+    for (name, line) in INERT {
+        let with = output(&format!(
+            "[j]\n{TIMED}numjobs=2\ncpus_allowed=0-1\n{line}\n"
+        ))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // Only the JSON's "job options" may show it.
+        let without_opt = with.replace(&option_json(line), "");
+        assert_eq!(base, without_opt, "{name} changed the result");
+    }
+}
+
+/// How a `key=value` (or bare key) line shows in the JSON's "job options".
+fn option_json(line: &str) -> String {
+    let (k, v) = line.split_once('=').unwrap_or((line, ""));
+    format!(",\"{k}\":\"{v}\"")
+}
+
+#[test]
+fn options_irqlab_does_not_model_are_refused_at_their_line() {
+    for line in [
+        "rate_min=1m",
+        "direct=0",
+        "buffered",
+        "ioengine=posixaio",
+        "bs=4k-64k",
+        "thinktime_iotime=1s",
+        "verify=crc32c",
+        "log_offset=1",
+    ] {
+        let err = output(&format!("[j]\n{TIMED}{line}\n")).unwrap_err();
+        assert!(err.starts_with("opts.fio:11: "), "{line}: {err}");
+    }
+}
