@@ -3,12 +3,22 @@
 //! Nothing here knows what an option means.
 
 use crate::error::JobFileError;
+use crate::input::{self, MAX_INPUT_BYTES};
 use std::path::{Path, PathBuf};
 
 /// Include nesting deeper than this is reported as an error, cycle or not.
 const MAX_INCLUDE_DEPTH: usize = 16;
 /// init.c reads section names with "[%255[^\n]]".
 const MAX_SECTION_NAME: usize = 255;
+/// Bytes read through `include` in one job file, all includes together: a fragment
+/// included over and over (no cycle) must not make a small file read gigabytes.
+const MAX_INCLUDED_BYTES: u64 = 4 * MAX_INPUT_BYTES;
+
+/// The include chain (for cycles) and what the includes have read so far.
+struct Reading {
+    stack: Vec<PathBuf>,
+    included_bytes: u64,
+}
 
 /// One option line: `key=value`, or a bare flag (`value` is None).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,7 +47,10 @@ pub struct Env<'a> {
 
 /// Splits `text` (the contents of `path`) into sections.
 pub fn sections(text: &str, path: &Path, env: &Env) -> Result<Vec<Section>, JobFileError> {
-    let mut stack = vec![identity(path)];
+    let mut reading = Reading {
+        stack: vec![identity(path)],
+        included_bytes: 0,
+    };
     let mut out: Vec<Section> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -63,7 +76,7 @@ pub fn sections(text: &str, path: &Path, env: &Env) -> Result<Vec<Section>, JobF
                 "a [jobname] or [global] header before the first option",
             ));
         };
-        option_or_include(p, path, line, env, &mut stack, &mut section.entries)?;
+        option_or_include(p, path, line, env, &mut reading, &mut section.entries)?;
     }
     Ok(out)
 }
@@ -74,7 +87,7 @@ fn option_or_include(
     file: &Path,
     line: usize,
     env: &Env,
-    stack: &mut Vec<PathBuf>,
+    reading: &mut Reading,
     entries: &mut Vec<Entry>,
 ) -> Result<(), JobFileError> {
     if let Some(target) = include_target(p) {
@@ -86,7 +99,7 @@ fn option_or_include(
                 "include FILE",
             ));
         }
-        return include(target, file, line, env, stack, entries);
+        return include(target, file, line, env, reading, entries);
     }
     let (key, value) = match p.split_once('=') {
         Some((k, v)) => (
@@ -122,7 +135,7 @@ fn include(
     from: &Path,
     line: usize,
     env: &Env,
-    stack: &mut Vec<PathBuf>,
+    reading: &mut Reading,
     entries: &mut Vec<Entry>,
 ) -> Result<(), JobFileError> {
     let target_path = Path::new(target);
@@ -132,8 +145,9 @@ fn include(
         from.parent().unwrap_or(Path::new("")).join(target_path)
     };
     let id = identity(&path);
-    if stack.contains(&id) {
-        let chain: Vec<String> = stack
+    if reading.stack.contains(&id) {
+        let chain: Vec<String> = reading
+            .stack
             .iter()
             .chain(std::iter::once(&id))
             .map(|p| p.display().to_string())
@@ -145,7 +159,7 @@ fn include(
             "included files that do not include each other",
         ));
     }
-    if stack.len() >= MAX_INCLUDE_DEPTH {
+    if reading.stack.len() >= MAX_INCLUDE_DEPTH {
         return Err(JobFileError::at(
             from,
             line,
@@ -153,28 +167,32 @@ fn include(
             "fewer nested includes",
         ));
     }
-    // Only regular files: a device or FIFO named by mistake would never end.
-    if path.metadata().is_ok_and(|m| !m.is_file()) {
-        return Err(JobFileError::at(
-            from,
-            line,
-            format!("included {} is not a regular file", path.display()),
-            "a job-file fragment to include",
-        ));
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        JobFileError::at(
-            from,
-            line,
-            format!(
-                "cannot read included file {}: {}",
-                path.display(),
-                io_reason(&e)
+    // Only regular files of bounded size: a device or FIFO named by mistake would never end.
+    let left = MAX_INCLUDED_BYTES.saturating_sub(reading.included_bytes);
+    let text = input::read_text(&path, left.min(MAX_INPUT_BYTES)).map_err(|e| {
+        let shown = path.display();
+        let (what, expected) = match e {
+            input::InputError::NotRegular { kind } => (
+                format!("included {shown} is not a regular file (it is {kind})"),
+                "a job-file fragment to include",
             ),
-            "a readable file, relative to the including file",
-        )
+            input::InputError::TooLarge { .. } if left < MAX_INPUT_BYTES => (
+                format!("included {shown} brings the included text past 16 MiB"),
+                "includes that add up to at most 16 MiB of text",
+            ),
+            input::InputError::Io(why) => (
+                format!("cannot read included file {shown}: {why}"),
+                "a readable file, relative to the including file",
+            ),
+            e => (
+                format!("included {shown}: {e}"),
+                "a job-file fragment of text",
+            ),
+        };
+        JobFileError::at(from, line, what, expected)
     })?;
-    stack.push(id);
+    reading.included_bytes += text.len() as u64;
+    reading.stack.push(id);
     for (i, raw) in text.lines().enumerate() {
         let Some(p) = clean(raw) else { continue };
         if p.starts_with('[') {
@@ -185,19 +203,10 @@ fn include(
                 "only options in included files (fio allows no sections there)",
             ));
         }
-        option_or_include(p, &path, i + 1, env, stack, entries)?;
+        option_or_include(p, &path, i + 1, env, reading, entries)?;
     }
-    stack.pop();
+    reading.stack.pop();
     Ok(())
-}
-
-/// The OS error text without Rust's " (os error N)" tail, as fio/perror print it.
-pub fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 /// A path's identity for cycle detection: canonical when it exists.

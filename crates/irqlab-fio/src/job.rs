@@ -215,7 +215,13 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
         Opt::BatchSubmit => b.batch_submit = count(e, text, kb_base, 0)?,
         Opt::BatchCompleteMin => b.complete_min = count(e, text, kb_base, 0)?,
         Opt::BatchCompleteMax => b.complete_max = Some(count(e, text, kb_base, 0)?),
-        Opt::NumJobs => b.numjobs = count(e, text, kb_base, 1)?,
+        // fio.h REAL_MAX_JOBS: fio refuses to run more than 4096 jobs.
+        Opt::NumJobs => {
+            b.numjobs = count(e, text, kb_base, 1)?;
+            if u64::from(b.numjobs) > crate::MAX_JOBS {
+                return Err(out_of_range(e, "at most 4096 (fio's REAL_MAX_JOBS)"));
+            }
+        }
         Opt::CpusAllowed => {
             let cpus = values::cpu_list(text).map_err(|x| bad_value(e, "a CPU list", x))?;
             b.cpus_allowed = Some(cpus);
@@ -231,6 +237,14 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
             b.filenames = values::file_list(text);
             if b.filenames.is_empty() {
                 return Err(bad_value(e, "a file list", "filename=PATH[:PATH...]"));
+            }
+            if b.filenames.len() > values::MAX_FILENAMES {
+                return Err(JobFileError::at(
+                    &e.file,
+                    e.line,
+                    format!("filename= lists {} files", b.filenames.len()),
+                    "at most 4096 names (a platform has at most 4096 devices)",
+                ));
             }
         }
         // parse.c: runtime=0 means no time limit.
@@ -533,7 +547,21 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         .max(1)
         .min(iodepth);
     // fio repeats the job `loops` times; with a byte budget that is loops * size.
-    let size = b.size.map(|s| s.saturating_mul(b.loops));
+    let size = match b.size.map(|s| s.checked_mul(b.loops)) {
+        None => None,
+        Some(Some(total)) => Some(total),
+        Some(None) => {
+            return Err(at(
+                format!(
+                    "job '{}': size x loops = {} x {} is above 16 EiB",
+                    section.name,
+                    b.size.unwrap_or(0),
+                    b.loops
+                ),
+                "a smaller size or fewer loops",
+            ));
+        }
+    };
     Ok(JobSpec {
         name: b.name,
         file: section.file.clone(),

@@ -12,6 +12,7 @@
 
 mod error;
 mod ini;
+pub mod input;
 mod job;
 mod options;
 mod rate;
@@ -73,11 +74,26 @@ pub fn global_options(jobs: &[JobSpec]) -> Vec<(String, String)> {
     out
 }
 
-/// Reads and parses a job file.
+/// fio.h REAL_MAX_JOBS: fio runs at most this many jobs (clones included) at once
+/// (init.c get_new_job: "maximum number of jobs (4096) reached").
+pub const MAX_JOBS: u64 = 4096;
+
+/// Option lines applied over the whole file, each job counting the `[global]` options
+/// above it: 4096 jobs under 60 global options fit; a file that would make the parser
+/// apply millions is refused at the job that crosses the limit.
+const MAX_OPTIONS_APPLIED: usize = 250_000;
+
+/// A size in bytes as fio reads one (`4k`, `1p`, `0x1000`; kb_base 1024), for command-line
+/// options that take fio's sizes. Err is what was expected.
+pub fn parse_size(s: &str) -> Result<u64, &'static str> {
+    values::size(s, 1024)
+}
+
+/// Reads and parses a job file (a regular text file of at most
+/// [`input::MAX_INPUT_BYTES`]).
 pub fn parse_file(path: &Path) -> Result<Vec<JobSpec>, JobFileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        JobFileError::whole_file(path, format!("cannot read: {}", ini::io_reason(&e)))
-    })?;
+    let text = input::read_text(path, input::MAX_INPUT_BYTES)
+        .map_err(|e| JobFileError::whole_file(path, e.to_string()))?;
     parse_str(&text, path)
 }
 
@@ -90,16 +106,47 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<JobSpec>, JobFileError> 
 }
 
 fn parse_with_env(text: &str, path: &Path, env: &ini::Env) -> Result<Vec<JobSpec>, JobFileError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let sections = ini::sections(text, path, env)?;
     let mut globals = Vec::new();
-    let mut jobs = Vec::new();
+    let mut jobs: Vec<JobSpec> = Vec::new();
+    let (mut clones, mut applied, mut global_entries) = (0u64, 0usize, 0usize);
     for section in &sections {
         if section.global {
             job::check_global(section)?;
+            global_entries += section.entries.len();
             globals.push(section);
-        } else {
-            jobs.push(job::build(&globals, section)?);
+            continue;
         }
+        applied += global_entries + section.entries.len();
+        if applied > MAX_OPTIONS_APPLIED {
+            return Err(JobFileError::at(
+                &section.file,
+                section.line,
+                format!(
+                    "job '{}' brings the options applied over the file past {MAX_OPTIONS_APPLIED} ({} from [global] sections above it)",
+                    section.name, global_entries
+                ),
+                "fewer jobs or fewer [global] options",
+            ));
+        }
+        let job = job::build(&globals, section)?;
+        clones += u64::from(job.numjobs);
+        if clones > MAX_JOBS {
+            let at = job
+                .option("numjobs")
+                .map_or((&section.file, section.line), |o| (&o.file, o.line));
+            return Err(JobFileError::at(
+                at.0,
+                at.1,
+                format!(
+                    "job '{}' brings the file to {clones} jobs (numjobs clones counted)",
+                    section.name
+                ),
+                "at most 4096 jobs in all, fio's REAL_MAX_JOBS",
+            ));
+        }
+        jobs.push(job);
     }
     if jobs.is_empty() {
         return Err(JobFileError::whole_file(

@@ -29,7 +29,8 @@ impl RateClock {
             if limit.bytes_per_sec[d] > 0 {
                 limit.bytes_per_sec[d]
             } else {
-                limit.iops[d] * min_bs[d]
+                // Saturates: a rate past 16 EiB/s is no limit the model can tell apart.
+                limit.iops[d].saturating_mul(min_bs[d])
             }
         });
         let fixed_gap =
@@ -86,27 +87,27 @@ impl RateClock {
     /// direction's next time. `u` is a uniform draw in (0, 1] of the direction's Poisson
     /// stream (used only with rate_process=poisson).
     pub fn issued(&mut self, d: usize, bytes: u64, u: f64) {
-        self.issued_bytes[d] += bytes;
+        self.issued_bytes[d] = self.issued_bytes[d].saturating_add(bytes);
         let bps = self.bps[d];
         self.next_usec[d] = if bps == 0 {
             0
         } else if self.poisson {
             let iops = (bps / self.min_bs[d]).max(1);
             let gap = (1_000_000 / iops) as f64 * -(u as f32).ln() as f64;
-            self.last_usec[d] += gap as u64;
+            self.last_usec[d] = self.last_usec[d].saturating_add(gap as u64);
             self.last_usec[d]
         } else if self.fixed_gap[d] {
             match 1_000_000u64.checked_div(bps / self.min_bs[d]) {
                 None => 0,
                 Some(gap) => {
-                    self.last_usec[d] += gap;
+                    self.last_usec[d] = self.last_usec[d].saturating_add(gap);
                     self.last_usec[d]
                 }
             }
         } else {
-            let bytes = self.issued_bytes[d];
-            let (secs, rem) = (bytes / bps, bytes % bps);
-            rem * 1_000_000 / bps + secs * 1_000_000
+            // usec_for_io in 128 bits: bytes * 10^6 overflows 64 bits past 18 TB issued.
+            let usec = u128::from(self.issued_bytes[d]) * 1_000_000 / u128::from(bps);
+            u64::try_from(usec).unwrap_or(u64::MAX)
         };
     }
 }

@@ -242,9 +242,10 @@ impl JobSpec {
         }
     }
 
-    /// How long the job runs in ns including ramp time, if bounded by time.
+    /// How long the job runs in ns including ramp time, if bounded by time (u64::MAX
+    /// when the sum does not fit: engines refuse such a run rather than wrap).
     pub fn total_time_ns(&self) -> Option<u64> {
-        self.runtime_ns.map(|r| r + self.ramp_time_ns)
+        self.runtime_ns.map(|r| r.saturating_add(self.ramp_time_ns))
     }
 
     /// The job section's own options (fio's JSON "job options").

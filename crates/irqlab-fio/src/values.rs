@@ -5,6 +5,11 @@
 
 /// The highest CPU number accepted in `cpus_allowed` (fio's FIO_MAX_CPUS is 4096).
 pub const MAX_CPU: usize = 4095;
+/// options.c split_parse_ddir: fio keeps at most BSSPLIT_MAX entries of a bssplit.
+pub const BSSPLIT_MAX: usize = 64;
+/// Names in one `filename=` list: more than the 4096 devices a platform may have
+/// cannot all name one.
+pub const MAX_FILENAMES: usize = 4096;
 
 pub const SIZE_EXPECTED: &str = "a number with an optional k/m/g/t suffix (e.g. 4k)";
 pub const TIME_EXPECTED: &str =
@@ -89,6 +94,9 @@ pub fn bssplit(s: &str, kb_base: u64) -> Result<Vec<(u64, u32)>, &'static str> {
         if part.is_empty() {
             break;
         }
+        if entries.len() == BSSPLIT_MAX {
+            return Err("at most 64 SIZE/PERCENT entries per direction (fio's BSSPLIT_MAX)");
+        }
         let (bs, perc) = match part.split_once('/') {
             Some((b, p)) => {
                 let p: u32 = p.trim().parse().map_err(|_| EXPECTED)?;
@@ -147,10 +155,12 @@ pub fn int(s: &str, kb_base: u64) -> Result<u64, &'static str> {
     size(s, kb_base).map_err(|_| "a whole number (e.g. 32)")
 }
 
-/// `cpus_allowed=0,5,8-15`: sorted and deduplicated.
+/// `cpus_allowed=0,5,8-15`: sorted and deduplicated. The set is a bitmap of the 4096
+/// possible CPUs (fio's cpumask), so a long list of overlapping ranges costs no more
+/// than its text.
 pub fn cpu_list(s: &str) -> Result<Vec<usize>, &'static str> {
     const EXPECTED: &str = "a CPU list such as 0,5,8-15";
-    let mut cpus = Vec::new();
+    let mut set = [0u64; (MAX_CPU + 1) / 64];
     for item in s.split(',') {
         let item = item.trim();
         let (lo, hi) = match item.split_once('-') {
@@ -163,11 +173,16 @@ pub fn cpu_list(s: &str) -> Result<Vec<usize>, &'static str> {
         if lo > hi {
             return Err(EXPECTED);
         }
-        cpus.extend(lo..=hi);
+        // Whole 64-bit words at a time: a range costs at most 64 steps.
+        for (w, word) in set.iter_mut().enumerate().take(hi / 64 + 1).skip(lo / 64) {
+            let from = lo.max(w * 64) - w * 64;
+            let to = hi.min(w * 64 + 63) - w * 64;
+            *word |= (u64::MAX >> (63 - to)) & (u64::MAX << from);
+        }
     }
-    cpus.sort_unstable();
-    cpus.dedup();
-    return Ok(cpus);
+    return Ok((0..=MAX_CPU)
+        .filter(|&c| set[c / 64] & (1 << (c % 64)) != 0)
+        .collect());
 
     fn cpu(s: &str) -> Result<usize, &'static str> {
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
@@ -272,6 +287,22 @@ mod tests {
         assert!(cpu_list("a").is_err());
         assert!(cpu_list("0-99999").is_err());
         assert!(cpu_list("").is_err());
+        // A megabyte of overlapping ranges is a bitmap, not billions of entries.
+        let long = vec!["0-4095"; 150_000].join(",");
+        assert_eq!(cpu_list(&long).map(|v| v.len()), Ok(4096));
+        // The word-at-a-time fill sets exactly lo..=hi, at and across word edges.
+        let edges = [0, 1, 62, 63, 64, 65, 127, 128, 129, 4031, 4032, 4095];
+        for &lo in &edges {
+            for &hi in edges.iter().filter(|&&h| h >= lo) {
+                let want: Vec<usize> = (lo..=hi).chain([lo + 2, 4095]).collect::<Vec<_>>();
+                let mut want = want;
+                want.sort_unstable();
+                want.dedup();
+                let want: Vec<usize> = want.into_iter().filter(|&c| c <= MAX_CPU).collect();
+                let text = format!("{lo}-{hi},{},4095", (lo + 2).min(MAX_CPU));
+                assert_eq!(cpu_list(&text), Ok(want), "{text}");
+            }
+        }
     }
 
     #[test]
@@ -305,6 +336,10 @@ mod tests {
         assert_eq!(bssplit("4k", 1024), Ok(vec![(4096, 100)]));
         assert!(bssplit("4k/60:8k:16k/60:1k", 1024).is_err());
         assert!(bssplit("4q/10", 1024).is_err());
+        let many = vec!["4k/1"; 65].join(":");
+        assert!(bssplit(&many, 1024).unwrap_err().contains("BSSPLIT_MAX"));
+        let most = vec!["4k/1"; 64].join(":");
+        assert_eq!(bssplit(&most, 1024).map(|v| v.len()), Ok(64));
     }
 
     #[test]
