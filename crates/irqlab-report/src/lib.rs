@@ -14,6 +14,13 @@ pub use model::{
     JobReport, Latency, RunReport, VectorReport, pci_address,
 };
 
+/// Key of [`RunReport::extra`] set to 1 when the run was stopped before its end (Ctrl-C):
+/// its figures cover the run so far, and the text report says so.
+pub const EXTRA_INTERRUPTED: &str = "interrupted";
+/// Key of [`RunReport::extra`] set to 1 when a run reached its engine's time limit with
+/// work still going (the simulator's 600 s bound on a run).
+pub const EXTRA_CUT_SHORT: &str = "cut_short";
+
 pub mod fio_json;
 pub mod fio_log;
 pub mod proc_interrupts;

@@ -18,6 +18,7 @@
 pub mod engine;
 pub mod observer;
 pub mod platform;
+pub mod toml_input;
 
 mod model;
 mod rng;
@@ -29,9 +30,76 @@ use irqlab_core::Policy;
 use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Limits a simulation is checked against before its model is built (see [`estimate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// Memory the model (and its report) may take, bytes.
+    pub max_memory_bytes: u64,
+    /// Events the run may process: about a second of wall time per few million.
+    pub max_events: u64,
+}
+
+impl Budget {
+    /// 2 GiB and 10^10 events (tens of minutes of wall time): every scenario and example
+    /// fits with room to spare, and a minute of a busy disk's simulated time does too.
+    pub const DEFAULT: Budget = Budget {
+        max_memory_bytes: 2 << 30,
+        max_events: 10_000_000_000,
+    };
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::DEFAULT
+    }
+}
+
+/// What a simulation is expected to take, from the topology and jobs alone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    pub memory_bytes: u64,
+    pub events: u64,
+    /// Simulated time the run may last, ns.
+    pub simulated_ns: u64,
+    /// I/Os it may complete and timer ticks it fires.
+    pub ios: u64,
+    pub ticks: u64,
+    /// Where the memory goes, largest first: (what, bytes).
+    pub memory_parts: Vec<(String, u64)>,
+}
+
+/// A flag another thread (a Ctrl-C handler) sets to stop a run; the run then ends at
+/// the next event batch and its report covers the simulated time so far.
+#[derive(Clone, Debug, Default)]
+pub struct StopFlag(Option<Arc<AtomicBool>>);
+
+impl StopFlag {
+    pub fn new(flag: Arc<AtomicBool>) -> StopFlag {
+        StopFlag(Some(flag))
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+}
+
+impl PartialEq for StopFlag {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StopFlag {}
 
 /// Options of one simulation run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimOptions {
     /// Seed of the model's own streams (device service times); the same inputs and seed
     /// give the same report.
@@ -41,6 +109,10 @@ pub struct SimOptions {
     /// it, jobs seed as fio does: randseed, or fio's default 0x89 with randrepeat=1, or
     /// `seed` where fio would read /dev/urandom (randrepeat=0).
     pub override_randseed: bool,
+    /// The resource budget the run is checked against before it is built.
+    pub budget: Budget,
+    /// Set from another thread to stop the run early (its report says so).
+    pub stop: StopFlag,
 }
 
 impl SimOptions {
@@ -49,15 +121,27 @@ impl SimOptions {
         SimOptions {
             seed,
             override_randseed: false,
+            budget: Budget::DEFAULT,
+            stop: StopFlag::default(),
         }
     }
 
     /// `seed` drives every stream, the jobs' included.
     pub fn overriding(seed: u64) -> Self {
         SimOptions {
-            seed,
             override_randseed: true,
+            ..SimOptions::with_seed(seed)
         }
+    }
+
+    /// The same options under another budget.
+    pub fn with_budget(self, budget: Budget) -> Self {
+        SimOptions { budget, ..self }
+    }
+
+    /// The same options, stopped when `flag` is set.
+    pub fn stopped_by(self, flag: StopFlag) -> Self {
+        SimOptions { stop: flag, ..self }
     }
 }
 
@@ -83,6 +167,9 @@ pub enum SimError {
     Config(String),
     /// A policy the simulator does not model yet.
     Unsupported(String),
+    /// The run's estimated memory or events exceed its [`Budget`]; the message says what
+    /// to shrink.
+    OverBudget(String),
 }
 
 impl fmt::Display for SimError {
@@ -97,6 +184,7 @@ impl fmt::Display for SimError {
             SimError::Platform(m) => write!(f, "platform: {m}"),
             SimError::Config(m) => f.write_str(m),
             SimError::Unsupported(m) => write!(f, "not supported by the simulator: {m}"),
+            SimError::OverBudget(m) => f.write_str(m),
         }
     }
 }
@@ -122,6 +210,22 @@ pub fn simulate_observed<O: Observer>(
     observer: &mut O,
 ) -> Result<RunReport, SimError> {
     let mut sim = model::build(jobs, platform, policy, opts, observer)?;
-    sim.run();
-    Ok(sim.report())
+    let interrupted = sim.run(&opts.stop);
+    let mut report = sim.report();
+    if interrupted {
+        report
+            .extra
+            .push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+    }
+    Ok(report)
+}
+
+/// What simulating `jobs` would take, from the topology and jobs alone: checked against
+/// a [`Budget`] before every run, and public so a caller can show it.
+pub fn estimate(
+    jobs: &[JobSpec],
+    platform: &Platform,
+    policy: &Policy,
+) -> Result<Estimate, SimError> {
+    model::estimate(jobs, platform, policy)
 }

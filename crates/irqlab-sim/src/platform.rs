@@ -5,6 +5,7 @@
 //! with defaults, re-serialised, patched, and deserialised again, so any parameter can be
 //! overridden and an unknown key is an error that lists the keys that do exist.
 
+use crate::toml_input;
 use irqlab_core::nvme::MsiRule;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -384,52 +385,72 @@ impl std::fmt::Display for PlatformError {
 
 impl std::error::Error for PlatformError {}
 
+/// Devices a platform may have in all (devices.N.count added up).
+pub const MAX_DEVICES: usize = 4096;
+/// NVMe: at most 65535 I/O queue pairs per controller (CAP and Number of Queues).
+pub const MAX_QUEUES: usize = 65535;
+
 impl Platform {
-    /// Reads a platform file and applies `KEY=VALUE` overrides in order.
+    /// Reads a platform file (a regular text file of bounded size) and applies
+    /// `KEY=VALUE` overrides in order.
     pub fn load(path: &Path, sets: &[String]) -> Result<Platform, PlatformError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| PlatformError(format!("{}: cannot read: {e}", path.display())))?;
+        let text = irqlab_fio::input::read_text(path, irqlab_fio::input::MAX_INPUT_BYTES)
+            .map_err(|e| PlatformError(format!("{}: {e}", path.display())))?;
         Self::from_toml(&text, &path.display().to_string(), sets)
     }
 
-    /// Parses platform text (`origin` names it in errors) and applies overrides.
+    /// Parses platform text (`origin` names it in errors) and applies overrides. Errors
+    /// read `ORIGIN:LINE: KEY: what is wrong`.
     pub fn from_toml(text: &str, origin: &str, sets: &[String]) -> Result<Platform, PlatformError> {
-        let p: Platform =
-            toml::from_str(text).map_err(|e| PlatformError(format!("{origin}: {e}")))?;
-        let p = p.with_overrides(sets)?;
-        p.validate()
-            .map_err(|e| PlatformError(format!("{origin}: {e}")))?;
-        Ok(p)
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let fail = |e: toml::de::Error| PlatformError(toml_input::describe(text, origin, &e));
+        // The tree first: an integer past i64 (which no platform value needs) is refused
+        // here at its line, before anything re-encodes the platform.
+        toml::from_str::<toml::Table>(text).map_err(fail)?;
+        let p: Platform = toml::from_str(text).map_err(fail)?;
+        p.validate().map_err(|e| {
+            let key = e.split([' ', ':']).next().unwrap_or("");
+            match toml_input::line_of_key(text, key) {
+                Some(line) => PlatformError(format!("{origin}:{line}: {e}")),
+                None => PlatformError(format!("{origin}: {e}")),
+            }
+        })?;
+        p.with_overrides(sets)
     }
 
     /// Applies `dotted.key=value` overrides (array elements by index: `devices.0.count`).
+    /// Each is checked as it is applied, so an error names the `--set` that caused it.
     pub fn with_overrides(self, sets: &[String]) -> Result<Platform, PlatformError> {
         if sets.is_empty() {
             return Ok(self);
         }
-        let mut tree = toml::Value::try_from(&self)
-            .map_err(|e| PlatformError(format!("cannot re-encode the platform: {e}")))?;
-        let mut added = Vec::new();
-        for set in sets {
-            if let Some(key) = apply_set(&mut tree, set)? {
-                added.push((set.clone(), key));
-            }
-        }
-        let p: Platform = tree.try_into().map_err(|e: toml::de::Error| {
-            // A key absent from the file was added: if the schema has no such field, say
-            // so in the user's terms.
-            let msg = e.message().to_string();
-            match added
-                .iter()
-                .find(|(_, k)| msg.contains(&format!("unknown field `{k}`")))
-            {
-                Some((set, k)) => PlatformError(format!(
-                    "--set '{set}': unknown key '{k}'; {}",
-                    msg.replace(&format!("unknown field `{k}`, "), "")
-                )),
-                None => PlatformError(format!("--set: {msg}")),
-            }
+        let mut tree = toml::Value::try_from(&self).map_err(|_| {
+            PlatformError(format!(
+                "a value of platform '{}' is above {}, the largest whole number --set can write back",
+                self.name,
+                i64::MAX
+            ))
         })?;
+        let mut p = None;
+        for set in sets {
+            let added = apply_set(&mut tree, set)?;
+            let parsed: Result<Platform, toml::de::Error> = tree.clone().try_into();
+            p = Some(parsed.map_err(|e| {
+                let msg = toml_input::in_users_terms(e.message());
+                match &added {
+                    // A key absent from the file was added: if the schema has no such
+                    // field, say so in the user's terms.
+                    Some(k) if msg.starts_with(&format!("unknown key '{k}'")) => {
+                        PlatformError(format!("--set '{set}': {msg}"))
+                    }
+                    _ => {
+                        let key = set.split_once('=').map_or(set.as_str(), |(k, _)| k.trim());
+                        PlatformError(format!("--set '{set}': {key}: {msg}"))
+                    }
+                }
+            })?);
+        }
+        let p = p.expect("at least one --set was applied");
         p.validate()
             .map_err(|e| PlatformError(format!("after --set: {e}")))?;
         Ok(p)
@@ -448,6 +469,18 @@ impl Platform {
         }
         if self.devices.is_empty() {
             return Err("no devices: add a [[devices]] table".into());
+        }
+        if self.name.len() > 256 {
+            return Err(format!(
+                "name is {} bytes long; expected at most 256",
+                self.name.len()
+            ));
+        }
+        if self.root_ports.len() > MAX_DEVICES {
+            return Err(format!(
+                "root_ports: {} ports; at most {MAX_DEVICES} are modelled",
+                self.root_ports.len()
+            ));
         }
         for (i, rp) in self.root_ports.iter().enumerate() {
             if rp.mps_bytes == 0 || rp.mps_bytes > 4096 {
@@ -470,8 +503,23 @@ impl Platform {
                     d.port
                 ));
             }
-            if d.count == 0 {
-                return Err(format!("devices.{i}.count must be at least 1"));
+            if d.count == 0 || d.count > MAX_DEVICES {
+                return Err(format!(
+                    "devices.{i}.count = {} is not in 1..={MAX_DEVICES}",
+                    d.count
+                ));
+            }
+            if d.queues > MAX_QUEUES {
+                return Err(format!(
+                    "devices.{i}.queues = {} is above {MAX_QUEUES}, NVMe's most I/O queues (0: one per CPU)",
+                    d.queues
+                ));
+            }
+            if d.cqe_bytes == 0 || d.cqe_bytes > 4096 {
+                return Err(format!(
+                    "devices.{i}.cqe_bytes = {} is not in 1..=4096 (an NVMe CQE is 16 bytes, a DSA completion record 32)",
+                    d.cqe_bytes
+                ));
             }
             if !(d.max_iops > 0.0 && d.max_iops.is_finite()) {
                 return Err(format!("devices.{i}.max_iops must be a positive number"));
@@ -522,12 +570,25 @@ impl Platform {
                     self.cpu.count - 1
                 ));
             }
-            if d.prefix.is_empty() || !d.prefix.chars().all(|c| c.is_ascii_alphanumeric()) {
+            if d.prefix.is_empty()
+                || d.prefix.len() > 32
+                || !d.prefix.chars().all(|c| c.is_ascii_alphanumeric())
+            {
                 return Err(format!(
-                    "devices.{i}.prefix = \"{}\" must be a non-empty alphanumeric name",
+                    "devices.{i}.prefix = \"{}\" must be an alphanumeric name of 1 to 32 characters",
                     d.prefix
                 ));
             }
+        }
+        let total = self
+            .devices
+            .iter()
+            .try_fold(0usize, |n, d| n.checked_add(d.count))
+            .unwrap_or(usize::MAX);
+        if total > MAX_DEVICES {
+            return Err(format!(
+                "devices: the groups hold {total} devices; at most {MAX_DEVICES} are modelled (lower devices.N.count or --disks)"
+            ));
         }
         if self.cpu.tick_ns >= 1_000_000_000 / self.cpu.tick_hz {
             return Err(format!(
@@ -537,7 +598,12 @@ impl Platform {
         }
         // Every cost and time in ns is at most a second: an absurd value is refused
         // rather than simulated (and sums of them over a run cannot wrap).
-        let tree = toml::Value::try_from(self).map_err(|e| e.to_string())?;
+        let tree = toml::Value::try_from(self).map_err(|_| {
+            format!(
+                "a value is above {}, the largest whole number a platform holds",
+                i64::MAX
+            )
+        })?;
         if let Some((key, v)) = ns_over_a_second(&tree, String::new()) {
             return Err(format!("{key} = {v} ns is more than 1 s (1000000000 ns)"));
         }

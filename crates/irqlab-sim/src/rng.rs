@@ -71,10 +71,6 @@ impl ServiceTime {
         }
     }
 
-    pub fn mean_ns(&self) -> f64 {
-        self.mean
-    }
-
     #[inline]
     pub fn draw(&self, s: &mut Stream) -> u64 {
         if self.sigma == 0.0 {

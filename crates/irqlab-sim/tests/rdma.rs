@@ -51,6 +51,10 @@ fn rdma_platform() -> Platform {
 }
 
 fn run_rdma(moderator: ModeratorKind, text: &str) -> (RunReport, Levels) {
+    run_rdma_seeded(moderator, text, 5)
+}
+
+fn run_rdma_seeded(moderator: ModeratorKind, text: &str, seed: u64) -> (RunReport, Levels) {
     let policy = Policy {
         moderator,
         ..Policy::default()
@@ -60,7 +64,7 @@ fn run_rdma(moderator: ModeratorKind, text: &str) -> (RunReport, Levels) {
         &jobs(text),
         &rdma_platform(),
         &policy,
-        &SimOptions::overriding(5),
+        &SimOptions::overriding(seed),
         &mut levels,
     )
     .unwrap_or_else(|e| panic!("simulation runs: {e}"));
@@ -73,27 +77,37 @@ fn ios_per_interrupt(r: &RunReport) -> f64 {
 
 #[test]
 fn rdma_dim_climbs_under_load_and_cuts_interrupts_per_io() {
-    let (none, lv_none) = run_rdma(ModeratorKind::None, ONE_QUEUE);
-    let (dim, lv_dim) = run_rdma(ModeratorKind::RdmaDim, ONE_QUEUE);
-    assert_eq!(lv_none.changes, 0, "no moderator, no levels");
+    // Where the moderation levels settle depends on the draws: the cut is asserted on
+    // every seed and its size on their mean, so no one lucky seed carries the test.
+    let mut ratios = Vec::new();
+    for seed in 1..=4 {
+        let (none, lv_none) = run_rdma_seeded(ModeratorKind::None, ONE_QUEUE, seed);
+        let (dim, lv_dim) = run_rdma_seeded(ModeratorKind::RdmaDim, ONE_QUEUE, seed);
+        assert_eq!(lv_none.changes, 0, "no moderator, no levels");
+        assert!(
+            lv_dim.top >= 5.0,
+            "seed {seed}: rdma_dim reached level {} only ({} changes)",
+            lv_dim.top,
+            lv_dim.changes
+        );
+        let ratio = ios_per_interrupt(&dim) / ios_per_interrupt(&none);
+        assert!(
+            ratio > 1.5,
+            "seed {seed}: I/Os per interrupt cut by {ratio:.2}x only"
+        );
+        // The host is CPU-bound: the interrupt time saved becomes I/O.
+        assert!(
+            dim.total_ios() > none.total_ios(),
+            "seed {seed}: rdma_dim {} vs none {} I/Os",
+            dim.total_ios(),
+            none.total_ios()
+        );
+        ratios.push(ratio);
+    }
+    let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
     assert!(
-        lv_dim.top >= 5.0,
-        "rdma_dim reached level {} only ({} changes)",
-        lv_dim.top,
-        lv_dim.changes
-    );
-    assert!(
-        ios_per_interrupt(&dim) > 3.0 * ios_per_interrupt(&none),
-        "I/Os per interrupt: rdma_dim {} vs none {}",
-        ios_per_interrupt(&dim),
-        ios_per_interrupt(&none)
-    );
-    // The host is CPU-bound: the interrupt time saved becomes I/O.
-    assert!(
-        dim.total_ios() > none.total_ios(),
-        "rdma_dim {} vs none {} I/Os",
-        dim.total_ios(),
-        none.total_ios()
+        mean > 3.0,
+        "I/Os per interrupt cut by {mean:.2}x on average: {ratios:?}"
     );
 }
 

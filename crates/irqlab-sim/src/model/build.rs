@@ -20,8 +20,7 @@ use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::{IoEngine, JobSpec};
 use std::collections::VecDeque;
 
-/// The longest run (runtime + ramp_time) the model accepts.
-const MAX_SIMULATED_NS: u64 = 600_000_000_000;
+use super::budget::MAX_SIMULATED_NS;
 /// The largest I/O the model accepts: bigger ones would be split by the block layer.
 const MAX_BS: u64 = 16 << 20;
 
@@ -55,6 +54,24 @@ fn resolve_file(name: &str, names: &[String]) -> Option<usize> {
                 .and_then(|rest| rest.strip_prefix('n'))
                 .is_some_and(|ns| !ns.is_empty() && ns.chars().all(|c| c.is_ascii_digit()))
     })
+}
+
+/// A device group's media units (servers) and the mean read service time of each. The
+/// units are max_iops x read_ns rounded to a whole number (at least 1); when that would let
+/// the device read faster than max_iops (a device slower than one unit at read_ns, or
+/// rounding up), each unit's read service stretches to units / max_iops, so the device's
+/// random-read rate never exceeds max_iops.
+pub(crate) fn media_units(g: &crate::platform::DeviceGroup) -> (u32, u64) {
+    let exact = g.max_iops * g.read_ns as f64 / 1e9;
+    let servers = exact.round().max(1.0);
+    let unit_ns = servers * 1e9 / g.max_iops;
+    // A relative tolerance keeps whole products (80 units at 80 us) exactly as written.
+    let read_ns = if unit_ns > g.read_ns as f64 * (1.0 + 1e-9) {
+        unit_ns.ceil().min(u64::MAX as f64) as u64
+    } else {
+        g.read_ns
+    };
+    (servers as u32, read_ns)
 }
 
 fn job_err(spec: &JobSpec, msg: impl Into<String>) -> SimError {
@@ -142,6 +159,7 @@ pub(crate) fn build<'a, O: Observer>(
     let SimOptions {
         seed,
         override_randseed,
+        ..
     } = *opts;
     let ncpu = p.cpu.count;
     let names = device_names(p);
@@ -168,7 +186,9 @@ pub(crate) fn build<'a, O: Observer>(
     let mut any_index = 0usize;
     let groups = irqlab_fio::reporting_groups(specs);
     let spec_waves = irqlab_fio::stonewall_waves(specs);
-    for (si, s) in specs.iter().enumerate() {
+    // Every spec is checked before anything is made per clone.
+    let mut resolved: Vec<(Vec<usize>, bool)> = Vec::with_capacity(specs.len());
+    for s in specs {
         if s.iodepth == 0 {
             return Err(job_err(s, "iodepth=0: at least one I/O must be in flight"));
         }
@@ -238,12 +258,35 @@ pub(crate) fn build<'a, O: Observer>(
                 "runtime + ramp_time is over 600 s; the model simulates about a second of a busy server per few seconds of wall time: expected a shorter runtime (figures settle within tens of ms)",
             ));
         }
+        // Checked sums: a start delay past the limit would schedule events no run reaches.
+        let delayed = s
+            .startdelay_ns
+            .1
+            .checked_add(s.total_time_ns().unwrap_or(s.ramp_time_ns));
+        if delayed.is_none_or(|t| t > MAX_SIMULATED_NS) {
+            return Err(job_err(
+                s,
+                "startdelay + ramp_time + runtime is over 600 s, the limit of a run; expected a shorter startdelay",
+            ));
+        }
+        if s.thinktime.is_some_and(|t| t.ns > MAX_SIMULATED_NS) {
+            return Err(job_err(
+                s,
+                "thinktime is over 600 s, the limit of a run; expected a shorter thinktime",
+            ));
+        }
         if s.bs > MAX_BS {
             return Err(job_err(
                 s,
                 "bs is over 16 MiB: the block layer would split such I/Os into max_sectors_kb pieces, which the model does not do; expected bs <= 16m",
             ));
         }
+        resolved.push((devices, polled));
+    }
+    // The resource budget, before anything is made per clone, queue or vector.
+    let estimate = super::budget::estimate(specs, p, policy)?;
+    super::budget::check(&estimate, &opts.budget)?;
+    for (si, (s, (devices, polled))) in specs.iter().zip(resolved).enumerate() {
         for k in 0..s.numjobs {
             let cpu = match s.clone_cpus(k) {
                 Some(set) => set[k as usize % set.len()],
@@ -373,8 +416,8 @@ pub(crate) fn build<'a, O: Observer>(
             } else {
                 g.queues.min(ncpu)
             };
-            let read_time = ServiceTime::new(g.read_ns, g.service_cv);
-            let servers = (g.max_iops * read_time.mean_ns() / 1e9).round().max(1.0) as u32;
+            let (servers, read_ns) = media_units(g);
+            let read_time = ServiceTime::new(read_ns, g.service_cv);
             devices.push(Device {
                 name: name.clone(),
                 port,
@@ -684,20 +727,20 @@ pub(crate) fn build<'a, O: Observer>(
         cpu.ksoftirqd = threads.len() as u32 - 1;
     }
     let njobs = jobs.len();
-    // Every job ends by its runtime, so each wave does soon after and the run after the
-    // last; size-limited jobs have no such bound.
-    let wave_span = |w: usize| -> Option<u64> {
-        waves[w].iter().try_fold(0u64, |m, &ji| {
+    // Every job ends by its runtime, or at the latest by the run-time limit when size,
+    // loops or number_ios bound it instead: each wave ends soon after, and the run after
+    // the last (a second of drain per wave).
+    let wave_span = |w: usize| -> u64 {
+        waves[w].iter().fold(0u64, |m, &ji| {
             let f = &jobs[ji as usize].fio;
-            f.total_ns.map(|t| m.max(f.startdelay_ns.saturating_add(t)))
+            let bound = f.total_ns.unwrap_or(MAX_SIMULATED_NS);
+            m.max(f.startdelay_ns.saturating_add(bound))
         })
     };
     let stop_at = (0..nwaves)
         .map(wave_span)
-        .try_fold(0u64, |sum, w| w.map(|w| sum.saturating_add(w)))
-        .map_or(u64::MAX, |m| {
-            m.saturating_add(1_000_000_000 * nwaves as u64)
-        });
+        .fold(0u64, u64::saturating_add)
+        .saturating_add(1_000_000_000u64.saturating_mul(nwaves as u64));
     let wave_left = waves.iter().map(Vec::len).collect();
     let global_options = irqlab_fio::global_options(specs);
     let ndevices = devices.len();

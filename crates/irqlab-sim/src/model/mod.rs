@@ -3,6 +3,7 @@
 //! entry, handlers, softirq, scheduler), `device` (controller, root port, IOMMU), `job`
 //! (the fio job loop), `build` (topology from platform and jobs), `report`.
 
+mod budget;
 mod build;
 mod cpu;
 mod delivery;
@@ -13,15 +14,23 @@ mod report;
 mod sched;
 mod state;
 
+pub(crate) use budget::estimate;
 pub(crate) use build::build;
 pub(crate) use state::Sim;
 
+use crate::StopFlag;
 use crate::engine::Event;
 use crate::observer::Observer;
 
+/// Events between two looks at the stop flag: a relaxed load every few µs of wall time.
+const STOP_CHECK_EVENTS: u64 = 4096;
+
 impl<O: Observer> Sim<'_, O> {
-    /// Runs until every job has finished and the machine is quiet.
-    pub(crate) fn run(&mut self) {
+    /// Runs until every job has finished and the machine is quiet, or until `stop` is
+    /// set (then returns true: the window closes now and the report covers the run so
+    /// far, as fio's does after SIGINT).
+    pub(crate) fn run(&mut self, stop: &StopFlag) -> bool {
+        let mut interrupted = false;
         let names = build::queue_names(self);
         let vector_names: Vec<String> = self
             .vectors
@@ -45,6 +54,10 @@ impl<O: Observer> Sim<'_, O> {
         }
         while let Some((t, ev)) = self.q.pop() {
             debug_assert!(t >= self.now, "time went backwards");
+            if self.q.popped() % STOP_CHECK_EVENTS == 0 && stop.is_set() {
+                interrupted = true;
+                break;
+            }
             if t > self.stop_at {
                 self.cut_short = true;
                 break;
@@ -61,6 +74,7 @@ impl<O: Observer> Sim<'_, O> {
             self.window_end = self.now;
             self.close_window();
         }
+        interrupted
     }
 
     #[inline]

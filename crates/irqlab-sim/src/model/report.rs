@@ -81,11 +81,19 @@ impl<O: Observer> Sim<'_, O> {
             }
         };
         let window_start = self.window_start;
+        let window_end = self.window_end;
         let jobs: Vec<JobReport> = self
             .jobs
             .iter_mut()
             .map(|j| {
-                let runtime_ns = j.finished_at.saturating_sub(j.ramp_end.max(window_start));
+                // A job still running when the run was stopped (Ctrl-C, the time limit)
+                // ran until the window closed.
+                let end = if j.finished_at == 0 && j.fio.started {
+                    window_end
+                } else {
+                    j.finished_at
+                };
+                let runtime_ns = end.saturating_sub(j.ramp_end.max(window_start));
                 let f = &mut j.fio;
                 let rt = |d: &DirStats| if d.ios > 0 { runtime_ns } else { 0 };
                 let (read_rt, write_rt) = (rt(&j.read), rt(&j.write));
