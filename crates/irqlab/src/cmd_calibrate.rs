@@ -35,16 +35,17 @@ pub struct CalibrateArgs {
     /// Where to write the fitted platform file.
     #[arg(long, default_value = "fitted.toml")]
     pub out: PathBuf,
-    /// Objective evaluations (each simulates every target scenario once).
-    #[arg(long, default_value_t = 60)]
-    pub max_evals: usize,
+    /// Objective evaluations (each simulates every target scenario once); at least the
+    /// first simplex, one more than the number of parameters.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_evals: u32,
     /// Seed of the model's random streams in every evaluation (jobs seed from their own
     /// randseed), so each evaluation sees the same draws.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Scenarios simulated at once (default: one per scenario, up to the cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
 }
 
 /// The targets file, for `irqlab calibrate --help`.
@@ -112,7 +113,13 @@ pub fn parse_param(spec: &str, platform: &Platform) -> Result<Param, String> {
         .ok_or_else(|| bad("no '..' in the bounds"))?;
     let lo: f64 = lo.trim().parse().map_err(|_| bad("LO is not a number"))?;
     let hi: f64 = hi.trim().parse().map_err(|_| bad("HI is not a number"))?;
-    if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+    if !lo.is_finite() {
+        return Err(bad("LO is not a finite number"));
+    }
+    if !hi.is_finite() {
+        return Err(bad("HI is not a finite number"));
+    }
+    if lo >= hi {
         return Err(bad("LO must be below HI"));
     }
     let key = key.trim().to_string();
@@ -261,6 +268,27 @@ pub fn main(args: CalibrateArgs) -> Result<(), String> {
         .iter()
         .map(|s| parse_param(s, &base))
         .collect::<Result<_, _>>()?;
+    if let Some((i, p)) = params
+        .iter()
+        .enumerate()
+        .find(|(i, p)| params[..*i].iter().any(|q| q.key == p.key))
+    {
+        return Err(format!(
+            "--param '{}': {} is already fitted by --param '{}'; expected each key once",
+            args.params[i],
+            p.key,
+            args.params[params.iter().position(|q| q.key == p.key).unwrap_or(0)]
+        ));
+    }
+    // Nelder-Mead's first simplex is one point more than there are parameters.
+    let simplex = params.len() as u32 + 1;
+    if args.max_evals < simplex {
+        return Err(format!(
+            "--max-evals {}: fitting {} parameter(s) needs at least {simplex} evaluations (the first simplex)",
+            args.max_evals,
+            params.len()
+        ));
+    }
     let mut set = TargetSet::default();
     for f in &args.targets {
         set.add_file(f)?;
@@ -276,12 +304,13 @@ pub fn main(args: CalibrateArgs) -> Result<(), String> {
     }
     let threads = args
         .threads
-        .unwrap_or_else(|| workers(set.scenarios.len()))
+        .map_or_else(|| workers(set.scenarios.len()), |n| n as usize)
+        .min(set.scenarios.len())
         .max(1);
     let lo: Vec<f64> = params.iter().map(|p| p.lo).collect();
     let hi: Vec<f64> = params.iter().map(|p| p.hi).collect();
     let x0: Vec<f64> = params.iter().map(|p| p.start).collect();
-    let progress = Progress::new(args.max_evals as u64, "calibrate");
+    let progress = Progress::new(u64::from(args.max_evals), "calibrate");
     let mut f = |x: &[f64]| -> f64 {
         progress.inc(1);
         match base.clone().with_overrides(&sets_for(&params, x)) {
@@ -290,7 +319,7 @@ pub fn main(args: CalibrateArgs) -> Result<(), String> {
         }
     };
     let opts = Options {
-        max_evals: args.max_evals.max(params.len() + 2),
+        max_evals: args.max_evals as usize,
         ..Options::default()
     };
     let best = nelder_mead::minimize(&mut f, &x0, &lo, &hi, &opts);

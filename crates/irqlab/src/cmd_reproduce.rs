@@ -32,9 +32,9 @@ pub struct ReproduceArgs {
     /// Seed of every run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Worker threads (default: every core).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// Worker threads (default: every core; never more than there are scenarios).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
     /// Write the table to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -119,7 +119,8 @@ pub fn main(args: ReproduceArgs) -> Result<(), String> {
     let scenarios = select(load_dir(&dir)?, &args.names)?;
     let threads = args
         .threads
-        .unwrap_or_else(|| workers(scenarios.len()))
+        .map_or_else(|| workers(scenarios.len()), |n| n as usize)
+        .min(scenarios.len())
         .max(1);
     let progress = Progress::new(scenarios.len() as u64, "reproduce");
     let (rows, failed) = reproduce(&scenarios, args.seed, threads, &progress);

@@ -4,8 +4,10 @@
 use crate::output::{OutputArgs, emit};
 use crate::policy_args::PolicyArgs;
 use clap::Args;
-use irqlab_sim::{Platform, SimOptions};
+use irqlab_sim::{Platform, SimOptions, StopFlag};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -36,9 +38,30 @@ pub struct RunArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub observe: crate::irqtop::ObserveArgs,
+    #[command(flatten)]
+    pub budget: crate::budget_args::BudgetArgs,
 }
 
-pub fn main(args: RunArgs) -> Result<(), String> {
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    Complete,
+    /// Ctrl-C stopped it; the report so far was printed.
+    Interrupted,
+}
+
+/// SIGINT sets the returned flag, which the simulator checks between event batches; a
+/// second SIGINT ends the process at once (exit 130), as an impatient user expects.
+fn stop_on_ctrl_c() -> Result<StopFlag, String> {
+    use signal_hook::consts::SIGINT;
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, Arc::clone(&flag))
+        .and_then(|_| signal_hook::flag::register(SIGINT, Arc::clone(&flag)))
+        .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
+    Ok(StopFlag::new(flag))
+}
+
+pub fn main(args: RunArgs) -> Result<RunEnd, String> {
     let jobs = irqlab_fio::parse_file(&args.job).map_err(|e| e.to_string())?;
     let path = resolve_platform(&args.platform)?;
     let platform = Platform::load(&path, &args.sets).map_err(|e| e.to_string())?;
@@ -54,28 +77,46 @@ pub fn main(args: RunArgs) -> Result<(), String> {
         } else {
             Box::new(std::io::stderr())
         };
+    let opts = args
+        .seed
+        .map_or_else(SimOptions::default, SimOptions::overriding)
+        .with_budget(args.budget.budget())
+        .stopped_by(stop_on_ctrl_c()?);
     let report = crate::irqtop::simulate_with_observers(
         &jobs,
         &platform,
         &args.policy.policy(),
-        &args
-            .seed
-            .map_or_else(SimOptions::default, SimOptions::overriding),
+        &opts,
         &args.observe,
         &mut irqtop_out,
     )?;
     crate::output::write_logs(&report, &args.log_dir)?;
-    emit(&report, &args.output)
+    emit(&report, &args.output)?;
+    if report.flag(irqlab_report::EXTRA_INTERRUPTED) {
+        eprintln!(
+            "irqlab: interrupted (Ctrl-C) at {:.3} ms of simulated time: the report covers the run up to then",
+            report.end_ns as f64 / 1e6
+        );
+        return Ok(RunEnd::Interrupted);
+    }
+    if report.flag(irqlab_report::EXTRA_CUT_SHORT) {
+        eprintln!(
+            "irqlab: the run reached the 600 s limit of simulated time with work still going: the report covers the run up to then"
+        );
+    }
+    Ok(RunEnd::Complete)
 }
 
 /// A path that exists is used as is; a bare name is platforms/NAME.toml in the current
 /// directory or in a directory above the executable (the repository of a cargo build).
 pub(crate) fn resolve_platform(arg: &str) -> Result<PathBuf, String> {
     let direct = PathBuf::from(arg);
-    if direct.is_file() {
+    let is_bare = !arg.contains('/') && !arg.contains('\\') && !arg.ends_with(".toml");
+    // A path that exists is the user's choice, whatever it is: the loader says if it is
+    // not a regular file.
+    if direct.is_file() || (!is_bare && direct.exists()) {
         return Ok(direct);
     }
-    let is_bare = !arg.contains('/') && !arg.contains('\\') && !arg.ends_with(".toml");
     if !is_bare {
         return Err(format!("{arg}: no such platform file"));
     }

@@ -70,6 +70,9 @@ pub struct SweepArgs {
     /// Simulations run at once (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
+    /// The budget of every point (each point is checked on its own).
+    #[command(flatten)]
+    pub budget: crate::budget_args::BudgetArgs,
 }
 
 pub fn main(args: SweepArgs) -> Result<(), String> {
@@ -77,7 +80,11 @@ pub fn main(args: SweepArgs) -> Result<(), String> {
     let plan = Plan::new(&args)?;
     let x = output::x_dim(&plan.grid, args.x.as_deref())?;
     let progress = Progress::new(plan.grid.len() as u64, "sweep");
-    let threads = args.threads.map_or_else(default_threads, |n| n as usize);
+    let threads = args
+        .threads
+        .map_or_else(default_threads, |n| n as usize)
+        .min(plan.grid.len())
+        .max(1);
     let results = plan.run(threads, &progress);
     progress.finish();
     let results = results?;
@@ -205,6 +212,7 @@ struct Plan {
     platform_name: String,
     policy: PolicyArgs,
     seed: u64,
+    budget: irqlab_sim::Budget,
     grid: Grid,
     fio_dir: Option<PathBuf>,
 }
@@ -212,12 +220,14 @@ struct Plan {
 impl Plan {
     fn new(args: &SweepArgs) -> Result<Plan, String> {
         let grid = Grid::parse(&args.sets)?;
-        let job_text = std::fs::read_to_string(&args.job)
-            .map_err(|e| format!("{}: cannot read: {e}", args.job.display()))?;
+        let read = |p: &Path| {
+            irqlab_fio::input::read_text(p, irqlab_fio::input::MAX_INPUT_BYTES)
+                .map_err(|e| format!("{}: {e}", p.display()))
+        };
+        let job_text = read(&args.job)?;
         let jobs = irqlab_fio::parse_str(&job_text, &args.job).map_err(|e| e.to_string())?;
         let path = crate::cmd_run::resolve_platform(&args.platform)?;
-        let platform_text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let platform_text = read(&path)?;
         let platform_origin = path.display().to_string();
         let platform = Platform::from_toml(&platform_text, &platform_origin, &[])
             .map_err(|e| e.to_string())?;
@@ -230,6 +240,7 @@ impl Plan {
             platform_name: platform.name,
             policy: args.policy.clone(),
             seed: args.seed,
+            budget: args.budget.budget(),
             grid,
             fio_dir: args.fio_dir.clone(),
         };
@@ -310,7 +321,7 @@ impl Plan {
             &jobs,
             &platform,
             &policy.policy(),
-            &SimOptions::overriding(seed),
+            &SimOptions::overriding(seed).with_budget(self.budget),
         )
         .map_err(|e| e.to_string())?;
         if let Some((dir, prefix)) = &fio_point {

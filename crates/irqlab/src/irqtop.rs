@@ -539,6 +539,14 @@ pub fn simulate_with_observers(
                     path.display()
                 ));
             }
+            // Before the run, so a bad directory does not cost a simulation.
+            std::fs::File::create(path).map_err(|e| {
+                format!(
+                    "{}: cannot create the picture: {}",
+                    path.display(),
+                    irqlab_fio::input::io_reason(&e)
+                )
+            })?;
             let (a, b) = timeline_window(jobs, observe);
             Some(TimelineObserver::new(a, b))
         }
@@ -557,12 +565,21 @@ pub fn simulate_with_observers(
     if let (Some(t), Some(path)) = (obs.trace, &observe.trace) {
         t.finish(&report)
             .map_err(|e| format!("{}: cannot write the trace: {e}", path.display()))?;
+        if let Some((a, b)) = observe.trace_window {
+            check_window("--trace-window", a, b, &report).inspect_err(|_| {
+                let _ = std::fs::remove_file(path);
+            })?;
+        }
     }
     if let Some(top) = obs.irqtop {
         top.finish(&report)
             .map_err(|e| format!("cannot print irqtop lines: {e}"))?;
     }
     if let (Some(t), Some(path)) = (obs.timeline, &observe.timeline) {
+        let (a, b) = timeline_window(jobs, observe);
+        check_window("--timeline-window", a, b, &report).inspect_err(|_| {
+            let _ = std::fs::remove_file(path);
+        })?;
         let mut pictures = vec![t.finish(timeline_title(&report.platform, policy))];
         if let Some(other) = observe.timeline_compare {
             let policy = Policy {
@@ -578,6 +595,32 @@ pub fn simulate_with_observers(
         irqlab_plot::timeline::write_stacked(&pictures, path).map_err(|e| e.to_string())?;
     }
     Ok(report)
+}
+
+/// A window of simulated time that starts after the run ended holds nothing: an error,
+/// not an empty file.
+fn check_window(flag: &str, start: u64, end: u64, report: &RunReport) -> Result<(), String> {
+    if start >= report.end_ns {
+        return Err(format!(
+            "{flag} {}..{} starts after the run ended at {}: nothing happened in it; expected a window within 0..{}",
+            ns_text(start),
+            ns_text(end),
+            ns_text(report.end_ns),
+            ns_text(report.end_ns)
+        ));
+    }
+    Ok(())
+}
+
+/// ns as the window options write them: "1500us", "2ms".
+fn ns_text(ns: u64) -> String {
+    if ns.is_multiple_of(1_000_000) {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns.is_multiple_of(1_000) {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
 }
 
 /// `--timeline-window`, or the first [`DEFAULT_SPAN_NS`] after the longest ramp_time

@@ -1,5 +1,6 @@
 //! The `irqlab` command.
 
+mod budget_args;
 mod calib;
 mod cmd_calibrate;
 mod cmd_demo;
@@ -48,7 +49,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => cmd_run::main(args),
+        Command::Run(args) => match cmd_run::main(args) {
+            // After a Ctrl-C the report so far was printed: exit as a shell does on SIGINT.
+            Ok(cmd_run::RunEnd::Interrupted) => return ExitCode::from(130),
+            Ok(cmd_run::RunEnd::Complete) => Ok(()),
+            Err(e) => Err(e),
+        },
         Command::Rt(args) => cmd_rt::main(args),
         Command::Sweep(args) => cmd_sweep::main(args),
         Command::Demo(args) => cmd_demo::main(args),

@@ -3,6 +3,9 @@
 //! simulator reports.
 
 use super::metrics::Metric;
+
+/// fio's json+ of many jobs is larger than a job file: measurements may be up to 64 MiB.
+const MAX_MEASUREMENT_BYTES: u64 = 64 << 20;
 use serde_json::Value;
 use std::path::Path;
 
@@ -16,8 +19,8 @@ pub struct FioResult {
 }
 
 pub fn read_fio_json(path: &Path) -> Result<FioResult, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let text = irqlab_fio::input::read_text(path, MAX_MEASUREMENT_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     parse_fio_json(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -102,8 +105,8 @@ pub fn parse_proc_interrupts(text: &str, filter: &str) -> Result<IrqSnapshot, St
 }
 
 pub fn read_proc_interrupts(path: &Path, filter: &str) -> Result<IrqSnapshot, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let text = irqlab_fio::input::read_text(path, MAX_MEASUREMENT_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     parse_proc_interrupts(&text, filter).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -112,16 +112,29 @@ pub fn parse_policy(text: &str) -> Result<Policy, String> {
 impl Scenario {
     /// Reads one scenario file; paths inside it are relative to it.
     pub fn load(path: &Path) -> Result<Scenario, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let text = irqlab_fio::input::read_text(path, irqlab_fio::input::MAX_INPUT_BYTES)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         Self::parse(&text, path)
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
         let at = |e: String| format!("{}: {e}", path.display());
-        let f: File = toml::from_str(text).map_err(|e| at(e.to_string()))?;
+        let f: File = toml::from_str(text)
+            .map_err(|e| irqlab_sim::toml_input::describe(text, &path.display().to_string(), &e))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let policy = parse_policy(&f.policy).map_err(at)?;
+        let topology = Topology {
+            disks: f.topology.disks,
+            jobs_per_disk: f.topology.jobs_per_disk,
+            vectors_per_cpu: f.topology.vectors_per_cpu,
+        };
+        topology.check().map_err(|e| {
+            let key = e.split(' ').next().unwrap_or("");
+            match irqlab_sim::toml_input::line_of_key(text, key) {
+                Some(line) => format!("{}:{line}: {e}", path.display()),
+                None => at(e),
+            }
+        })?;
         let mut targets = Vec::new();
         for t in f.targets {
             let metric: Metric = t.metric.parse().map_err(at)?;
@@ -148,11 +161,7 @@ impl Scenario {
             job: dir.join(f.job),
             platform: dir.join(f.platform),
             policy,
-            topology: Topology {
-                disks: f.topology.disks,
-                jobs_per_disk: f.topology.jobs_per_disk,
-                vectors_per_cpu: f.topology.vectors_per_cpu,
-            },
+            topology,
             source: f.source,
             targets,
         })
@@ -173,7 +182,7 @@ impl Scenario {
 /// own measurements needs none).
 pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, String> {
     let mut files = Vec::new();
-    collect(dir, &mut files)?;
+    collect(dir, &mut files, 0)?;
     files.sort();
     if files.is_empty() {
         return Err(format!("{}: no scenario files (*.toml)", dir.display()));
@@ -193,13 +202,22 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, String> {
         .collect()
 }
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+/// Directories nested deeper than this (a symlink loop) are an error, not a recursion.
+const MAX_DIR_DEPTH: usize = 16;
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<(), String> {
+    if depth > MAX_DIR_DEPTH {
+        return Err(format!(
+            "{}: scenario directories nested more than {MAX_DIR_DEPTH} deep (a symlink loop?)",
+            dir.display()
+        ));
+    }
     let entries =
         std::fs::read_dir(dir).map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
     for e in entries {
         let p = e.map_err(|e| format!("{}: {e}", dir.display()))?.path();
         if p.is_dir() {
-            collect(&p, out)?;
+            collect(&p, out, depth + 1)?;
         } else if p.extension().is_some_and(|x| x == "toml") {
             out.push(p);
         }

@@ -76,11 +76,15 @@ pub fn text(rows: &[Row]) -> String {
     let line = |c: &[String]| -> String {
         let mut s = String::new();
         for (i, (cell, w)) in c.iter().zip(width).enumerate() {
-            // Text columns left-aligned, numbers right-aligned.
+            // Text columns left-aligned, numbers right-aligned. Padded by hand: format!'s
+            // width stops at 65535, and a scenario's row may be longer.
+            let pad = " ".repeat(w.saturating_sub(cell.chars().count()));
             if i < 3 {
-                s.push_str(&format!("{cell:<w$}"));
+                s.push_str(cell);
+                s.push_str(&pad);
             } else {
-                s.push_str(&format!("{cell:>w$}"));
+                s.push_str(&pad);
+                s.push_str(cell);
             }
             s.push_str(if i + 1 < c.len() { "  " } else { "\n" });
         }
@@ -208,6 +212,16 @@ mod tests {
         );
         assert!(lines[2].trim_end().ends_with("+10.0%"), "{t}");
         assert_eq!(lines[0].len(), lines[1].len());
+    }
+
+    #[test]
+    fn rows_wider_than_format_widths_are_padded() {
+        let mut wide = row();
+        wide.row = "r".repeat(70_000);
+        let t = text(&[wide, row()]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[2].len(), lines[3].len(), "columns line up");
+        assert!(lines[3].trim_end().ends_with("+10.0%"));
     }
 
     #[test]

@@ -91,8 +91,11 @@ impl TargetSet {
     /// Reads a targets file and adds its targets.
     pub fn add_file(&mut self, path: &Path) -> Result<(), String> {
         let at = |e: String| format!("{}: {e}", path.display());
-        let text = std::fs::read_to_string(path).map_err(|e| at(format!("cannot read: {e}")))?;
-        let f: File = toml::from_str(&text).map_err(|e| at(e.to_string()))?;
+        let text = irqlab_fio::input::read_text(path, irqlab_fio::input::MAX_INPUT_BYTES)
+            .map_err(|e| at(e.to_string()))?;
+        let f: File = toml::from_str(&text).map_err(|e| {
+            irqlab_sim::toml_input::describe(&text, &path.display().to_string(), &e)
+        })?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let rel = |p: &str| -> PathBuf { dir.join(p) };
         for (n, e) in f.targets.iter().enumerate() {

@@ -5,19 +5,26 @@
 use irqlab_fio::{CpusPolicy, JobSpec};
 use irqlab_sim::Platform;
 
+/// The most disks a topology may ask for: a platform's device limit.
+pub const MAX_DISKS: u64 = irqlab_sim::platform::MAX_DEVICES as u64;
+/// The most fio clones per disk: fio's job limit.
+pub const MAX_JOBS_PER_DISK: u64 = irqlab_fio::MAX_JOBS;
+/// The most device vectors per interrupt CPU (devices.N.vectors_per_cpu).
+pub const MAX_VECTORS_PER_CPU: u64 = 256;
+
 /// The topology knobs as command-line options (`irqlab run`).
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct TopologyArgs {
     /// Use N disks: each job of the file becomes one job per disk (nvme0..nvmeN-1),
     /// its clones pinned to distinct CPUs; the platform grows if it has fewer.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_DISKS))]
     pub disks: Option<u64>,
     /// fio clones per disk (numjobs of each per-disk job).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_JOBS_PER_DISK as i64))]
     pub jobs_per_disk: Option<u32>,
     /// Device vectors each interrupt CPU hosts (devices.N.vectors_per_cpu; 0: managed
     /// affinity, one per queue's first CPU).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=256))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=MAX_VECTORS_PER_CPU))]
     pub vectors_per_cpu: Option<u64>,
 }
 
@@ -46,6 +53,30 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// Refuses knobs past their limits (the command line's own ranges), so a scenario
+    /// file cannot ask for more than `irqlab run` accepts. `at` names the source.
+    pub fn check(&self) -> Result<(), String> {
+        let bad = |key: &str, v: u64, lo: u64, hi: u64| {
+            format!("topology.{key} = {v} is not in {lo}..={hi}")
+        };
+        if let Some(d) = self.disks
+            && !(1..=MAX_DISKS).contains(&(d as u64))
+        {
+            return Err(bad("disks", d as u64, 1, MAX_DISKS));
+        }
+        if let Some(j) = self.jobs_per_disk
+            && !(1..=MAX_JOBS_PER_DISK).contains(&u64::from(j))
+        {
+            return Err(bad("jobs_per_disk", u64::from(j), 1, MAX_JOBS_PER_DISK));
+        }
+        if let Some(v) = self.vectors_per_cpu
+            && v as u64 > MAX_VECTORS_PER_CPU
+        {
+            return Err(bad("vectors_per_cpu", v as u64, 0, MAX_VECTORS_PER_CPU));
+        }
+        Ok(())
+    }
+
     /// Platform overrides (`--set` syntax) this topology implies, for `Platform::load`.
     pub fn platform_sets(&self, platform: &Platform) -> Vec<String> {
         let mut sets = Vec::new();
@@ -82,6 +113,32 @@ impl Topology {
         jobs: &[JobSpec],
         platform: &Platform,
     ) -> Result<Vec<JobSpec>, String> {
+        self.check()?;
+        // Counted before anything is expanded: fio runs at most 4096 jobs.
+        let total: u64 = jobs
+            .iter()
+            .map(|t| {
+                let per_disk = u64::from(self.jobs_per_disk.unwrap_or(t.numjobs).max(1));
+                match self.disks {
+                    Some(d) => per_disk * d as u64,
+                    None if self.jobs_per_disk.is_some() => {
+                        per_disk * t.filenames.len().max(1) as u64
+                    }
+                    None => u64::from(t.numjobs),
+                }
+            })
+            .sum();
+        if total > irqlab_fio::MAX_JOBS {
+            return Err(format!(
+                "the topology asks for {total} jobs ({} disks x {} jobs per disk over {} job sections); fio runs at most {} (REAL_MAX_JOBS): use fewer disks or jobs per disk",
+                self.disks
+                    .map_or("the file's".to_string(), |d| d.to_string()),
+                self.jobs_per_disk
+                    .map_or("numjobs".to_string(), |j| j.to_string()),
+                jobs.len(),
+                irqlab_fio::MAX_JOBS
+            ));
+        }
         let Some(disks) = self.disks else {
             let mut out = jobs.to_vec();
             if let Some(n) = self.jobs_per_disk {
@@ -91,9 +148,6 @@ impl Topology {
             }
             return Ok(out);
         };
-        if disks == 0 {
-            return Err("--disks must be at least 1".into());
-        }
         let group = platform
             .devices
             .first()
@@ -225,6 +279,7 @@ mod tests {
             }
         );
         assert!(Cli::try_parse_from(["x", "--disks", "0"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--disks", "4097"]).is_err());
         let p = Platform::from_toml(PLATFORM, "example", &[]).unwrap();
         let sets = cli.t.topology().platform_sets(&p);
         assert!(sets.contains(&"devices.0.vectors_per_cpu=1".to_string()));
@@ -232,6 +287,24 @@ mod tests {
             p.with_overrides(&sets).is_ok(),
             "the platform accepts the knob"
         );
+    }
+
+    #[test]
+    fn jobs_are_counted_before_they_are_expanded() {
+        let p = Platform::from_toml(PLATFORM, "example", &[]).unwrap();
+        let js = jobs("[r]\nfilename=/dev/nvme0n1\nruntime=1ms\n");
+        let t = Topology {
+            disks: Some(4096),
+            jobs_per_disk: Some(4096),
+            ..Default::default()
+        };
+        let e = t.apply_jobs(&js, &p).unwrap_err();
+        assert!(e.contains("16777216 jobs") && e.contains("4096"), "{e}");
+        let t = Topology {
+            disks: Some(1 << 40),
+            ..Default::default()
+        };
+        assert!(t.check().unwrap_err().contains("topology.disks"));
     }
 
     #[test]
