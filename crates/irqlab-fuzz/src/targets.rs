@@ -1,0 +1,149 @@
+//! The fuzz targets: each takes an input as bytes (a file's contents) and returns Ok
+//! when irqlab accepts it, Err(message) when it refuses it in the user's terms.
+
+use crate::{ACCEPTED, check_message};
+use irqlab_core::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
+use irqlab_sim::{Budget, Platform, SimOptions};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+/// A budget small enough that an accepted case takes a second or two at most (a debug
+/// build, as `make test` runs, is ten times slower than a release one).
+pub const CASE_BUDGET: Budget = Budget {
+    max_memory_bytes: 256 << 20,
+    max_events: if cfg!(debug_assertions) {
+        300_000
+    } else {
+        3_000_000
+    },
+};
+
+/// Text from a file's bytes, as the loaders read it.
+fn text(bytes: &[u8]) -> Result<String, String> {
+    irqlab_fio::input::text(bytes.to_vec()).map_err(|e| format!("fuzz input: {e}"))
+}
+
+/// A refusal: its message must read as words.
+fn refused(msg: String) -> Result<(), String> {
+    check_message(&msg)?;
+    Ok(())
+}
+
+/// The fio job-file parser.
+pub fn fio_parser(bytes: Vec<u8>) -> Result<(), String> {
+    let t = match text(&bytes) {
+        Ok(t) => t,
+        Err(e) => return refused(e),
+    };
+    match irqlab_fio::parse_str(&t, Path::new("fuzz.fio")) {
+        Err(e) => refused(e.to_string()),
+        Ok(jobs) => {
+            let clones: u64 = jobs.iter().map(|j| u64::from(j.numjobs)).sum();
+            if clones > irqlab_fio::MAX_JOBS {
+                return Err(format!("{clones} jobs accepted, past fio's limit"));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The platform loader, with `--set` overrides.
+pub fn platform_loader((bytes, sets): (Vec<u8>, Vec<String>)) -> Result<(), String> {
+    let t = match text(&bytes) {
+        Ok(t) => t,
+        Err(e) => return refused(e),
+    };
+    match Platform::from_toml(&t, "fuzz.toml", &sets) {
+        Err(e) => refused(e.to_string()),
+        Ok(p) => {
+            p.validate()?;
+            // What a model of it would take is computable, without building it.
+            let job = irqlab_fio::parse_str(
+                "[j]\nfilename=nvme0n1\nruntime=1ms\n",
+                Path::new("fuzz.fio"),
+            )
+            .map_err(|e| e.to_string())?;
+            if let Err(e) = irqlab_sim::estimate(&job, &p, &Policy::default()) {
+                refused(e.to_string())?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Policies a whole-run case may use.
+pub fn policies() -> Vec<Policy> {
+    let base = Policy::default();
+    vec![
+        base,
+        Policy {
+            delivery: Delivery::Posted { max_loop: 3 },
+            ..base
+        },
+        Policy {
+            delivery: Delivery::Polled,
+            ..base
+        },
+        Policy {
+            delivery: Delivery::Hybrid,
+            ..base
+        },
+        Policy {
+            coalescing: DeviceCoalescing::Calibrated,
+            moderator: ModeratorKind::IrqAm,
+            ..base
+        },
+        Policy {
+            coalescing: DeviceCoalescing::Nvme {
+                thr: 7,
+                time_100us: 1,
+            },
+            moderator: ModeratorKind::NetDim,
+            ..base
+        },
+        Policy {
+            handler: HandlerStyle::IrqPoll {
+                budget: 8,
+                weight: 4,
+            },
+            flood_detection: true,
+            ..base
+        },
+        Policy {
+            handler: HandlerStyle::Threaded,
+            moderator: ModeratorKind::Gsim,
+            reap_after_submit: true,
+            ..base
+        },
+    ]
+}
+
+/// A whole simulation: a job file and a platform, both mutated, under one policy, with a
+/// small budget; an accepted run renders as fio text and JSON.
+pub fn simulate((job, platform, policy): (Vec<u8>, Vec<u8>, usize)) -> Result<(), String> {
+    let (jt, pt) = match (text(&job), text(&platform)) {
+        (Ok(j), Ok(p)) => (j, p),
+        (Err(e), _) | (_, Err(e)) => return refused(e),
+    };
+    let jobs = match irqlab_fio::parse_str(&jt, Path::new("fuzz.fio")) {
+        Ok(j) => j,
+        Err(e) => return refused(e.to_string()),
+    };
+    let p = match Platform::from_toml(&pt, "fuzz.toml", &[]) {
+        Ok(p) => p,
+        Err(e) => return refused(e.to_string()),
+    };
+    let policies = policies();
+    let policy = policies[policy % policies.len()];
+    let opts = SimOptions::overriding(1).with_budget(CASE_BUDGET);
+    match irqlab_sim::simulate(&jobs, &p, &policy, &opts) {
+        Err(e) => refused(e.to_string()),
+        Ok(r) => {
+            ACCEPTED.fetch_add(1, Ordering::Relaxed);
+            irqlab_report::text::render(&r);
+            irqlab_report::fio_json::render(&r, true);
+            irqlab_report::proc_interrupts::render(&r);
+            Ok(())
+        }
+    }
+}

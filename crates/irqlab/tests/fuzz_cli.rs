@@ -1,0 +1,178 @@
+//! Fuzz targets through the command (issue 12): the scenario loader (`irqlab reproduce`
+//! on a mutated scenario) and a whole `irqlab run` with a mutated job and hostile
+//! options. Each case is a process under `ulimit -v` (1 GiB) and the harness's time
+//! limit; a panic (exit 101), a signal, a hang or a message in Rust's terms fails.
+//! `make test` runs a few fixed cases, `make fuzz` runs FUZZ_SECS seconds of fresh ones.
+
+use irqlab_fuzz::mutate::{HOSTILE_VALUES, apply, mutations};
+use irqlab_fuzz::{Plan, check_message, fuzz, seeds};
+use proptest::prelude::*;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A fresh directory per case.
+fn case_dir() -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "irqlab-fuzz-cli-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// Runs irqlab in `dir` capped at 1 GiB; exit 0 is Ok, a refusal (exit 2) must read as
+/// words, anything else (a panic's 101, a signal) is a failure.
+fn irqlab(dir: &PathBuf, args: &[String]) -> Result<(), String> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_irqlab"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run irqlab: {e}"))?;
+    let _ = std::fs::remove_dir_all(dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => {
+            irqlab_fuzz::ACCEPTED.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        Some(2) => check_message(&stderr),
+        code => Err(format!("irqlab {args:?} ended with {code:?}: {stderr}")),
+    }
+}
+
+/// Cheap published scenarios (C2, C3, C4, C6) with their job and platform paths made
+/// absolute, so a mutated copy elsewhere still finds them.
+fn scenario_seeds() -> Vec<String> {
+    seeds::scenarios()
+        .into_iter()
+        .filter(|p| {
+            let s = p.to_string_lossy();
+            ["/c2/", "/c3/", "/c4/", "/c6/"]
+                .iter()
+                .any(|e| s.contains(e))
+        })
+        .filter_map(|p| {
+            let dir = p.parent()?.to_path_buf();
+            let text = std::fs::read_to_string(&p).ok()?;
+            let abs = |line: &str, key: &str| -> Option<String> {
+                let rel = line.strip_prefix(key)?.trim().trim_matches('"');
+                Some(format!("{key} \"{}\"", dir.join(rel).display()))
+            };
+            Some(
+                text.lines()
+                    .map(|l| {
+                        abs(l, "job =")
+                            .or_else(|| abs(l, "platform ="))
+                            .unwrap_or_else(|| l.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        })
+        .collect()
+}
+
+fn scenario_case(text: Vec<u8>) -> Result<(), String> {
+    let d = case_dir();
+    std::fs::create_dir_all(d.join("sc")).map_err(|e| e.to_string())?;
+    std::fs::write(d.join("sc/s.toml"), &text).map_err(|e| e.to_string())?;
+    let args = ["reproduce", "--scenarios", "sc", "--threads", "1"];
+    irqlab(&d, &args.map(String::from))
+}
+
+#[test]
+fn scenario_loader() {
+    let mut plan = Plan::from_env();
+    plan.cases = plan.cases.div_ceil(4);
+    let strategy =
+        (prop::sample::select(scenario_seeds()), mutations(4)).prop_map(|(s, m)| apply(&s, &m));
+    fuzz("scenario_loader", plan, strategy, scenario_case);
+}
+
+/// Options of `irqlab run` with hostile values.
+fn option() -> impl Strategy<Value = Vec<String>> {
+    let value = prop::sample::select(HOSTILE_VALUES.to_vec());
+    let flag = prop::sample::select(vec![
+        "--disks",
+        "--jobs-per-disk",
+        "--vectors-per-cpu",
+        "--max-loop",
+        "--budget",
+        "--weight",
+        "--seed",
+        "--irqtop",
+        "--max-memory",
+        "--max-events",
+        "--trace-window",
+        "--timeline-window",
+    ]);
+    let key = prop::sample::select(vec![
+        "cpu.count",
+        "devices.0.count",
+        "devices.0.queues",
+        "devices.0.queue_depth",
+        "devices.0.max_iops",
+        "devices.0.irq_cpu",
+        "kernel.cqe_ns",
+        "iommu.deliver_ns",
+    ]);
+    let choice = prop::sample::select(vec![
+        "--delivery posted",
+        "--delivery polled",
+        "--delivery hybrid",
+        "--coalesce calibrated",
+        "--coalesce 8,1",
+        "--moderator net-dim",
+        "--moderator gsim",
+        "--handler irq-poll",
+        "--handler threaded",
+        "--reap-after-submit",
+        "--flood-detection",
+        "--output-format json+",
+        "--interrupts",
+        "--trace t.json",
+        "--timeline t.svg",
+    ]);
+    prop_oneof![
+        (flag, value.clone()).prop_map(|(f, v)| vec![f.to_string(), v.to_string()]),
+        (key, value).prop_map(|(k, v)| vec!["--set".to_string(), format!("{k}={v}")]),
+        choice.prop_map(|c| c.split(' ').map(String::from).collect()),
+    ]
+}
+
+fn run_case((job, opts): (Vec<u8>, Vec<Vec<String>>)) -> Result<(), String> {
+    let d = case_dir();
+    std::fs::write(d.join("j.fio"), &job).map_err(|e| e.to_string())?;
+    let mut args: Vec<String> = ["run", "j.fio", "--platform"].map(String::from).to_vec();
+    args.push(
+        seeds::repo()
+            .join("platforms/example.toml")
+            .display()
+            .to_string(),
+    );
+    // A small budget keeps accepted cases short; a later --max-events overrides it.
+    args.extend(["--max-events".to_string(), "300000".to_string()]);
+    // An argument cannot hold a NUL byte (the OS's argv): one becomes '?'.
+    args.extend(opts.into_iter().flatten().map(|a| a.replace('\0', "?")));
+    irqlab(&d, &args)
+}
+
+#[test]
+fn run_command() {
+    let mut plan = Plan::from_env();
+    plan.cases = plan.cases.div_ceil(4);
+    let job = prop_oneof![
+        1 => prop::sample::select(seeds::jobs()).prop_map(String::into_bytes),
+        2 => (prop::sample::select(seeds::jobs()), mutations(3)).prop_map(|(s, m)| apply(&s, &m)),
+    ];
+    let strategy = (job, prop::collection::vec(option(), 0..4));
+    fuzz("run_command", plan, strategy, run_case);
+}

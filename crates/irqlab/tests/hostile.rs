@@ -1,0 +1,544 @@
+//! Every reproducer of issue 12 (outside the runtime's internals) through the command, as
+//! a user meets it: a clear error naming what to change, or a right answer, within
+//! seconds, in a process capped at 1 GiB of address space.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What one command did.
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("irqlab-hostile-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs irqlab in `dir` under `ulimit -v` (1 GiB) and a 60 s wall limit.
+fn irqlab(dir: &Path, args: &[&str]) -> Ran {
+    let t0 = Instant::now();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_irqlab"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A watchdog kills a run past 60 s; output is read as it comes (a full pipe would
+    // stall the child).
+    let pid = child.id().to_string();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while t0.elapsed() < Duration::from_secs(60) {
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            true
+        })
+    };
+    let out = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(!watchdog.join().unwrap(), "irqlab {args:?} ran past 60 s");
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: t0.elapsed(),
+    }
+}
+
+/// Refused with exit 2, a message containing `want`, in words, within seconds.
+fn refused(dir: &Path, args: &[&str], want: &str) {
+    let r = irqlab(dir, args);
+    assert_eq!(r.code, Some(2), "irqlab {args:?}: {}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(want),
+        "irqlab {args:?}: '{}' lacks '{want}'",
+        r.stderr
+    );
+    irqlab_fuzz::check_message(&r.stderr).unwrap_or_else(|e| panic!("irqlab {args:?}: {e}"));
+    assert!(
+        r.took < Duration::from_secs(10),
+        "irqlab {args:?} took {:?}",
+        r.took
+    );
+}
+
+const JOB: &str =
+    "[j]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=8\nfilename=/dev/nvme0n1\nruntime=2ms\n";
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    std::fs::write(dir.join(name), text).unwrap();
+    name.to_string()
+}
+
+fn example() -> String {
+    root().join("platforms/example.toml").display().to_string()
+}
+
+#[test]
+fn unbounded_memory_is_refused_before_it_is_taken() {
+    let d = scratch("memory");
+    let job = write(&d, "j.fio", JOB);
+    let p = example();
+    refused(
+        &d,
+        &[
+            "run",
+            &write(
+                &d,
+                "n.fio",
+                &JOB.replace("runtime=2ms", "runtime=1ms\nnumjobs=100000000"),
+            ),
+            "--platform",
+            &p,
+        ],
+        "numjobs=100000000 is out of range",
+    );
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--disks",
+            "4096",
+            "--jobs-per-disk",
+            "4096",
+        ],
+        "16777216 jobs",
+    );
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "cpu.count=4096",
+            "--disks",
+            "64",
+        ],
+        "of memory",
+    );
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.count=4294967296",
+        ],
+        "devices.0.count = 4294967296 is not in 1..=4096",
+    );
+    // The budget is a setting: a smaller one refuses what the default runs.
+    refused(
+        &d,
+        &["run", &job, "--platform", &p, "--max-events", "1000"],
+        "--max-events",
+    );
+    // A megabyte cpus_allowed list is a set of CPUs, not gigabytes.
+    let list = vec!["0-15"; 120_000].join(",");
+    let cpus = write(&d, "c.fio", &format!("{JOB}cpus_allowed={list}\n"));
+    let r = irqlab(&d, &["run", &cpus, "--platform", &p]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+#[test]
+fn every_run_ends() {
+    let d = scratch("end");
+    let p = example();
+    for (option, want) in [
+        ("size=1p", "over the 600 s limit"),
+        ("number_ios=18446744073709551615", "over the 600 s limit"),
+        ("size=4k\nloops=4294967295", "over the 600 s limit"),
+        (
+            "runtime=18446744073s\nramp_time=1s",
+            "runtime + ramp_time is over 600 s",
+        ),
+    ] {
+        let job = write(
+            &d,
+            "o.fio",
+            &format!("[j]\nioengine=libaio\nfilename=/dev/nvme0n1\n{option}\n"),
+        );
+        refused(&d, &["run", &job, "--platform", &p], want);
+    }
+}
+
+#[test]
+fn only_regular_files_are_read() {
+    let d = scratch("files");
+    let p = example();
+    let job = write(&d, "j.fio", JOB);
+    refused(
+        &d,
+        &["run", "/dev/zero", "--platform", &p],
+        "/dev/zero: not a regular file (it is a character device)",
+    );
+    refused(
+        &d,
+        &["run", &job, "--platform", "/dev/zero"],
+        "not a regular file",
+    );
+    if Command::new("mkfifo")
+        .arg(d.join("fifo"))
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        refused(
+            &d,
+            &["run", "fifo", "--platform", &p],
+            "fifo: not a regular file (it is a FIFO)",
+        );
+    }
+    // A scenario whose job or platform is a device.
+    std::fs::create_dir_all(d.join("sc")).unwrap();
+    for (job, platform) in [("/dev/zero", p.as_str()), (job.as_str(), "/dev/zero")] {
+        let job = if job.starts_with('/') {
+            job.to_string()
+        } else {
+            d.join(job).display().to_string()
+        };
+        std::fs::write(
+            d.join("sc/s.toml"),
+            format!("experiment = \"E\"\nrow = \"r\"\njob = \"{job}\"\nplatform = \"{platform}\"\n[[target]]\nmetric = \"iops\"\npublished = 1\n"),
+        )
+        .unwrap();
+        refused(
+            &d,
+            &["reproduce", "--scenarios", "sc"],
+            "not a regular file",
+        );
+    }
+}
+
+#[test]
+fn scenarios_are_capped_like_the_command_line_and_wide_rows_print() {
+    let d = scratch("scenario");
+    write(
+        &d,
+        "j.fio",
+        &JOB.replace("filename", "cpus_allowed=0\nfilename"),
+    );
+    std::fs::create_dir_all(d.join("sc")).unwrap();
+    let scenario = |row: &str, topology: &str| {
+        format!(
+            "experiment = \"E\"\nrow = \"{row}\"\njob = \"../j.fio\"\nplatform = \"{}\"\n{topology}[[target]]\nmetric = \"iops\"\npublished = 100000\n",
+            example()
+        )
+    };
+    std::fs::write(
+        d.join("sc/big.toml"),
+        scenario("r", "[topology]\ndisks = 1000000000\n"),
+    )
+    .unwrap();
+    refused(
+        &d,
+        &["reproduce", "--scenarios", "sc"],
+        "big.toml:6: topology.disks = 1000000000 is not in 1..=4096",
+    );
+    std::fs::write(
+        d.join("sc/big.toml"),
+        scenario("r", "[topology]\ndisks = 64\njobs_per_disk = 4096\n"),
+    )
+    .unwrap();
+    refused(&d, &["reproduce", "--scenarios", "sc"], "262144 jobs");
+    // A row of 65,536 characters once panicked the table.
+    let wide = "w".repeat(70_000);
+    std::fs::write(d.join("sc/big.toml"), scenario(&wide, "")).unwrap();
+    // More threads than scenarios start no more threads than scenarios.
+    let r = irqlab(&d, &["reproduce", "--scenarios", "sc", "--threads", "1024"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains(&wide) && r.took < Duration::from_secs(30));
+    refused(
+        &d,
+        &["reproduce", "--scenarios", "sc", "--threads", "0"],
+        "0 is not in 1..=1024",
+    );
+}
+
+#[test]
+fn silent_wrong_answers_are_errors_or_right() {
+    let d = scratch("wrong");
+    let p = example();
+    let job = write(&d, "j.fio", JOB);
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.cqe_bytes=9223372036854775807",
+        ],
+        "devices.0.cqe_bytes",
+    );
+    // max_iops below one media unit's rate is the device's rate.
+    let slow = write(&d, "s.fio", &JOB.replace("runtime=2ms", "runtime=200ms"));
+    let r = irqlab(
+        &d,
+        &[
+            "run",
+            &slow,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.max_iops=1000",
+            "--output-format",
+            "json",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let ios = v["jobs"][0]["read"]["total_ios"].as_f64().unwrap();
+    // 200 ms at 1000 IOPS, and the 8 in flight drained after the runtime.
+    assert!(
+        (190.0..=212.0).contains(&ios),
+        "{ios} I/Os in 200 ms at 1000 IOPS"
+    );
+    // Windows past the run's end are errors, and leave no file.
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--trace",
+            "t.json",
+            "--trace-window",
+            "5s..6s",
+        ],
+        "starts after the run ended",
+    );
+    assert!(!d.join("t.json").exists());
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--timeline",
+            "t.png",
+            "--timeline-window",
+            "5s..5001ms",
+        ],
+        "starts after the run ended",
+    );
+    assert!(!d.join("t.png").exists());
+}
+
+#[test]
+fn calibrate_and_rt_arguments_are_checked() {
+    let d = scratch("args");
+    let job = write(&d, "j.fio", JOB);
+    let sc = root().join("scenarios").display().to_string();
+    let cal = |extra: &[&str]| {
+        let mut a = vec![
+            "calibrate",
+            "--platform",
+            "example",
+            "--scenarios",
+            &sc,
+            "--scenario",
+            "C4",
+        ];
+        a.extend_from_slice(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>, want: &str| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        refused(&root(), &a, want);
+    };
+    run(cal(&["--param", "X=NaN..50"]), "LO is not a finite number");
+    run(
+        cal(&[
+            "--param",
+            "cpu.irq_entry_ns=100..200",
+            "--param",
+            "cpu.irq_entry_ns=100..300",
+        ]),
+        "is already fitted",
+    );
+    run(
+        cal(&["--param", "cpu.irq_entry_ns=100..200", "--max-evals", "0"]),
+        "0 is not in 1..=100000",
+    );
+    run(
+        cal(&["--param", "cpu.irq_entry_ns=100..200", "--max-evals", "1"]),
+        "needs at least 2 evaluations",
+    );
+    refused(
+        &d,
+        &["rt", &job, "--cpu-threads", "256", "--controllers", "256"],
+        "spinning threads",
+    );
+    refused(
+        &d,
+        &["rt", &job, "--media-latency-us", "18446744073709551"],
+        "expected 0 to 1000000",
+    );
+    refused(
+        &d,
+        &["rt", &job, "--media-latency-us", "100000000"],
+        "expected 0 to 1000000",
+    );
+    refused(
+        &d,
+        &[
+            "rt",
+            &job,
+            "--media",
+            "file:m.img",
+            "--media-size",
+            "1000000g",
+        ],
+        "does not fit",
+    );
+    assert!(!d.join("m.img").exists(), "no partial file is left behind");
+    // fio's p suffix is a size (refused here for the room it needs, not its spelling).
+    refused(
+        &d,
+        &["rt", &job, "--media", "file:m.img", "--media-size", "1p"],
+        "does not fit",
+    );
+}
+
+#[test]
+fn errors_speak_the_users_terms() {
+    let d = scratch("terms");
+    let p = example();
+    let job = write(&d, "j.fio", JOB);
+    std::fs::write(d.join("bom.fio"), format!("\u{feff}{JOB}")).unwrap();
+    let r = irqlab(&d, &["run", "bom.fio", "--platform", &p]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    std::fs::write(
+        d.join("bad.fio"),
+        b"[j]\nfilename=/dev/nvme0n1\nruntime=1ms\ndescription=caf\xe9\n",
+    )
+    .unwrap();
+    refused(
+        &d,
+        &["run", "bad.fio", "--platform", &p],
+        "bad.fio: line 4 is not valid UTF-8 text",
+    );
+    let text = std::fs::read_to_string(&p).unwrap();
+    write(
+        &d,
+        "big.toml",
+        &text.replacen("cqe_ns = 50 ", "cqe_ns = 18446744073709551615 ", 1),
+    );
+    refused(
+        &d,
+        &["run", &job, "--platform", "big.toml"],
+        "big.toml:25: kernel.cqe_ns: the value is above",
+    );
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.queues=-1",
+        ],
+        "--set 'devices.0.queues=-1': devices.0.queues: -1 is not a whole number (0 or more)",
+    );
+    let r = irqlab(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.irq_cpu=3",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--timeline",
+            "/nonexistent/x.png",
+        ],
+        "/nonexistent/x.png: cannot create the picture: No such file or directory",
+    );
+}
+
+#[test]
+fn ctrl_c_prints_the_report_so_far() {
+    let d = scratch("ctrlc");
+    let job = write(
+        &d,
+        "long.fio",
+        &JOB.replace("runtime=2ms", "time_based\nruntime=120s"),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_irqlab"))
+        .args(["run", &job, "--platform", &example()])
+        .current_dir(&d)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "Ctrl-C did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stdout.contains("interrupted: the run was stopped (Ctrl-C)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("read: IOPS="),
+        "the figures so far: {stdout}"
+    );
+    assert!(stderr.contains("interrupted (Ctrl-C) at"), "{stderr}");
+}
