@@ -28,7 +28,7 @@ fn scratch(name: &str) -> PathBuf {
 /// Runs irqlab in `dir` under `ulimit -v` (1 GiB) and a 60 s wall limit.
 fn irqlab(dir: &Path, args: &[&str]) -> Ran {
     let t0 = Instant::now();
-    let mut child = Command::new("sh")
+    let child = Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 1048576; exec \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_irqlab"))

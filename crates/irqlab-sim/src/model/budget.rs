@@ -157,7 +157,7 @@ pub(crate) fn estimate(
             logs.saturating_mul(LOG_ENTRY_BYTES),
         ),
     ];
-    parts.sort_by(|a, b| b.1.cmp(&a.1));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     let memory_bytes = parts.iter().fold(0u64, |a, p| a.saturating_add(p.1));
     Ok(Estimate {
         memory_bytes,

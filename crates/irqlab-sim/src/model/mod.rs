@@ -54,7 +54,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         while let Some((t, ev)) = self.q.pop() {
             debug_assert!(t >= self.now, "time went backwards");
-            if self.q.popped() % STOP_CHECK_EVENTS == 0 && stop.is_set() {
+            if self.q.popped().is_multiple_of(STOP_CHECK_EVENTS) && stop.is_set() {
                 interrupted = true;
                 break;
             }
