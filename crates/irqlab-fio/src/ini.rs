@@ -14,10 +14,32 @@ const MAX_SECTION_NAME: usize = 255;
 /// included over and over (no cycle) must not make a small file read gigabytes.
 const MAX_INCLUDED_BYTES: u64 = 4 * MAX_INPUT_BYTES;
 
+/// Section headers and option lines in one job file, includes spliced in: a text of
+/// millions of lines (given to `parse_str`, which has no file size limit) is refused at
+/// the line that crosses this, not held in memory.
+const MAX_LINES: usize = 1_000_000;
+
 /// The include chain (for cycles) and what the includes have read so far.
 struct Reading {
     stack: Vec<PathBuf>,
     included_bytes: u64,
+    lines: usize,
+}
+
+impl Reading {
+    /// Counts one section or option line of `file`.
+    fn count(&mut self, file: &Path, line: usize) -> Result<(), JobFileError> {
+        self.lines += 1;
+        if self.lines > MAX_LINES {
+            return Err(JobFileError::at(
+                file,
+                line,
+                format!("more than {MAX_LINES} sections and options"),
+                "a job file of fewer lines",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// One option line: `key=value`, or a bare flag (`value` is None).
@@ -50,11 +72,13 @@ pub fn sections(text: &str, path: &Path, env: &Env) -> Result<Vec<Section>, JobF
     let mut reading = Reading {
         stack: vec![identity(path)],
         included_bytes: 0,
+        lines: 0,
     };
     let mut out: Vec<Section> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let Some(p) = clean(raw) else { continue };
+        reading.count(path, line)?;
         if p.starts_with('[') {
             let name = section_name(p)
                 .map_err(|(what, expected)| JobFileError::at(path, line, what, expected))?;
@@ -195,6 +219,7 @@ fn include(
     reading.stack.push(id);
     for (i, raw) in text.lines().enumerate() {
         let Some(p) = clean(raw) else { continue };
+        reading.count(&path, i + 1)?;
         if p.starts_with('[') {
             return Err(JobFileError::at(
                 &path,

@@ -149,3 +149,16 @@ fn global_options_times_jobs_are_bounded() {
         "{e}"
     );
 }
+
+#[test]
+fn millions_of_lines_given_as_text_are_refused_not_held() {
+    let text = format!(
+        "[j]\nfilename=f\nruntime=1ms\n{}",
+        "thread\n".repeat(1_100_000)
+    );
+    let e = err(&text);
+    assert!(
+        e.starts_with("h.fio:1000001: more than 1000000 sections and options"),
+        "{e}"
+    );
+}

@@ -58,6 +58,10 @@ pub const HOSTILE_VALUES: &[&str] = &[
     "x\u{0}y",
 ];
 
+/// The most text a mutation list grows an input to, a little past the 4 MiB limit of an
+/// input file so the limit itself is tested.
+const MAX_OUTPUT: usize = 5 << 20;
+
 /// One change to a text.
 #[derive(Clone, Debug)]
 pub enum Mutation {
@@ -153,6 +157,11 @@ pub fn apply(text: &str, muts: &[Mutation]) -> Vec<u8> {
     let mut lines: Vec<Vec<u8>> = text.lines().map(|l| l.as_bytes().to_vec()).collect();
     let mut cut: Option<usize> = None;
     for m in muts {
+        // Past the largest input file irqlab reads (4 MiB), more text tests nothing new.
+        let size: usize = lines.iter().map(|l| l.len() + 1).sum();
+        if size > MAX_OUTPUT {
+            break;
+        }
         let n = lines.len();
         match m {
             Mutation::DeleteLine(i) if n > 0 => {
@@ -165,9 +174,8 @@ pub fn apply(text: &str, muts: &[Mutation]) -> Vec<u8> {
             Mutation::RepeatLine(i, k) if n > 0 => {
                 let at = i.index(n);
                 let l = lines[at].clone();
-                for _ in 0..*k {
-                    lines.insert(at, l.clone());
-                }
+                let k = usize::from(*k).min(MAX_OUTPUT / (l.len() + 1));
+                lines.splice(at..at, std::iter::repeat_n(l, k));
             }
             Mutation::SwapLines(a, b) if n > 0 => lines.swap(a.index(n), b.index(n)),
             Mutation::ReplaceValue(i, v) if n > 0 => {

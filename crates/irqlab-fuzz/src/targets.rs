@@ -18,8 +18,17 @@ pub const CASE_BUDGET: Budget = Budget {
     },
 };
 
-/// Text from a file's bytes, as the loaders read it.
+/// Text from a file's bytes, as the loaders read it (`input::read_text`: a file past
+/// the size limit is refused before it is parsed).
 fn text(bytes: &[u8]) -> Result<String, String> {
+    let limit = irqlab_fio::input::MAX_INPUT_BYTES;
+    if bytes.len() as u64 > limit {
+        return Err(irqlab_fio::input::InputError::TooLarge {
+            bytes: bytes.len() as u64,
+            limit,
+        }
+        .to_string());
+    }
     irqlab_fio::input::text(bytes.to_vec()).map_err(|e| format!("fuzz input: {e}"))
 }
 

@@ -403,6 +403,17 @@ impl Platform {
     /// read `ORIGIN:LINE: KEY: what is wrong`.
     pub fn from_toml(text: &str, origin: &str, sets: &[String]) -> Result<Platform, PlatformError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        // The file limit holds for text given directly too: parsing is not free.
+        let limit = irqlab_fio::input::MAX_INPUT_BYTES;
+        if text.len() as u64 > limit {
+            return Err(PlatformError(format!(
+                "{origin}: {}",
+                irqlab_fio::input::InputError::TooLarge {
+                    bytes: text.len() as u64,
+                    limit
+                }
+            )));
+        }
         let fail = |e: toml::de::Error| PlatformError(toml_input::describe(text, origin, &e));
         // The tree first: an integer past i64 (which no platform value needs) is refused
         // here at its line, before anything re-encodes the platform.

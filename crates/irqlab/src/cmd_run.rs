@@ -42,6 +42,9 @@ pub struct RunArgs {
     pub budget: crate::budget_args::BudgetArgs,
 }
 
+/// --irqtop intervals a run may print (each a table of its vectors).
+const MAX_IRQTOP_INTERVALS: u64 = 100_000;
+
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunEnd {
@@ -70,6 +73,20 @@ pub fn main(args: RunArgs) -> Result<RunEnd, String> {
     let sets = topology.platform_sets(&platform);
     let platform = platform.with_overrides(&sets).map_err(|e| e.to_string())?;
     let jobs = topology.apply_jobs(&jobs, &platform)?;
+    // The output is bounded too: an --irqtop interval far shorter than the run would
+    // print gigabytes.
+    if let Some(iv) = args.observe.irqtop
+        && let Ok(est) = irqlab_sim::estimate(&jobs, &platform, &args.policy.policy())
+        && est.simulated_ns / iv.max(1) > MAX_IRQTOP_INTERVALS
+    {
+        return Err(format!(
+            "--irqtop {} s over a run of up to {:.3} s would print {} intervals; expected an interval of at least {} s",
+            iv as f64 / 1e9,
+            est.simulated_ns as f64 / 1e9,
+            est.simulated_ns / iv.max(1),
+            (est.simulated_ns / MAX_IRQTOP_INTERVALS) as f64 / 1e9
+        ));
+    }
     // irqtop lines go to stderr when stdout carries the JSON report.
     let mut irqtop_out: Box<dyn std::io::Write> =
         if args.output.format == crate::output::OutputFormat::Normal {

@@ -161,6 +161,13 @@ fn unbounded_memory_is_refused_before_it_is_taken() {
         &["run", &job, "--platform", &p, "--max-events", "1000"],
         "--max-events",
     );
+    // Output is bounded like memory: 1 µs irqtop intervals over a minute are refused.
+    let minute = write(&d, "m.fio", &JOB.replace("runtime=2ms", "runtime=60s"));
+    refused(
+        &d,
+        &["run", &minute, "--platform", &p, "--irqtop", "0.000001"],
+        "--irqtop",
+    );
     // A megabyte cpus_allowed list is a set of CPUs, not gigabytes.
     let list = vec!["0-15"; 120_000].join(",");
     let cpus = write(&d, "c.fio", &format!("{JOB}cpus_allowed={list}\n"));
