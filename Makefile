@@ -32,8 +32,8 @@ loom:
 FUZZ_SECS ?= 60
 fuzz:
 	$(CARGO) build --release -p irqlab --tests
-	FUZZ_SECS=$$(( $(FUZZ_SECS) / 2 )) $(CARGO) test --release -p irqlab-fuzz --test fuzz -- --nocapture
-	FUZZ_SECS=$$(( $(FUZZ_SECS) / 2 )) $(CARGO) test --release -p irqlab --test fuzz_cli -- --nocapture
+	FUZZ_SECS=$$(( $(FUZZ_SECS) / 2 )) $(CARGO) test --release -p irqlab-fuzz --test fuzz -- --nocapture --test-threads 3
+	FUZZ_SECS=$$(( $(FUZZ_SECS) / 2 )) $(CARGO) test --release -p irqlab --test fuzz_cli -- --nocapture --test-threads 2
 
 fmt-check:
 	$(CARGO) fmt --all --check

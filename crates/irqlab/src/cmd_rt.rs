@@ -73,7 +73,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Threads per host CPU the runtime may start: spinning controllers and CPU threads past
 /// this preempt each other until the run measures only the host's scheduler (measured on
-/// 2 CPUs: 8+8 threads ran a 0.1 s job in 0.23 s, 64+64 in 12 s, 256+256 in 366 s).
+/// 2 CPUs: 8+8 threads ran a 0.1 s job in 0.23 s, 64+64 in 12 s; issue 12: 256+256, 366 s).
 const THREADS_PER_HOST_CPU: usize = 8;
 
 /// The longest model media latency: a command of more than a second is no device irqlab

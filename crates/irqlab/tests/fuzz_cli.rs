@@ -1,7 +1,7 @@
 //! Fuzz targets through the command (issue 12): the scenario loader (`irqlab reproduce`
 //! on a mutated scenario) and a whole `irqlab run` with a mutated job and hostile
-//! options. Each case is a process under `ulimit -v` (1 GiB) and the harness's time
-//! limit; a panic (exit 101), a signal, a hang or a message in Rust's terms fails.
+//! options. Each case is a process under `ulimit -v` (above its budget) and the
+//! harness's time limit; a panic (exit 101), a signal, a hang or a message in Rust's terms fails.
 //! `make test` runs a few fixed cases, `make fuzz` runs FUZZ_SECS seconds of fresh ones.
 
 use irqlab_fuzz::mutate::{HOSTILE_VALUES, apply, mutations};
@@ -24,12 +24,12 @@ fn case_dir() -> PathBuf {
     d
 }
 
-/// Runs irqlab in `dir` capped at 1 GiB; exit 0 is Ok, a refusal (exit 2) must read as
+/// Runs irqlab in `dir` capped at `cap_kib` KiB of address space; exit 0 is Ok, a refusal (exit 2) must read as
 /// words, anything else (a panic's 101, a signal) is a failure.
-fn irqlab(dir: &PathBuf, args: &[String]) -> Result<(), String> {
+fn irqlab(dir: &PathBuf, args: &[String], cap_kib: u64) -> Result<(), String> {
     let out = Command::new("sh")
         .arg("-c")
-        .arg("ulimit -v 1048576; exec \"$0\" \"$@\"")
+        .arg(format!("ulimit -v {cap_kib}; exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_irqlab"))
         .args(args)
         .current_dir(dir)
@@ -85,7 +85,9 @@ fn scenario_case(text: Vec<u8>) -> Result<(), String> {
     std::fs::create_dir_all(d.join("sc")).map_err(|e| e.to_string())?;
     std::fs::write(d.join("sc/s.toml"), &text).map_err(|e| e.to_string())?;
     let args = ["reproduce", "--scenarios", "sc", "--threads", "1"];
-    irqlab(&d, &args.map(String::from))
+    // reproduce runs under the default budget (2 GiB): the cap leaves room above it, so
+    // a failed allocation means the estimate was wrong, not the cap too tight.
+    irqlab(&d, &args.map(String::from), 3 << 20)
 }
 
 #[test]
@@ -158,11 +160,12 @@ fn run_case((job, opts): (Vec<u8>, Vec<Vec<String>>)) -> Result<(), String> {
             .display()
             .to_string(),
     );
-    // A small budget keeps accepted cases short; a later --max-events overrides it.
-    args.extend(["--max-events".to_string(), "300000".to_string()]);
+    // A small budget keeps accepted cases short and small: 512 MiB under a 1 GiB cap,
+    // so a failed allocation means the estimate was off by half.
+    args.extend(["--max-events", "300000", "--max-memory", "512m"].map(String::from));
     // An argument cannot hold a NUL byte (the OS's argv): one becomes '?'.
     args.extend(opts.into_iter().flatten().map(|a| a.replace('\0', "?")));
-    irqlab(&d, &args)
+    irqlab(&d, &args, 1 << 20)
 }
 
 #[test]

@@ -155,6 +155,15 @@ fn unbounded_memory_is_refused_before_it_is_taken() {
         ],
         "devices.0.count = 4294967296 is not in 1..=4096",
     );
+    // Found by `make fuzz`: 2000 global options expanded over 4095 disks took 1.3 GB
+    // before the simulator's budget was asked.
+    let globals = "ioengine=libaio\n".repeat(2000);
+    let long = write(&d, "long.fio", &format!("[global]\n{globals}{JOB}"));
+    refused(
+        &d,
+        &["run", &long, "--platform", &p, "--disks", "4095"],
+        "copy the job file's options",
+    );
     // The budget is a setting: a smaller one refuses what the default runs.
     refused(
         &d,

@@ -21,6 +21,9 @@ const EVENTS_PER_IO: u64 = 24;
 const LATENCY_BYTES: u64 = 1856 * 8;
 /// One entry of a fio log file kept in memory until the report.
 const LOG_ENTRY_BYTES: u64 = 32;
+/// One job option of one clone: its JobOption (name, value, file path), the model's
+/// (name, value) pair and the report's copy, with allocator slack.
+const OPTION_BYTES: u64 = 320;
 /// Per queue entry: command-id map (4), free tag (2), SQ slot (8), CQ slot (16), slack.
 const QUEUE_ENTRY_BYTES: u64 = 40;
 
@@ -118,9 +121,11 @@ pub(crate) fn estimate(
         .zip(&demands)
         .map(|(s, d)| log_entries(s, d).saturating_mul(d.clones))
         .fold(0u64, u64::saturating_add);
+    // Every clone holds its spec's options (file and line), the model's pairs and the
+    // report's copy of them.
     let options: u64 = specs
         .iter()
-        .map(|s| u64::from(s.numjobs) * s.options.len() as u64 * 96)
+        .map(|s| u64::from(s.numjobs) * s.options.len() as u64 * OPTION_BYTES)
         .sum();
     let mut parts: Vec<(String, u64)> = vec![
         (

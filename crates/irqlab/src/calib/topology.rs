@@ -9,6 +9,8 @@ use irqlab_sim::Platform;
 pub const MAX_DISKS: u64 = irqlab_sim::platform::MAX_DEVICES as u64;
 /// The most fio clones per disk: fio's job limit.
 pub const MAX_JOBS_PER_DISK: u64 = irqlab_fio::MAX_JOBS;
+/// Job options copied into expanded per-disk jobs (about 100 bytes each).
+const MAX_OPTION_COPIES: u64 = 1_000_000;
 /// The most device vectors per interrupt CPU (devices.N.vectors_per_cpu).
 pub const MAX_VECTORS_PER_CPU: u64 = 256;
 
@@ -137,6 +139,22 @@ impl Topology {
                     .map_or("numjobs".to_string(), |j| j.to_string()),
                 jobs.len(),
                 irqlab_fio::MAX_JOBS
+            ));
+        }
+        // Each expanded job copies its template's options: a long job file times 4096
+        // disks would take gigabytes before the simulator's budget is ever asked.
+        let copies: u64 = jobs
+            .iter()
+            .map(|t| {
+                let per_disk = u64::from(self.jobs_per_disk.unwrap_or(t.numjobs).max(1));
+                self.disks.map_or(1, |d| per_disk * d as u64) * t.options.len() as u64
+            })
+            .sum();
+        if copies > MAX_OPTION_COPIES {
+            return Err(format!(
+                "the topology would copy the job file's options {copies} times ({} disks); expected at most {MAX_OPTION_COPIES}: fewer options in the job file, or fewer disks or jobs per disk",
+                self.disks
+                    .map_or("the file's".to_string(), |d| d.to_string())
             ));
         }
         let Some(disks) = self.disks else {
@@ -305,6 +323,17 @@ mod tests {
             ..Default::default()
         };
         assert!(t.check().unwrap_err().contains("topology.disks"));
+        // A long job file expanded over many disks is refused before it is copied.
+        let long = format!(
+            "[global]\n{}[r]\nfilename=/dev/nvme0n1\nruntime=1ms\n",
+            "ioengine=libaio\n".repeat(2000)
+        );
+        let t = Topology {
+            disks: Some(4095),
+            ..Default::default()
+        };
+        let e = t.apply_jobs(&jobs(&long), &p).unwrap_err();
+        assert!(e.contains("copy the job file's options"), "{e}");
     }
 
     #[test]
