@@ -1,11 +1,11 @@
-//! The fuzz targets: each takes an input as bytes (a file's contents) and returns Ok
-//! when irqlab accepts it, Err(message) when it refuses it in the user's terms.
+//! The fuzz targets: each takes an input as bytes (a file's contents) and returns
+//! Ok(true) when irqlab accepts it, Ok(false) when it refuses it in the user's terms, and
+//! Err(why) when the refusal does not read as words.
 
-use crate::{ACCEPTED, check_message};
+use crate::check_message;
 use irqlab_core::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
 use irqlab_sim::{Budget, Platform, SimOptions};
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 /// A budget small enough that an accepted case takes a second or two at most (a debug
 /// build, as `make test` runs, is ten times slower than a release one).
@@ -33,13 +33,13 @@ fn text(bytes: &[u8]) -> Result<String, String> {
 }
 
 /// A refusal: its message must read as words.
-fn refused(msg: String) -> Result<(), String> {
+fn refused(msg: String) -> Result<bool, String> {
     check_message(&msg)?;
-    Ok(())
+    Ok(false)
 }
 
 /// The fio job-file parser.
-pub fn fio_parser(bytes: Vec<u8>) -> Result<(), String> {
+pub fn fio_parser(bytes: Vec<u8>) -> Result<bool, String> {
     let t = match text(&bytes) {
         Ok(t) => t,
         Err(e) => return refused(e),
@@ -51,13 +51,13 @@ pub fn fio_parser(bytes: Vec<u8>) -> Result<(), String> {
             if clones > irqlab_fio::MAX_JOBS {
                 return Err(format!("{clones} jobs accepted, past fio's limit"));
             }
-            Ok(())
+            Ok(true)
         }
     }
 }
 
 /// The platform loader, with `--set` overrides.
-pub fn platform_loader((bytes, sets): (Vec<u8>, Vec<String>)) -> Result<(), String> {
+pub fn platform_loader((bytes, sets): (Vec<u8>, Vec<String>)) -> Result<bool, String> {
     let t = match text(&bytes) {
         Ok(t) => t,
         Err(e) => return refused(e),
@@ -73,9 +73,9 @@ pub fn platform_loader((bytes, sets): (Vec<u8>, Vec<String>)) -> Result<(), Stri
             )
             .map_err(|e| e.to_string())?;
             if let Err(e) = irqlab_sim::estimate(&job, &p, &Policy::default()) {
-                refused(e.to_string())?;
+                return refused(e.to_string());
             }
-            Ok(())
+            Ok(true)
         }
     }
 }
@@ -129,7 +129,7 @@ pub fn policies() -> Vec<Policy> {
 
 /// A whole simulation: a job file and a platform, both mutated, under one policy, with a
 /// small budget; an accepted run renders as fio text and JSON.
-pub fn simulate((job, platform, policy): (Vec<u8>, Vec<u8>, usize)) -> Result<(), String> {
+pub fn simulate((job, platform, policy): (Vec<u8>, Vec<u8>, usize)) -> Result<bool, String> {
     let (jt, pt) = match (text(&job), text(&platform)) {
         (Ok(j), Ok(p)) => (j, p),
         (Err(e), _) | (_, Err(e)) => return refused(e),
@@ -148,11 +148,10 @@ pub fn simulate((job, platform, policy): (Vec<u8>, Vec<u8>, usize)) -> Result<()
     match irqlab_sim::simulate(&jobs, &p, &policy, &opts) {
         Err(e) => refused(e.to_string()),
         Ok(r) => {
-            ACCEPTED.fetch_add(1, Ordering::Relaxed);
             irqlab_report::text::render(&r);
             irqlab_report::fio_json::render(&r, true);
             irqlab_report::proc_interrupts::render(&r);
-            Ok(())
+            Ok(true)
         }
     }
 }
