@@ -116,21 +116,6 @@ pub fn check_message(msg: &str) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rust_terms_are_found_as_words_outside_quotes() {
-        assert!(check_message("x: -1, expected usize").is_err());
-        assert!(check_message("backend error: IoError(Os { code: 2 })").is_err());
-        assert!(check_message("fuzz.fio:1: 'irq_cpusize' is outside of any [section]").is_ok());
-        assert!(check_message("unknown option 'u64'").is_ok());
-        assert!(check_message("fio's limit, expected u32").is_err());
-        assert!(check_message("").is_err());
-    }
-}
-
 /// Runs `case` on a thread of its own: a panic or a run past `limit` is an Err.
 pub fn guarded<T: Send + 'static>(
     input: T,
@@ -218,4 +203,19 @@ where
         start.elapsed().as_secs_f64(),
         plan.seed
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_terms_are_found_as_words_outside_quotes() {
+        assert!(check_message("x: -1, expected usize").is_err());
+        assert!(check_message("backend error: IoError(Os { code: 2 })").is_err());
+        assert!(check_message("fuzz.fio:1: 'irq_cpusize' is outside of any [section]").is_ok());
+        assert!(check_message("unknown option 'u64'").is_ok());
+        assert!(check_message("fio's limit, expected u32").is_err());
+        assert!(check_message("").is_err());
+    }
 }
