@@ -44,7 +44,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Scenarios simulated at once (default: one per scenario, up to the cores).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
 }
 

@@ -33,7 +33,7 @@ pub struct ReproduceArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Worker threads (default: every core; never more than there are scenarios).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
     /// Write the table to this file instead of standard output.
     #[arg(long)]
