@@ -736,6 +736,17 @@ impl<O: Observer> Sim<'_, O> {
                 self.vectors[v].bytes_since += bytes;
             }
         }
+        if v < self.vectors.len() {
+            let q = self.vectors[v].queue as usize;
+            if self.queues[q].local_irq_ns.is_some() {
+                // nvmet-rdma: each received command is answered, nothing completes here.
+                for &io in list.iter() {
+                    self.target_respond(io);
+                }
+                list.clear();
+                return 0;
+            }
+        }
         let mut woke = 0;
         for &io in list.iter() {
             if self.complete_io(io as usize, c) {

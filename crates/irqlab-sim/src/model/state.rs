@@ -418,6 +418,8 @@ pub(crate) struct Device {
     pub blocked: bool,
     /// Every command writes `bs` bytes toward memory (DSA memory fill), not only reads.
     pub writes_data: bool,
+    /// NVMe over RDMA: a target's response crosses the network this long (ns).
+    pub response_ns: u64,
 }
 
 impl Queue {
@@ -450,6 +452,11 @@ pub(crate) struct Queue {
     pub cq_locked: bool,
     /// Threads spinning on this queue.
     pub spinners: Vec<u32>,
+    /// NVMe over RDMA, host side: the target CQ this queue's commands arrive on.
+    pub target: Option<u32>,
+    /// Target side: a completed entry is a command to answer (model/target.rs), and the
+    /// CQ's interrupts reach its CPU after this latency, not through the host's ports.
+    pub local_irq_ns: Option<u64>,
     pub completions: u64,
 }
 
