@@ -379,7 +379,8 @@ pub struct RdmaTarget {
     /// Target cores taking the queues' interrupts (shown after the host's CPUs).
     pub cores: usize,
     /// Target CPU time per command: the RECV completion, nvmet's parsing and execution on
-    /// null_blk, posting the RDMA WRITE and SEND, and their send completions.
+    /// null_blk, posting the RDMA WRITE and SEND, and their send completions. The group's
+    /// `service_cv` spreads it (lognormal); its media fields are not used.
     pub command_ns: u64,
     /// One-way trip of the response from the target NIC to the host NIC, ns.
     pub network_ns: u64,

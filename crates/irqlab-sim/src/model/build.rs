@@ -525,6 +525,7 @@ pub(crate) fn build<'a, O: Observer>(
                 blocked: false,
                 writes_data: g.writes_data,
                 response_ns: 0,
+                command_time: None,
             });
             group_of.push(g);
             let wants_poll = clones

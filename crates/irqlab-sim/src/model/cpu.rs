@@ -378,7 +378,7 @@ impl<O: Observer> Sim<'_, O> {
             let n = self.poll_queue(q, budget_left, &mut list);
             self.cpus[c].reaping = list;
             self.cpus[c].irq.reaped += n;
-            let ns = u64::from(n) * self.queues[q].cqe_ns;
+            let ns = self.handler_work_ns(q, n);
             self.hard(c, IrqPhase::Reap, ns);
             return;
         }

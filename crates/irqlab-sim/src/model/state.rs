@@ -418,8 +418,10 @@ pub(crate) struct Device {
     pub blocked: bool,
     /// Every command writes `bs` bytes toward memory (DSA memory fill), not only reads.
     pub writes_data: bool,
-    /// NVMe over RDMA: a target's response crosses the network this long (ns).
+    /// NVMe over RDMA: a target's response crosses the network this long (ns), and the
+    /// target's CPU time per command (spread by the device's service_cv).
     pub response_ns: u64,
+    pub command_time: Option<ServiceTime>,
 }
 
 impl Queue {

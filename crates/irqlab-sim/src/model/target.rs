@@ -16,6 +16,7 @@ use crate::SimError;
 use crate::engine::Event;
 use crate::observer::Observer;
 use crate::platform::{Platform, RdmaTarget};
+use crate::rng::ServiceTime;
 use irqlab_core::Policy;
 use irqlab_core::nvme::{Hint, IrqDecision, MsiRule, QueuePair, Sqe};
 
@@ -54,6 +55,20 @@ impl<O: Observer> Sim<'_, O> {
                 self.arm_coalesce_timer(v, deadline_ns.max(now));
             }
             IrqDecision::Hold => self.count_coalesced(v),
+        }
+    }
+
+    /// Handler time for `n` entries of queue `q`: `cqe_ns` each, or on a target queue each
+    /// command's own time (the device's `service_cv` spread around `target.command_ns`).
+    pub(crate) fn handler_work_ns(&mut self, q: usize, n: u32) -> u64 {
+        let queue = &self.queues[q];
+        if queue.local_irq_ns.is_none() {
+            return u64::from(n) * queue.cqe_ns;
+        }
+        let dev = &mut self.devices[queue.device as usize];
+        match &dev.command_time {
+            Some(t) => (0..n).map(|_| t.draw(&mut dev.rng)).sum(),
+            None => u64::from(n) * queue.cqe_ns,
         }
     }
 
@@ -126,6 +141,7 @@ fn add_target(
     m: &mut Machine<'_>,
 ) -> Result<(), SimError> {
     m.devices[dev_ix].response_ns = t.network_ns;
+    m.devices[dev_ix].command_time = Some(ServiceTime::new(t.command_ns, g.service_cv));
     let first_core = m.cpus.len();
     for k in 0..t.cores {
         m.cpus.push(new_cpu(
