@@ -592,9 +592,8 @@ pub(crate) fn build<'a, O: Observer>(
             waiting_for: 0,
             phase: JobPhase::Start,
             batch_start: 0,
-            hybrid_min: u64::MAX,
+            hybrid_poll: irqlab_core::hybrid::HybridPoll::new(),
             last_submit: 0,
-            slept: false,
             // One stream per (job section, clone): ji and k in separate bit fields.
             rng: Stream::new(seed, (1 << 40) | (ji as u64) << 20 | u64::from(c.k)),
             finished_at: 0,
