@@ -5,10 +5,12 @@ mod model;
 mod num2str;
 
 pub use model::{
-    CpuReport, DirReport, Engine, HostMeasures, JobReport, Latency, RunReport, VectorReport,
+    CpuReport, DirReport, Engine, HostMeasures, JobReport, Latency, ModerationReport, RunReport,
+    VectorReport,
 };
 
 pub mod fio_json;
+pub mod observe;
 pub mod proc_interrupts;
 pub mod text;
 pub mod trace;

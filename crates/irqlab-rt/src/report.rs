@@ -159,6 +159,7 @@ fn vector_reports(
                 per_cpu,
                 device_coalesced: dev.coalesced,
                 completions: cpus[c].vec_completions[q],
+                moderation: None,
             });
         }
     }

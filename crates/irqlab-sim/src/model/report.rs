@@ -2,7 +2,21 @@
 
 use super::state::*;
 use crate::observer::Observer;
-use irqlab_report::{CpuReport, DirReport, Engine, JobReport, Latency, RunReport, VectorReport};
+use irqlab_core::moderator::Moderator;
+use irqlab_report::{
+    CpuReport, DirReport, Engine, JobReport, Latency, ModerationReport, RunReport, VectorReport,
+};
+
+/// A vector's moderator as the report shows it: its final level, programs and time at
+/// each level (the whole run; the moderator keeps them).
+fn moderation_report(m: &Moderator) -> ModerationReport {
+    ModerationReport {
+        moderator: m.kind().to_string(),
+        final_level: m.applied_level(),
+        programs: m.counters().programs,
+        level_ns: m.level_ns().to_vec(),
+    }
+}
 
 impl<O: Observer> Sim<'_, O> {
     /// ramp_time is over: every statistic starts from zero now.
@@ -123,6 +137,7 @@ impl<O: Observer> Sim<'_, O> {
                 per_cpu: v.per_cpu.clone(),
                 device_coalesced: v.device_coalesced,
                 completions: v.completions,
+                moderation: v.moderator.as_ref().map(moderation_report),
             })
             .collect();
         // Polled queues have no vector; they show as POLLED rows with their completions.
@@ -136,6 +151,7 @@ impl<O: Observer> Sim<'_, O> {
                     per_cpu: vec![0; self.cpus.len()],
                     device_coalesced: 0,
                     completions: q.completions,
+                    moderation: None,
                 });
             }
         }
