@@ -289,10 +289,22 @@ impl Controller {
     }
 }
 
-/// The loop of a controller thread: passes over its controllers until `stop`.
-pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) {
+/// A gap between two passes longer than this means the spinning thread was off its CPU
+/// (preempted by the host's scheduler or its hypervisor), not working: a pass on model
+/// media takes a few µs.
+pub const OFF_CPU_GAP_NS: u64 = 200_000;
+
+/// The loop of a controller thread: passes over its controllers until `stop`. Returns
+/// the time it was off its CPU (gaps over [`OFF_CPU_GAP_NS`] between passes).
+pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) -> u64 {
+    let mut off_cpu = 0;
+    let mut last = now_ns();
     while !stop.load(Relaxed) {
         let now = now_ns();
+        if now - last > OFF_CPU_GAP_NS {
+            off_cpu += now - last;
+        }
+        last = now;
         let mut busy = false;
         for c in ctrls.iter_mut() {
             busy |= c.pass(now);
@@ -301,4 +313,5 @@ pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) {
             std::hint::spin_loop();
         }
     }
+    off_cpu
 }

@@ -25,6 +25,9 @@ pub struct Measured {
     pub host_cpus: usize,
     /// The media as the platform line shows it (a file says O_DIRECT or why not).
     pub media: String,
+    /// Time the controller threads spent off their CPUs (they spin: any gap is the
+    /// host taking the CPU away), summed over the threads.
+    pub controller_off_cpu_ns: u64,
 }
 
 fn merge_dir(into: &mut DirReport, from: &DirReport, window_ns: u64) {
@@ -328,6 +331,16 @@ pub fn build_report(
             ratio(m.wakeups, completions),
         ),
         ("cpu_thread_sleeps".into(), sum(|c| c.sleeps) as f64),
+        // Share of the wall time the spinning controllers lost to the host (its other
+        // processes, or a hypervisor taking the vCPU away): the device was stopped.
+        (
+            "controller_off_cpu_pct".into(),
+            100.0
+                * ratio(
+                    m.controller_off_cpu_ns,
+                    m.wall_ns * cfg.controller_threads as u64,
+                ),
+        ),
         ("spurious_interrupts".into(), sum(|c| c.spurious) as f64),
         (
             "posted_extra_round_vectors".into(),

@@ -183,6 +183,7 @@ fn run_traced(
     let mut pin_errors: Vec<String> = Vec::new();
     let mut media_errors: Vec<String> = Vec::new();
     let mut records: Vec<Recorder> = Vec::new();
+    let mut ctrl_off_cpu_ns = 0;
     let u0 = Usage::process();
     let mut t0 = 0;
     let (cpu_results, ctrl_counters, stalled) = std::thread::scope(|s| {
@@ -193,12 +194,12 @@ fn run_traced(
             ctrl_handles.push(s.spawn(move || {
                 let pinned = pin.map(pin_current).transpose().err();
                 barrier.wait();
-                run_controllers(&mut ctrls, stop);
+                let off_cpu = run_controllers(&mut ctrls, stop);
                 let counters: Vec<_> = ctrls.iter().flat_map(Controller::counters).collect();
                 let errors: Vec<String> =
                     ctrls.iter().filter_map(Controller::media_error).collect();
                 let recs: Vec<Recorder> = ctrls.iter_mut().map(Controller::take_record).collect();
-                (counters, pinned, errors, recs)
+                (counters, pinned, errors, recs, off_cpu)
             }));
         }
         let mut cpu_handles = Vec::new();
@@ -253,7 +254,8 @@ fn run_traced(
         let mut counters = Vec::new();
         for h in ctrl_handles {
             match h.join() {
-                Ok((c, pinned, errors, recs)) => {
+                Ok((c, pinned, errors, recs, off)) => {
+                    ctrl_off_cpu_ns += off;
                     counters.extend(c);
                     pin_errors.extend(pinned);
                     media_errors.extend(errors);
@@ -300,6 +302,7 @@ fn run_traced(
             usage,
             pinned: cfg.pin && pin_errors.is_empty(),
             host_cpus: host.len(),
+            controller_off_cpu_ns: ctrl_off_cpu_ns,
             media: file.map_or_else(|| cfg.media.describe(), |f| f.describe()),
         },
     );
