@@ -6,7 +6,9 @@
 //! alike; medians are printed as markdown tables, then ratios taken from them.
 //!
 //! `cargo run --release -p irqlab-rt --example rt_bench -- [SECS] [REPS]`
-//! Each case runs SECS seconds (default 2), REPS times (default 3).
+//! Each case runs SECS seconds (default 2), REPS times (default 3); a run in which the
+//! host kept the spinning controller off its CPU for more than 10% of the time is run
+//! again (up to 5 times), and rows whose runs never came clean say so.
 
 use irqlab_core::{Delivery, HandlerStyle, Policy};
 use irqlab_report::RunReport;
@@ -86,6 +88,28 @@ fn measure(job: &str, secs: u64, policy: &Policy) -> Result<Figures, String> {
         ksoftirqd_pct: share(r.cpus.iter().map(|c| c.ksoftirqd_ns).sum()),
         irq_thread_pct: share(r.cpus.iter().map(|c| c.irq_thread_ns).sum()),
     })
+}
+
+/// A run whose spinning controller was off its CPU longer than this share of the run
+/// measured the host (on this VM its hypervisor takes vCPUs away for milliseconds at a
+/// time), not the delivery: it is run again, up to [`TRIES`] times, and the cleanest
+/// run is kept.
+const CLEAN_OFF_CPU_PCT: f64 = 10.0;
+const TRIES: usize = 5;
+
+/// One sample of a case: the first clean run, or the cleanest of [`TRIES`].
+fn sample(c: &Case, secs: u64) -> Result<(Figures, bool), String> {
+    let mut best: Option<Figures> = None;
+    for _ in 0..TRIES {
+        let f = measure(c.job, secs, &c.policy)?;
+        if f.ctrl_off_cpu_pct <= CLEAN_OFF_CPU_PCT {
+            return Ok((f, true));
+        }
+        if best.is_none_or(|b| f.ctrl_off_cpu_pct < b.ctrl_off_cpu_pct) {
+            best = Some(f);
+        }
+    }
+    Ok((best.unwrap_or_default(), false))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -187,19 +211,23 @@ fn main() -> Result<(), String> {
     }
     let cfg = RtConfig::default();
     println!(
-        "rt_bench: media {}, {secs} s x {reps} per case, {} host CPUs, load average {}",
+        "rt_bench: media {}, {secs} s x {reps} per case, {} host CPUs, load average {}; \
+         a run is repeated (up to {TRIES} times) while its controller was off-CPU over \
+         {CLEAN_OFF_CPU_PCT}% of it",
         cfg.media.describe(),
         irqlab_rt::pin::allowed_cpus().len(),
         loadavg()
     );
     let mut samples: Vec<Vec<Vec<Figures>>> =
         groups.iter().map(|g| vec![Vec::new(); g.len()]).collect();
+    let mut clean: Vec<Vec<usize>> = groups.iter().map(|g| vec![0; g.len()]).collect();
     for rep in 0..reps {
         for (gi, g) in groups.iter().enumerate() {
             for k in 0..g.len() {
                 let ci = (k + rep) % g.len();
-                let c = &g[ci];
-                samples[gi][ci].push(measure(c.job, secs, &c.policy)?);
+                let (f, ok) = sample(&g[ci], secs)?;
+                samples[gi][ci].push(f);
+                clean[gi][ci] += usize::from(ok);
             }
         }
     }
@@ -207,6 +235,14 @@ fn main() -> Result<(), String> {
         .iter()
         .map(|g| g.iter().map(|s| medians(s)).collect())
         .collect();
+    // A case with runs that stayed unclean is marked in its row.
+    let mark = |gi: usize, ci: usize| {
+        if clean[gi][ci] == reps {
+            String::new()
+        } else {
+            format!(" ({}/{reps} clean)", clean[gi][ci])
+        }
+    };
     println!("load average at the end: {}", loadavg());
 
     println!("\nDelivery (hardirq handler):\n");
@@ -218,9 +254,10 @@ fn main() -> Result<(), String> {
         for (ci, c) in g.iter().enumerate() {
             let f = med[gi][ci];
             println!(
-                "| {} | {} | {:.0} | {:.0} | {:.1} µs | {:.3} | {:.0} | {:.2} | {:.0}% |",
+                "| {} | {}{} | {:.0} | {:.0} | {:.1} µs | {:.3} | {:.0} | {:.2} | {:.0}% |",
                 c.load,
                 c.label,
+                mark(gi, ci),
                 f.iops,
                 f.cpu_ns_per_io,
                 f.clat_mean_ns / 1000.0,
@@ -240,9 +277,10 @@ fn main() -> Result<(), String> {
         for (ci, c) in g.iter().enumerate() {
             let f = med[gi][ci];
             println!(
-                "| {} | {} | {:.0} | {:.0} | {:.1} µs | {:.2} | {:.2} | {:.1}% | {:.1}% | {:.0}% |",
+                "| {} | {}{} | {:.0} | {:.0} | {:.1} µs | {:.2} | {:.2} | {:.1}% | {:.1}% | {:.0}% |",
                 c.load,
                 c.label,
+                mark(gi, ci),
                 f.iops,
                 f.cpu_ns_per_io,
                 f.clat_mean_ns / 1000.0,

@@ -19,6 +19,7 @@ use irqlab_core::{Delivery, ModeratorKind, Policy};
 use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
 use irqlab_report::observe::Observer;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier, Mutex};
 
@@ -28,24 +29,25 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
 }
 
 /// What `--trace` and `--timeline` ask the threads to record.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct TraceOptions {
     on: bool,
-    /// Record nothing after this much wall time (ns from the start): the window's end.
-    until_ns: Option<u64>,
+    /// The wall time (ns from the start) a reader looks at: nothing is recorded after
+    /// its end, and before its start only what the CPUs were doing.
+    window: Option<Range<u64>>,
 }
 
 /// [`run`] that records what every thread did and, after the run, feeds it in time order
 /// to `observer` (wall-clock ns since the threads started), the simulator's tracers
-/// included. `until_ns` bounds the recording (a trace window's end).
+/// included. `window` bounds the recording to what a reader of that window needs.
 pub fn run_observed(
     jobs: &[JobSpec],
     policy: &Policy,
     cfg: &RtConfig,
-    until_ns: Option<u64>,
+    window: Option<Range<u64>>,
     observer: &mut dyn Observer,
 ) -> Result<RunReport, String> {
-    let opts = TraceOptions { on: true, until_ns };
+    let opts = TraceOptions { on: true, window };
     let (mut report, trace) = run_traced(jobs, policy, cfg, opts)?;
     if let Some(t) = trace {
         let names: Vec<String> = report.vectors.iter().map(|v| v.name.clone()).collect();
@@ -124,7 +126,7 @@ fn run_traced(
     // Trace time 0: just before the threads start.
     let t_trace = now_ns();
     let spec = if opts.on {
-        TraceSpec::on(t_trace, opts.until_ns)
+        TraceSpec::on(t_trace, opts.window.clone())
     } else {
         TraceSpec::default()
     };

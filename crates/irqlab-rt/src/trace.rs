@@ -9,6 +9,7 @@
 //! shares the core with), which is what the core ran when they were pinned together.
 
 use irqlab_report::observe::{Observer, SliceKind};
+use std::ops::Range;
 
 /// The host thread of an emulated CPU that a slice belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +57,9 @@ pub struct TraceSpec {
     pub on: bool,
     /// Monotonic ns of the run's start (trace time 0).
     pub t0: u64,
+    /// Trace time (ns since t0) before which only slices are kept (the state a window
+    /// opens with): the window's start, 0 for the whole run.
+    pub from: u64,
     /// Trace time (ns since t0) after which nothing is kept; u64::MAX for the whole run.
     pub until: u64,
     /// Events one recorder keeps at most (memory bound); later ones are counted.
@@ -63,15 +67,17 @@ pub struct TraceSpec {
 }
 
 /// Events a recorder keeps at most unless told otherwise: about 100 MB per thread.
-pub const DEFAULT_EVENT_LIMIT: usize = 4 << 20;
+pub const DEFAULT_EVENT_LIMIT: usize = 2 << 20;
 
 impl TraceSpec {
-    /// Record the whole run (or up to `until` ns of trace time).
-    pub fn on(t0: u64, until: Option<u64>) -> TraceSpec {
+    /// Record the whole run, or what a reader of `window` (ns of trace time) needs.
+    pub fn on(t0: u64, window: Option<Range<u64>>) -> TraceSpec {
+        let w = window.unwrap_or(0..u64::MAX);
         TraceSpec {
             on: true,
             t0,
-            until: until.unwrap_or(u64::MAX),
+            from: w.start,
+            until: w.end,
             limit: DEFAULT_EVENT_LIMIT,
         }
     }
@@ -82,6 +88,8 @@ impl TraceSpec {
 pub struct Recorder {
     spec: TraceSpec,
     events: Vec<(u64, Event)>,
+    /// Before the window: the last slice of each (CPU, role), the state it opens with.
+    before: Vec<(u64, Event)>,
     dropped: u64,
 }
 
@@ -90,6 +98,7 @@ impl Recorder {
         Recorder {
             spec,
             events: Vec::new(),
+            before: Vec::new(),
             dropped: 0,
         }
     }
@@ -102,7 +111,21 @@ impl Recorder {
 
     #[inline]
     pub fn record(&mut self, now_ns: u64, event: Event) {
-        if !self.spec.on || now_ns.saturating_sub(self.spec.t0) > self.spec.until {
+        if !self.spec.on {
+            return;
+        }
+        let t = now_ns.saturating_sub(self.spec.t0);
+        if t > self.spec.until {
+            return;
+        }
+        if t < self.spec.from {
+            if let Event::Slice { cpu, role, .. } = event {
+                let same = |e: &(u64, Event)| matches!(e.1, Event::Slice { cpu: c, role: r, .. } if c == cpu && r == role);
+                match self.before.iter_mut().find(|e| same(e)) {
+                    Some(e) => *e = (now_ns, event),
+                    None => self.before.push((now_ns, event)),
+                }
+            }
             return;
         }
         if self.events.len() >= self.spec.limit {
@@ -143,7 +166,10 @@ pub fn replay(
     obs: &mut dyn Observer,
 ) -> u64 {
     let dropped = recorders.iter().map(Recorder::dropped).sum();
-    let mut all: Vec<(u64, Event)> = recorders.into_iter().flat_map(|r| r.events).collect();
+    let mut all: Vec<(u64, Event)> = recorders
+        .into_iter()
+        .flat_map(|r| r.before.into_iter().chain(r.events))
+        .collect();
     all.sort_by_key(|(t, _)| *t);
     obs.start(vector_names, ncpus);
     let mut lanes: Vec<Lane> = vec![Lane::default(); ncpus];
@@ -303,13 +329,19 @@ mod tests {
         off.record(5, Event::Message { vector: 0 });
         assert!(!off.is_on() && off.events.is_empty());
         let mut r = Recorder::new(TraceSpec {
-            limit: 2,
-            ..TraceSpec::on(100, Some(50))
+            limit: 3,
+            ..TraceSpec::on(100, Some(20..50))
         });
-        for t in [110, 120, 130, 200] {
+        // Before the window only the CPU's last state (a slice per role) is kept.
+        r.record(105, Event::Message { vector: 0 });
+        r.slice(106, 0, Role::Cpu, SliceKind::Usr);
+        r.slice(107, 0, Role::Cpu, SliceKind::HardIrq);
+        r.slice(108, 0, Role::IrqThread, SliceKind::IrqThread);
+        for t in [120, 130, 140, 150, 200] {
             r.record(t, Event::Message { vector: 0 });
         }
-        assert_eq!(r.events.len(), 2);
-        assert_eq!(r.dropped(), 1, "130 over the limit; 200 past the window");
+        assert_eq!(r.before.iter().map(|e| e.0).collect::<Vec<_>>(), [107, 108]);
+        assert_eq!(r.events.len(), 3);
+        assert_eq!(r.dropped(), 1, "150 over the limit; 200 past the window");
     }
 }

@@ -119,7 +119,7 @@ pub fn main(args: RtArgs) -> Result<(), String> {
     };
     let tracing = observers.as_mut().map(|o| Tracing {
         observer: o,
-        until_ns: args.observe.record_until(&jobs),
+        window: args.observe.record_window(&jobs),
     });
     // irqtop lines must not end up inside a JSON report on stdout.
     let json_on_stdout = args.output.output.is_none() && args.output.format != OutputFormat::Normal;
@@ -151,8 +151,8 @@ pub fn main(args: RtArgs) -> Result<(), String> {
 /// Where the threads' records go after a run (`--trace`, `--timeline`).
 pub struct Tracing<'a> {
     pub observer: &'a mut dyn Observer,
-    /// Wall time after which the threads record nothing.
-    pub until_ns: Option<u64>,
+    /// The wall time the tracers look at (the threads record what it needs).
+    pub window: Option<std::ops::Range<u64>>,
 }
 
 /// The live counts as irqtop's engine-neutral snapshot.
@@ -259,7 +259,7 @@ pub fn run_watched(
     let (result, printed) = std::thread::scope(|s| {
         let mon = s.spawn(|| monitor(&live, &watch, &mut *out, &done));
         let result = match tracing {
-            Some(t) => irqlab_rt::run_observed(jobs, policy, &cfg, t.until_ns, t.observer),
+            Some(t) => irqlab_rt::run_observed(jobs, policy, &cfg, t.window, t.observer),
             None => irqlab_rt::run(jobs, policy, &cfg),
         };
         done.store(true, SeqCst);

@@ -9,6 +9,7 @@ use clap::Args;
 use irqlab_core::Policy;
 use irqlab_report::RunReport;
 use std::io::BufWriter;
+use std::ops::Range;
 use std::path::PathBuf;
 
 /// Observer options of `irqlab rt`: flatten into its arguments.
@@ -49,19 +50,19 @@ impl RtObserveArgs {
         })
     }
 
-    /// Wall time after which nothing needs recording: the latest window end, or None
+    /// The wall time the tracers look at: the span of the requested windows, or None
     /// (the whole run) when a trace has no window.
-    pub fn record_until(&self, jobs: &[irqlab_fio::JobSpec]) -> Option<u64> {
-        let trace_end = match (&self.trace, self.trace_window) {
-            (None, _) => Some(0),
-            (Some(_), Some((_, end))) => Some(end),
-            (Some(_), None) => None,
-        };
-        let timeline_end = self
-            .timeline
-            .as_ref()
-            .map_or(0, |_| self.timeline_window(jobs).1);
-        trace_end.map(|t| t.max(timeline_end))
+    pub fn record_window(&self, jobs: &[irqlab_fio::JobSpec]) -> Option<Range<u64>> {
+        let mut windows = Vec::new();
+        if self.trace.is_some() {
+            windows.push(self.trace_window?);
+        }
+        if self.timeline.is_some() {
+            windows.push(self.timeline_window(jobs));
+        }
+        let start = windows.iter().map(|w| w.0).min()?;
+        let end = windows.iter().map(|w| w.1).max()?;
+        Some(start..end)
     }
 
     /// The observers asked for, with their files created (so a bad path fails before the
@@ -100,13 +101,26 @@ impl RtObserveArgs {
         })
     }
 
-    /// Ends the trace file and draws the picture.
+    /// Ends the trace file and draws the picture; says so on stderr when the threads
+    /// recorded more than their buffers hold.
     pub fn finish(
         &self,
         obs: Observers<'_>,
         report: &RunReport,
         policy: &Policy,
     ) -> Result<(), String> {
+        let dropped = report
+            .extra
+            .iter()
+            .find(|(k, _)| k == "trace_events_dropped")
+            .map_or(0.0, |(_, v)| *v);
+        if dropped > 0.0 {
+            eprintln!(
+                "irqlab: the trace lacks {dropped} events past the {} per thread the \
+                 runtime keeps; --trace-window records less",
+                irqlab_rt::trace::DEFAULT_EVENT_LIMIT
+            );
+        }
         if let (Some(t), Some(path)) = (obs.trace, &self.trace) {
             t.finish(report)
                 .map_err(|e| format!("{}: cannot write the trace: {e}", path.display()))?;
@@ -116,5 +130,36 @@ impl RtObserveArgs {
             irqlab_plot::timeline::write_stacked(&[picture], path).map_err(|e| e.to_string())?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_threads_record_the_span_of_the_windows_asked_for() {
+        let jobs = irqlab_fio::parse_str(
+            "[a]\nfilename=/dev/nvme0n1\nramp_time=1ms\n",
+            "t.fio".as_ref(),
+        )
+        .unwrap();
+        let trace = |w| RtObserveArgs {
+            trace: Some("t.json".into()),
+            trace_window: w,
+            ..RtObserveArgs::default()
+        };
+        assert_eq!(trace(None).record_window(&jobs), None, "the whole run");
+        assert_eq!(
+            trace(Some((2_000_000, 4_000_000))).record_window(&jobs),
+            Some(2_000_000..4_000_000)
+        );
+        let both = RtObserveArgs {
+            timeline: Some("t.png".into()),
+            ..trace(Some((2_000_000, 4_000_000)))
+        };
+        // The timeline's default window: 200 µs after the longest ramp_time.
+        assert_eq!(both.record_window(&jobs), Some(1_000_000..4_000_000));
+        assert!(!RtObserveArgs::default().wanted());
     }
 }
