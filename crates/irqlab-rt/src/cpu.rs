@@ -545,12 +545,11 @@ impl CpuThread {
             if self.poll_ids[q].is_some_and(|id| self.soft.is_scheduled(id)) {
                 continue;
             }
-            let shared = self.shared.clone();
-            if !shared.queues[q].try_lock_cq() {
+            if !self.shared.queues[q].try_lock_cq() {
                 continue;
             }
             let (n, _) = self.reap(q, u32::MAX);
-            shared.queues[q].unlock_cq();
+            self.shared.queues[q].unlock_cq();
             self.res.reaped_after_submit += u64::from(n);
         }
     }

@@ -146,8 +146,7 @@ impl CpuThread {
             self.res.spurious += 1;
             return;
         };
-        let shared = self.shared.clone();
-        if shared.queues[q].hold_if_disabled(&shared) {
+        if self.shared.queues[q].hold_if_disabled(&self.shared) {
             self.res.held_disabled += 1;
             return;
         }
@@ -218,11 +217,10 @@ impl CpuThread {
 
     /// enable_irq() on queue `q`'s vector: a held message goes out now.
     pub(crate) fn unmask(&mut self, q: usize) {
-        let shared = self.shared.clone();
-        if shared.queues[q].unmask(&shared) == Some(true) {
+        if self.shared.queues[q].unmask(&self.shared) == Some(true) {
             let ev = Event::Notification {
-                cpu: shared.index as u32,
-                pmn: shared.is_posted(),
+                cpu: self.shared.index as u32,
+                pmn: self.shared.is_posted(),
             };
             self.rec.record(now_ns(), ev);
         }

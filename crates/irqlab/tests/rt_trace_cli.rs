@@ -156,7 +156,10 @@ fn rt_trace_has_the_simulators_schema_and_the_timeline_is_drawn() {
     }
     let svg = std::fs::read_to_string(d.join("rt.svg")).unwrap();
     assert!(svg.contains("CPU 0"), "the picture has the CPU lane");
-    assert!(svg.contains("wall-clock time since the start"), "a wall-clock axis");
+    assert!(
+        svg.contains("wall-clock time since the start"),
+        "a wall-clock axis"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
