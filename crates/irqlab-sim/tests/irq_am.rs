@@ -58,15 +58,22 @@ impl Observer for Levels {
 }
 
 fn run_rig(text: &str, moderator: ModeratorKind) -> (RunReport, Levels) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../platforms/nvmeof-rdma-cx5.toml");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../platforms/nvmeof-rdma-cx5.toml");
     let platform = Platform::load(&path, &[]).expect("platform");
     let policy = Policy {
         moderator,
         ..Policy::default()
     };
     let mut levels = Levels::default();
-    let r = simulate_observed(&jobs(text), &platform, &policy, &SimOptions::with_seed(1), &mut levels)
-        .expect("runs");
+    let r = simulate_observed(
+        &jobs(text),
+        &platform,
+        &policy,
+        &SimOptions::with_seed(1),
+        &mut levels,
+    )
+    .expect("runs");
     (r, levels)
 }
 
@@ -74,7 +81,11 @@ fn run_rig(text: &str, moderator: ModeratorKind) -> (RunReport, Levels) {
 fn irq_am_leaves_level_zero_under_steady_load_and_gains() {
     let (none, _) = run_rig(DEEP, ModeratorKind::None);
     let (am, levels) = run_rig(DEEP, ModeratorKind::IrqAm);
-    assert!(levels.top >= 2.0, "irq-am reached level {} only", levels.top);
+    assert!(
+        levels.top >= 2.0,
+        "irq-am reached level {} only",
+        levels.top
+    );
     assert!(
         am.total_ios() as f64 > 1.05 * none.total_ios() as f64,
         "irq-am {} vs none {}",
@@ -89,5 +100,8 @@ fn irq_am_costs_little_latency_at_qd1() {
     let (none, _) = run_rig(QD1, ModeratorKind::None);
     let (am, _) = run_rig(QD1, ModeratorKind::IrqAm);
     let (a, b) = (clat_mean(&am), clat_mean(&none));
-    assert!(a < 1.05 * b, "QD1 clat with irq-am {a:.0} ns vs {b:.0} ns without");
+    assert!(
+        a < 1.05 * b,
+        "QD1 clat with irq-am {a:.0} ns vs {b:.0} ns without"
+    );
 }

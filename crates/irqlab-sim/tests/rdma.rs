@@ -38,8 +38,9 @@ impl Observer for Levels {
     fn wants_counters(&self) -> bool {
         true
     }
-    fn counter(&mut self, _now: u64, name: &str, _index: usize, value: f64) {
-        if name == "moderation_level" {
+    fn counter(&mut self, _now: u64, name: &str, index: usize, value: f64) {
+        // Vector 0 is the host's queue; the target's vectors run their own moderators.
+        if name == "moderation_level" && index == 0 {
             self.top = self.top.max(value);
             self.changes += 1;
         }
@@ -90,6 +91,18 @@ fn rdma_dim_climbs_under_load_and_cuts_interrupts_per_io() {
         ios_per_interrupt(&dim),
         ios_per_interrupt(&none)
     );
+    // The report carries the course: programs as the tracer saw them, time at levels
+    // above 0, and the final level among those visited.
+    assert!(none.vectors.iter().all(|v| v.moderation.is_none()));
+    let m = dim.vectors[0]
+        .moderation
+        .as_ref()
+        .expect("rdma_dim's course");
+    assert_eq!(m.moderator, "rdma_dim");
+    assert_eq!(m.programs, lv_dim.changes);
+    assert!(m.level_ns[1..].iter().sum::<u64>() > 0, "{m:?}");
+    assert!(m.final_level <= lv_dim.top as usize);
+    assert!(m.level_ns.len() > m.final_level);
     // Both sides are CPU-bound: the interrupt time saved becomes I/O.
     assert!(
         dim.total_ios() > none.total_ios(),

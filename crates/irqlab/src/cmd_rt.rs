@@ -6,10 +6,12 @@ use crate::irqtop::{IrqSnapshot, render_interval};
 use crate::output::{OutputArgs, OutputFormat, emit};
 use crate::policy_args::PolicyArgs;
 use crate::progress::{Progress, sim_total_ns};
+use crate::rt_observe::RtObserveArgs;
 use clap::Args;
 use irqlab_core::Policy;
 use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
+use irqlab_report::observe::Observer;
 use irqlab_rt::{LiveCounters, LiveSnapshot, Media, MediaModel, RtConfig};
 use std::io::Write;
 use std::path::PathBuf;
@@ -58,6 +60,8 @@ pub struct RtArgs {
     /// then the run's /proc/interrupts table (to stderr when a JSON report goes to stdout).
     #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
     pub irqtop: Option<u64>,
+    #[command(flatten)]
+    pub observe: RtObserveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -108,14 +112,47 @@ pub fn main(args: RtArgs) -> Result<(), String> {
         ..RtConfig::default()
     };
     let policy = args.policy.policy();
+    let mut observers = if args.observe.wanted() {
+        Some(args.observe.observers(&jobs)?)
+    } else {
+        None
+    };
+    let tracing = observers.as_mut().map(|o| Tracing {
+        observer: o,
+        window: args.observe.record_window(&jobs),
+    });
     // irqtop lines must not end up inside a JSON report on stdout.
     let json_on_stdout = args.output.output.is_none() && args.output.format != OutputFormat::Normal;
     let report = if json_on_stdout {
-        run_watched(&jobs, &policy, cfg, args.irqtop, &mut std::io::stderr())?
+        run_watched(
+            &jobs,
+            &policy,
+            cfg,
+            args.irqtop,
+            &mut std::io::stderr(),
+            tracing,
+        )?
     } else {
-        run_watched(&jobs, &policy, cfg, args.irqtop, &mut std::io::stdout())?
+        run_watched(
+            &jobs,
+            &policy,
+            cfg,
+            args.irqtop,
+            &mut std::io::stdout(),
+            tracing,
+        )?
     };
+    if let Some(o) = observers {
+        args.observe.finish(o, &report, &policy)?;
+    }
     emit(&report, &args.output)
+}
+
+/// Where the threads' records go after a run (`--trace`, `--timeline`).
+pub struct Tracing<'a> {
+    pub observer: &'a mut dyn Observer,
+    /// The wall time the tracers look at (the threads record what it needs).
+    pub window: Option<std::ops::Range<u64>>,
 }
 
 /// The live counts as irqtop's engine-neutral snapshot.
@@ -202,13 +239,15 @@ fn monitor(live: &LiveCounters, w: &Watch, out: &mut dyn Write, done: &AtomicBoo
 
 /// Runs on real threads while a monitor thread prints `--irqtop` lines (interval in ns)
 /// to `out` or draws a progress bar; with `--irqtop` the last, partial interval and the
-/// run's /proc/interrupts table follow the run.
+/// run's /proc/interrupts table follow the run. With `tracing`, the threads record what
+/// they do and the observer sees it after the run.
 pub fn run_watched(
     jobs: &[JobSpec],
     policy: &Policy,
     mut cfg: RtConfig,
     irqtop_ns: Option<u64>,
     out: &mut (dyn Write + Send),
+    tracing: Option<Tracing<'_>>,
 ) -> Result<RunReport, String> {
     let live = Arc::new(LiveCounters::new());
     cfg.live = Some(live.clone());
@@ -219,7 +258,10 @@ pub fn run_watched(
     let done = AtomicBool::new(false);
     let (result, printed) = std::thread::scope(|s| {
         let mon = s.spawn(|| monitor(&live, &watch, &mut *out, &done));
-        let result = irqlab_rt::run(jobs, policy, &cfg);
+        let result = match tracing {
+            Some(t) => irqlab_rt::run_observed(jobs, policy, &cfg, t.window, t.observer),
+            None => irqlab_rt::run(jobs, policy, &cfg),
+        };
         done.store(true, SeqCst);
         mon.thread().unpark();
         let printed = mon
@@ -304,7 +346,8 @@ mod tests {
                 ..RtConfig::default()
             };
             let mut out = Vec::new();
-            let report = run_watched(&jobs, &policy, cfg, Some(20_000_000), &mut out).unwrap();
+            let report =
+                run_watched(&jobs, &policy, cfg, Some(20_000_000), &mut out, None).unwrap();
             let text = String::from_utf8(out).unwrap();
             let (sums, intervals) = sum_printed(&text);
             assert!(intervals >= 3, "{text}");

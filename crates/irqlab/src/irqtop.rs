@@ -605,7 +605,7 @@ fn compare_delivery(arg: DeliveryArg, this: Delivery) -> Delivery {
 
 /// "example: delivery=posted max_loop=3", plus the choices that differ from the stock
 /// kernel's.
-fn timeline_title(platform: &str, policy: &Policy) -> String {
+pub(crate) fn timeline_title(platform: &str, policy: &Policy) -> String {
     let stock = Policy::default().describe();
     let parts: Vec<String> = policy
         .describe()

@@ -11,6 +11,7 @@ mod irqtop;
 mod output;
 mod policy_args;
 mod progress;
+mod rt_observe;
 mod timeline_observer;
 mod trace_observer;
 

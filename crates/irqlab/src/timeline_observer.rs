@@ -31,6 +31,8 @@ pub struct TimelineObserver {
     /// Messages in the window of vectors whose handler has not run yet.
     unplaced: Vec<(u64, usize)>,
     last_now: u64,
+    /// Times are wall-clock time (a real-thread run).
+    wall_clock: bool,
 }
 
 fn activity(kind: SliceKind) -> Activity {
@@ -56,7 +58,14 @@ impl TimelineObserver {
             vector_cpu: Vec::new(),
             unplaced: Vec::new(),
             last_now: 0,
+            wall_clock: false,
         }
+    }
+
+    /// The times it sees are wall-clock time (`irqlab rt`): the picture says so.
+    pub fn on_wall_clock(mut self) -> TimelineObserver {
+        self.wall_clock = true;
+        self
     }
 
     fn inside(&self, now: u64) -> bool {
@@ -118,6 +127,7 @@ impl TimelineObserver {
             title,
             window_ns: (self.start, end),
             lanes: self.lanes,
+            wall_clock: self.wall_clock,
         }
     }
 }

@@ -361,9 +361,9 @@ pub(crate) struct Job {
     pub waiting_for: u32,
     pub phase: JobPhase,
     pub batch_start: u64,
-    pub hybrid_min: u64,
+    /// io_uring hybrid IOPOLL's ring state (used when `hybrid`).
+    pub hybrid_poll: irqlab_core::hybrid::HybridPoll,
     pub last_submit: u64,
-    pub slept: bool,
     pub finished_at: u64,
     // statistics over the window
     pub read: DirStats,
