@@ -42,28 +42,44 @@ pub enum Event {
     JobRampEnd { job: u32 },
 }
 
-/// A deterministic future-event list: a radix heap (a monotone priority queue) keyed by
-/// `time << 64 | seq`. Keys are unique and never below the last popped key, so it pops in
-/// exactly the order of a binary heap keyed by (time, seq), with pushes that append to
-/// one of 129 buckets and no sorting.
+/// A deterministic future-event list: a calendar queue. Near events (within
+/// `SLOTS << SLOT_SHIFT` ns of the window's base) go to the slot of their time, found by
+/// a shift; a slot holds a few events and an occupancy bitmap finds the next non-empty
+/// one. Far events (ticks, ramp ends) wait in a 4-ary heap until the window reaches them.
+/// Keys are `time << 64 | seq` and unique, so events pop in exactly the order of a heap
+/// keyed by (time, seq): FIFO among equal times, and a run replays exactly.
 #[derive(Debug)]
 pub struct EventQueue {
-    /// Bucket 0 holds keys equal to `last`; bucket i > 0 keys whose highest bit differing
-    /// from `last` is bit i - 1.
-    buckets: Vec<Vec<Slot>>,
-    /// Bit i - 1 set when bucket i > 0 may be non-empty, so a refill finds the next
-    /// bucket with one trailing_zeros instead of scanning 128 vectors.
-    occupied: u128,
-    last: u128,
-    len: usize,
+    slots: Vec<Vec<Slot>>,
+    /// Bit `i % 64` of word `i / 64` set when slot `i` is non-empty.
+    occupied: Vec<u64>,
+    /// Time of slot 0 of the current window (a multiple of the slot width).
+    base: u64,
+    /// The slot the earliest near event is in or after.
+    cursor: usize,
+    near: usize,
+    far: FarHeap,
     seq: u64,
     popped: u64,
 }
+
+/// ns per slot as a shift: 16 ns, a few events per slot at tens of millions of events per
+/// simulated second.
+const SLOT_SHIFT: u32 = 4;
+/// Slots per window: 4096 × 16 ns = 65.5 µs, longer than a flash read.
+const SLOTS: usize = 4096;
+const WINDOW_NS: u64 = (SLOTS as u64) << SLOT_SHIFT;
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     key: u128,
     ev: Event,
+}
+
+impl Slot {
+    fn time(&self) -> u64 {
+        (self.key >> 64) as u64
+    }
 }
 
 impl Default for EventQueue {
@@ -72,18 +88,15 @@ impl Default for EventQueue {
     }
 }
 
-#[inline]
-fn bucket_of(key: u128, last: u128) -> usize {
-    (128 - (key ^ last).leading_zeros()) as usize
-}
-
 impl EventQueue {
     pub fn new() -> Self {
         EventQueue {
-            buckets: (0..129).map(|_| Vec::new()).collect(),
-            occupied: 0,
-            last: 0,
-            len: 0,
+            slots: (0..SLOTS).map(|_| Vec::new()).collect(),
+            occupied: vec![0; SLOTS / 64],
+            base: 0,
+            cursor: 0,
+            near: 0,
+            far: FarHeap::default(),
             seq: 0,
             popped: 0,
         }
@@ -93,58 +106,154 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, time: u64, ev: Event) {
         self.seq += 1;
-        let key = (u128::from(time) << 64) | u128::from(self.seq);
-        debug_assert!(key > self.last, "event scheduled in the past");
-        self.put(Slot { key, ev });
-        self.len += 1;
+        let s = Slot {
+            key: (u128::from(time) << 64) | u128::from(self.seq),
+            ev,
+        };
+        debug_assert!(time >= self.base, "event scheduled in the past");
+        if time - self.base < WINDOW_NS {
+            self.put_near(s);
+        } else {
+            self.far.push(s);
+        }
     }
 
     #[inline]
-    fn put(&mut self, s: Slot) {
-        let b = bucket_of(s.key, self.last);
-        if b > 0 {
-            self.occupied |= 1 << (b - 1);
-        }
-        self.buckets[b].push(s);
+    fn put_near(&mut self, s: Slot) {
+        let i = ((s.time() - self.base) >> SLOT_SHIFT) as usize;
+        self.slots[i].push(s);
+        self.occupied[i / 64] |= 1 << (i % 64);
+        self.near += 1;
     }
 
     /// The earliest event, FIFO among equal times.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        if self.len == 0 {
+        if self.near == 0 && !self.advance_window() {
             return None;
         }
-        if self.buckets[0].is_empty() {
-            // len > 0 and bucket 0 is empty, so some bucket i > 0 holds the minimum.
-            let i = self.occupied.trailing_zeros() as usize + 1;
-            self.occupied &= !(1 << (i - 1));
-            let mut b = std::mem::take(&mut self.buckets[i]);
-            let min = b.iter().map(|s| s.key).min().expect("non-empty bucket");
-            self.last = min;
-            // Every key of bucket i now falls into a lower bucket.
-            for s in b.drain(..) {
-                self.put(s);
+        let i = self.next_occupied();
+        self.cursor = i;
+        let slot = &mut self.slots[i];
+        let mut min = 0;
+        for j in 1..slot.len() {
+            if slot[j].key < slot[min].key {
+                min = j;
             }
-            // Keep the drained bucket's allocation for reuse.
-            self.buckets[i] = b;
         }
-        let s = self.buckets[0].pop().expect("the minimum is in bucket 0");
-        self.len -= 1;
+        // Order inside a slot does not matter: the minimum is searched each time.
+        let s = slot.swap_remove(min);
+        if slot.is_empty() {
+            self.occupied[i / 64] &= !(1 << (i % 64));
+        }
+        self.near -= 1;
         self.popped += 1;
-        Some(((s.key >> 64) as u64, s.ev))
+        Some((s.time(), s.ev))
+    }
+
+    /// The first non-empty slot at or after the cursor (one exists: `near > 0`).
+    #[inline]
+    fn next_occupied(&self) -> usize {
+        let mut w = self.cursor / 64;
+        let mut bits = self.occupied[w] & (!0u64 << (self.cursor % 64));
+        while bits == 0 {
+            w += 1;
+            bits = self.occupied[w];
+        }
+        w * 64 + bits.trailing_zeros() as usize
+    }
+
+    /// Every near event is gone: move the window to the earliest far event and bring in
+    /// the far events that fall into it. False when nothing is left.
+    #[cold]
+    fn advance_window(&mut self) -> bool {
+        let Some(first) = self.far.peek_time() else {
+            return false;
+        };
+        self.base = first & !((1u64 << SLOT_SHIFT) - 1);
+        self.cursor = 0;
+        while let Some(t) = self.far.peek_time() {
+            if t - self.base >= WINDOW_NS {
+                break;
+            }
+            let s = self.far.pop().expect("peeked");
+            self.put_near(s);
+        }
+        true
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.near + self.far.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Events processed so far.
     pub fn popped(&self) -> u64 {
         self.popped
+    }
+}
+
+/// The far events: an implicit 4-ary min-heap on the key.
+#[derive(Debug, Default)]
+struct FarHeap {
+    heap: Vec<Slot>,
+}
+
+const ARITY: usize = 4;
+
+impl FarHeap {
+    fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    fn peek_time(&self) -> Option<u64> {
+        self.heap.first().map(Slot::time)
+    }
+
+    fn push(&mut self, s: Slot) {
+        let mut i = self.heap.len();
+        self.heap.push(s);
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if self.heap[parent].key <= s.key {
+                break;
+            }
+            self.heap[i] = self.heap[parent];
+            i = parent;
+        }
+        self.heap[i] = s;
+    }
+
+    fn pop(&mut self) -> Option<Slot> {
+        let last = self.heap.pop()?;
+        let Some(&top) = self.heap.first() else {
+            return Some(last);
+        };
+        let n = self.heap.len();
+        let mut i = 0;
+        loop {
+            let first = i * ARITY + 1;
+            if first >= n {
+                break;
+            }
+            let end = (first + ARITY).min(n);
+            let mut min = first;
+            for c in first + 1..end {
+                if self.heap[c].key < self.heap[min].key {
+                    min = c;
+                }
+            }
+            if last.key <= self.heap[min].key {
+                break;
+            }
+            self.heap[i] = self.heap[min];
+            i = min;
+        }
+        self.heap[i] = last;
+        Some(top)
     }
 }
 
