@@ -38,8 +38,9 @@ impl Default for Latency {
 /// io_u.c io_u_mark_lat_*: the bucket of `v` among 2, 4, 10, 20, 50, 100, 250, 500,
 /// 750, 1000 of its unit.
 fn lat_bucket(v: u64) -> usize {
-    const UPPER: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
-    UPPER.iter().position(|&up| v < up).unwrap_or(9)
+    const UPPER: [u64; 9] = [2, 4, 10, 20, 50, 100, 250, 500, 750];
+    // Branch-free: the number of bounds at or below v.
+    UPPER.iter().map(|&up| usize::from(v >= up)).sum()
 }
 
 impl Latency {
@@ -55,7 +56,7 @@ impl Latency {
         }
     }
 
-    /// Records one sample in ns.
+    /// Records one sample in ns (stat.c add_lat_sample / add_slat_sample).
     #[inline]
     pub fn record(&mut self, ns: u64) {
         let i = plat::val_to_idx(ns);
@@ -68,6 +69,14 @@ impl Latency {
         self.sum_sq += u128::from(ns) * u128::from(ns);
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
+    }
+
+    /// Records a completion latency: fio also counts those, and only those, in its
+    /// latency_ns/us/ms buckets (io_u.c account_io_completion calls io_u_mark_latency
+    /// beside add_clat_sample).
+    #[inline]
+    pub fn record_clat(&mut self, ns: u64) {
+        self.record(ns);
         let m = if ns < 1_000 {
             lat_bucket(ns)
         } else if ns < 1_000_000 {
@@ -508,13 +517,17 @@ mod tests {
             1_500_000_000,
             3_000_000_000,
         ] {
-            l.record(ns);
+            l.record_clat(ns);
         }
         let m = l.marks();
         assert_eq!((m[0], m[1], m[9]), (1, 1, 1), "1, 3 and 999 ns");
         assert_eq!((m[10], m[12], m[17]), (1, 1, 1), "1.5, 9 and 300 us");
         assert_eq!((m[20], m[30], m[31]), (1, 1, 1), "1.9 ms, 1.5 s, 3 s");
         assert_eq!(m.iter().sum::<u64>(), 9);
+        // Submission and total latencies are not marked (fio marks clat only).
+        let mut slat = Latency::new();
+        slat.record(5);
+        assert_eq!(slat.marks().iter().sum::<u64>(), 0);
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
         } else {
             10_000 + (i % 100) * 100
         };
-        job.read.clat.record(clat);
+        job.read.clat.record_clat(clat);
         job.read.slat.record(500);
         job.read.lat.record(clat + 500);
     }

@@ -331,7 +331,7 @@ impl JobRun {
             };
             dir.total_ios += 1;
             dir.io_bytes += u64::from(io.len);
-            dir.clat.record(now_ns - io.submit_ns);
+            dir.clat.record_clat(now_ns - io.submit_ns);
             dir.lat.record(now_ns - io.queued_ns);
         }
     }

@@ -42,23 +42,24 @@ pub enum Event {
     JobRampEnd { job: u32 },
 }
 
-/// A deterministic future-event list: a calendar queue. Near events (within
-/// `SLOTS << SLOT_SHIFT` ns of the window's base) go to the slot of their time, found by
-/// a shift; a slot holds a few events and an occupancy bitmap finds the next non-empty
-/// one. Far events (ticks, ramp ends) wait in a 4-ary heap until the window reaches them.
-/// Keys are `time << 64 | seq` and unique, so events pop in exactly the order of a heap
-/// keyed by (time, seq): FIFO among equal times, and a run replays exactly.
+/// A deterministic future-event list: a calendar queue. The slots form a ring that
+/// covers the next `SLOTS << SLOT_SHIFT` ns from the earliest event; an event in that
+/// window goes to the slot of its time (a shift and a mask), a slot holds a few events,
+/// and an occupancy bitmap finds the next non-empty one. Later events (ticks, ramp ends,
+/// slow media) wait in a 4-ary heap until the window slides over them. Keys are
+/// `time << 64 | seq` and unique, so events pop in exactly the order of a heap keyed by
+/// (time, seq): FIFO among equal times, and a run replays exactly.
 #[derive(Debug)]
 pub struct EventQueue {
     slots: Vec<Vec<Slot>>,
     /// Bit `i % 64` of word `i / 64` set when slot `i` is non-empty.
     occupied: Vec<u64>,
-    /// Time of slot 0 of the current window (a multiple of the slot width).
-    base: u64,
-    /// The slot the earliest near event is in or after.
-    cursor: usize,
+    /// Absolute slot number (time >> SLOT_SHIFT) of the earliest near event or before.
+    cursor: u64,
     near: usize,
     far: FarHeap,
+    /// Slot number of the earliest far event (u64::MAX when there is none).
+    far_first: u64,
     seq: u64,
     popped: u64,
 }
@@ -66,9 +67,9 @@ pub struct EventQueue {
 /// ns per slot as a shift: 16 ns, a few events per slot at tens of millions of events per
 /// simulated second.
 const SLOT_SHIFT: u32 = 4;
-/// Slots per window: 4096 × 16 ns = 65.5 µs, longer than a flash read.
-const SLOTS: usize = 4096;
-const WINDOW_NS: u64 = (SLOTS as u64) << SLOT_SHIFT;
+/// Slots in the ring: 4096 × 16 ns = 65.5 µs, longer than a flash read.
+const SLOTS: u64 = 4096;
+const MASK: u64 = SLOTS - 1;
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -92,48 +93,51 @@ impl EventQueue {
     pub fn new() -> Self {
         EventQueue {
             slots: (0..SLOTS).map(|_| Vec::new()).collect(),
-            occupied: vec![0; SLOTS / 64],
-            base: 0,
+            occupied: vec![0; (SLOTS / 64) as usize],
             cursor: 0,
             near: 0,
             far: FarHeap::default(),
+            far_first: u64::MAX,
             seq: 0,
             popped: 0,
         }
     }
 
     /// Schedules `ev` at absolute time `time` (not before the last popped event).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: u64, ev: Event) {
         self.seq += 1;
         let s = Slot {
             key: (u128::from(time) << 64) | u128::from(self.seq),
             ev,
         };
-        debug_assert!(time >= self.base, "event scheduled in the past");
-        if time - self.base < WINDOW_NS {
+        debug_assert!(time >> SLOT_SHIFT >= self.cursor, "event scheduled in the past");
+        if (time >> SLOT_SHIFT) - self.cursor < SLOTS {
             self.put_near(s);
         } else {
             self.far.push(s);
+            self.far_first = self.far_first.min(time >> SLOT_SHIFT);
         }
     }
 
     #[inline]
     fn put_near(&mut self, s: Slot) {
-        let i = ((s.time() - self.base) >> SLOT_SHIFT) as usize;
+        let i = ((s.time() >> SLOT_SHIFT) & MASK) as usize;
         self.slots[i].push(s);
         self.occupied[i / 64] |= 1 << (i % 64);
         self.near += 1;
     }
 
     /// The earliest event, FIFO among equal times.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        if self.near == 0 && !self.advance_window() {
-            return None;
+        if self.near == 0 {
+            // Jump to the earliest far event.
+            self.cursor = self.far.peek_time()? >> SLOT_SHIFT;
+            self.bring_in_far();
         }
         let i = self.next_occupied();
-        self.cursor = i;
+        self.cursor += (i as u64).wrapping_sub(self.cursor) & MASK;
         let slot = &mut self.slots[i];
         let mut min = 0;
         for j in 1..slot.len() {
@@ -148,38 +152,36 @@ impl EventQueue {
         }
         self.near -= 1;
         self.popped += 1;
+        if self.far_first.wrapping_sub(self.cursor) < SLOTS {
+            self.bring_in_far();
+        }
         Some((s.time(), s.ev))
     }
 
-    /// The first non-empty slot at or after the cursor (one exists: `near > 0`).
+    /// The first non-empty slot at or after the cursor in ring order (one exists).
     #[inline]
     fn next_occupied(&self) -> usize {
-        let mut w = self.cursor / 64;
-        let mut bits = self.occupied[w] & (!0u64 << (self.cursor % 64));
+        let start = (self.cursor & MASK) as usize;
+        let mut w = start / 64;
+        let mut bits = self.occupied[w] & (!0u64 << (start % 64));
         while bits == 0 {
-            w += 1;
+            w = (w + 1) % self.occupied.len();
             bits = self.occupied[w];
         }
         w * 64 + bits.trailing_zeros() as usize
     }
 
-    /// Every near event is gone: move the window to the earliest far event and bring in
-    /// the far events that fall into it. False when nothing is left.
-    #[cold]
-    fn advance_window(&mut self) -> bool {
-        let Some(first) = self.far.peek_time() else {
-            return false;
-        };
-        self.base = first & !((1u64 << SLOT_SHIFT) - 1);
-        self.cursor = 0;
+    /// Far events the window now covers move to their slots.
+    fn bring_in_far(&mut self) {
+        self.far_first = u64::MAX;
         while let Some(t) = self.far.peek_time() {
-            if t - self.base >= WINDOW_NS {
+            if (t >> SLOT_SHIFT) - self.cursor >= SLOTS {
+                self.far_first = t >> SLOT_SHIFT;
                 break;
             }
             let s = self.far.pop().expect("peeked");
             self.put_near(s);
         }
-        true
     }
 
     pub fn len(&self) -> usize {

@@ -326,7 +326,7 @@ impl DirStats {
             .lat
             .get_or_insert_with(|| Box::new([Latency::new(), Latency::new(), Latency::new()]));
         l[0].record(slat);
-        l[1].record(clat);
+        l[1].record_clat(clat);
         l[2].record(lat);
     }
 }
