@@ -466,6 +466,7 @@ pub(crate) fn build<'a, O: Observer>(
             busy_ns: 0,
             stalled_ns: 0,
             stalled_since: 0,
+            write_memo: (u64::MAX, 0),
         })
         .collect();
     let mut devices = Vec::new();

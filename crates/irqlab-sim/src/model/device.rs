@@ -430,18 +430,25 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// Port time of one completion: its data (reads, or DSA fills) and its CQE.
-    fn completion_write_ns(&self, p: usize, io: u32) -> u64 {
-        let port = &self.ports[p];
+    fn completion_write_ns(&mut self, p: usize, io: u32) -> u64 {
         let rec = self.ios[io as usize];
         let d = self.queues[rec.queue as usize].device as usize;
+        let data = rec.read || self.devices[d].writes_data;
+        let key = ((d as u64) << 48) | (u64::from(data) << 40) | u64::from(rec.bytes);
+        let port = &self.ports[p];
+        if port.write_memo.0 == key {
+            return port.write_memo.1;
+        }
         let tr = self.costs.dma_translate;
         let bytes = |n: u64| (n as f64 / port.bytes_per_ns) as u64;
-        let data = if rec.read || self.devices[d].writes_data {
+        let data_ns = if data {
             port.write_ns + bytes(u64::from(rec.bytes)) + tr
         } else {
             0
         };
-        data + port.write_ns + bytes(self.devices[d].cqe_bytes) + tr
+        let ns = data_ns + port.write_ns + bytes(self.devices[d].cqe_bytes) + tr;
+        self.ports[p].write_memo = (key, ns);
+        ns
     }
 
     pub(crate) fn port_done(&mut self, p: usize) {

@@ -564,6 +564,9 @@ pub(crate) struct Port {
     pub busy_ns: u64,
     pub stalled_ns: u64,
     pub stalled_since: u64,
+    /// The last completion write's (device, data, bytes) key and its port time: runs
+    /// repeat one block size, and the float division is the costly part.
+    pub write_memo: (u64, u64),
 }
 
 /// Totals for the conservation checks.
