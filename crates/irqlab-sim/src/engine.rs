@@ -111,7 +111,10 @@ impl EventQueue {
             key: (u128::from(time) << 64) | u128::from(self.seq),
             ev,
         };
-        debug_assert!(time >> SLOT_SHIFT >= self.cursor, "event scheduled in the past");
+        debug_assert!(
+            time >> SLOT_SHIFT >= self.cursor,
+            "event scheduled in the past"
+        );
         if (time >> SLOT_SHIFT) - self.cursor < SLOTS {
             self.put_near(s);
         } else {
@@ -131,13 +134,22 @@ impl EventQueue {
     /// The earliest event, FIFO among equal times.
     #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
+        self.pop_until(u64::MAX)
+    }
+
+    /// The earliest event if it is due by `limit` (inclusive); None leaves it queued.
+    #[inline(always)]
+    pub fn pop_until(&mut self, limit: u64) -> Option<(u64, Event)> {
         if self.near == 0 {
             // Jump to the earliest far event.
-            self.cursor = self.far.peek_time()? >> SLOT_SHIFT;
+            let first = self.far.peek_time()?;
+            if first > limit {
+                return None;
+            }
+            self.cursor = first >> SLOT_SHIFT;
             self.bring_in_far();
         }
         let i = self.next_occupied();
-        self.cursor += (i as u64).wrapping_sub(self.cursor) & MASK;
         let slot = &mut self.slots[i];
         let mut min = 0;
         for j in 1..slot.len() {
@@ -145,11 +157,15 @@ impl EventQueue {
                 min = j;
             }
         }
+        if slot[min].time() > limit {
+            return None;
+        }
         // Order inside a slot does not matter: the minimum is searched each time.
         let s = slot.swap_remove(min);
         if slot.is_empty() {
             self.occupied[i / 64] &= !(1 << (i % 64));
         }
+        self.cursor += (i as u64).wrapping_sub(self.cursor) & MASK;
         self.near -= 1;
         self.popped += 1;
         if self.far_first.wrapping_sub(self.cursor) < SLOTS {

@@ -113,6 +113,57 @@ pub fn simulate(
     simulate_observed(jobs, platform, policy, opts, &mut NoObserver)
 }
 
+/// [`simulate`] on up to `threads` threads. A machine that splits into parts sharing no
+/// CPU, queue, root port or delivery unit (C3's drives, each with its own CPU and port,
+/// polled or with an instant delivery path) runs its parts side by side and merges them;
+/// the report is byte-identical to [`simulate`]'s. A machine that does not split runs on
+/// one thread. docs/model.md ("Speed") has the measured speed-ups.
+pub fn simulate_parallel(
+    jobs: &[JobSpec],
+    platform: &Platform,
+    policy: &Policy,
+    opts: &SimOptions,
+    threads: usize,
+) -> Result<RunReport, SimError> {
+    let mut obs = NoObserver;
+    let mut whole = model::build(jobs, platform, policy, opts, &mut obs)?;
+    match model::Partition::of(&whole).filter(|_| threads > 1) {
+        Some(partition) => {
+            let built = || {
+                model::build(
+                    jobs,
+                    platform,
+                    policy,
+                    opts,
+                    Box::leak(Box::new(NoObserver)),
+                )
+            };
+            match model::run_parts(&partition, threads, built, &mut whole)? {
+                true => Ok(whole.report()),
+                // A part ran into the time bound: the whole machine's bound decides.
+                false => simulate(jobs, platform, policy, opts),
+            }
+        }
+        None => {
+            whole.run();
+            Ok(whole.report())
+        }
+    }
+}
+
+/// How many independent parts the machine of a run splits into (1: it does not split),
+/// as [`simulate_parallel`] would run them.
+pub fn independent_parts(
+    jobs: &[JobSpec],
+    platform: &Platform,
+    policy: &Policy,
+    opts: &SimOptions,
+) -> Result<usize, SimError> {
+    let mut obs = NoObserver;
+    let whole = model::build(jobs, platform, policy, opts, &mut obs)?;
+    Ok(model::Partition::of(&whole).map_or(1, |p| p.parts()))
+}
+
 /// [`simulate`] with an observer that sees every CPU slice, message and notification.
 pub fn simulate_observed<O: Observer>(
     jobs: &[JobSpec],

@@ -5,7 +5,7 @@
 
 use super::fio_job::{DiskAcct, FioJob, FioRun};
 use super::state::*;
-use crate::engine::{Event, EventQueue};
+use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::platform::Platform;
 use crate::rng::{ServiceTime, Stream};
@@ -622,7 +622,6 @@ pub(crate) fn build<'a, O: Observer>(
     // ---- threads: jobs, ksoftirqd ----
     let mut jobs = Vec::new();
     let mut depth_per_queue = vec![0u64; queues.len()];
-    let mut q = EventQueue::new();
     let mut waves: Vec<Vec<u32>> = vec![Vec::new(); nwaves];
     for (ji, c) in clones.iter().enumerate() {
         let s = &specs[c.spec];
@@ -637,14 +636,10 @@ pub(crate) fn build<'a, O: Observer>(
         waves[c.wave as usize].push(ji as u32);
         // Jobs of the first wave start at their startdelay; later waves when the one
         // before is over (job.rs job_exit).
+        // (Their first events are scheduled by Sim::start.)
         let starts_now = c.wave == 0 && fio.startdelay_ns == 0;
         if starts_now {
             fio.start(0, window_start);
-            if fio.measure_from > 0 {
-                q.push(fio.measure_from, Event::JobRampEnd { job: ji as u32 });
-            }
-        } else if c.wave == 0 {
-            q.push(fio.startdelay_ns, Event::JobStart { job: ji as u32 });
         }
         threads.push(Thread {
             vruntime: 0,
@@ -775,7 +770,7 @@ pub(crate) fn build<'a, O: Observer>(
     }
     Ok(Sim {
         now: 0,
-        q,
+        q: EventQueue::new(),
         costs,
         engine: p.engine.clone(),
         policy: *policy,
@@ -809,6 +804,7 @@ pub(crate) fn build<'a, O: Observer>(
         window_start,
         window_end: 0,
         totals: Totals::default(),
+        merged_events: 0,
         gsim: gsim_global,
         fio: FioRun {
             waves,

@@ -9,12 +9,14 @@ mod delivery;
 mod device;
 mod fio_job;
 mod job;
+mod parts;
 mod report;
 mod sched;
 mod state;
 mod target;
 
 pub(crate) use build::build;
+pub(crate) use parts::{Partition, run_parts};
 pub(crate) use state::Sim;
 
 use crate::engine::Event;
@@ -23,6 +25,16 @@ use crate::observer::Observer;
 impl<O: Observer> Sim<'_, O> {
     /// Runs until every job has finished and the machine is quiet.
     pub(crate) fn run(&mut self) {
+        self.start(None);
+        let end = self.run_jobs();
+        self.finish(end);
+    }
+
+    /// Schedules the first events: job start delays and ramp ends, every CPU's tick, the
+    /// threads that start runnable, the end of the ramp. With `only`, just those of one
+    /// part of the machine (parts.rs): the rest stays idle and unreported.
+    pub(crate) fn start(&mut self, only: Option<(&Partition, u32)>) {
+        let mine = |of: &dyn Fn(&Partition) -> u32| only.is_none_or(|(p, k)| of(p) == k);
         let names = build::queue_names(self);
         let vector_names: Vec<String> = self
             .vectors
@@ -30,12 +42,30 @@ impl<O: Observer> Sim<'_, O> {
             .map(|v| names[v.queue as usize].clone())
             .collect();
         self.obs.start(&vector_names, self.cpus.len());
+        self.jobs_live = 0;
+        for j in 0..self.jobs.len() {
+            if !mine(&|p| p.job(j)) {
+                continue;
+            }
+            self.jobs_live += 1;
+            let f = &self.jobs[j].fio;
+            let job = j as u32;
+            if self.threads[self.jobs[j].thread as usize].start_runnable {
+                if f.measure_from > 0 {
+                    self.q.push(f.measure_from, Event::JobRampEnd { job });
+                }
+            } else if f.wave == 0 {
+                self.q.push(f.startdelay_ns, Event::JobStart { job });
+            }
+        }
         for c in 0..self.cpus.len() {
-            let first = self.costs.tick_period;
-            self.q.push(first, Event::Tick { cpu: c as u32 });
+            if mine(&|p| p.cpu(c)) {
+                let first = self.costs.tick_period;
+                self.q.push(first, Event::Tick { cpu: c as u32 });
+            }
         }
         for t in 0..self.threads.len() {
-            if self.threads[t].start_runnable {
+            if self.threads[t].start_runnable && mine(&|p| p.thread(t)) {
                 self.wake_thread(t, None);
             }
         }
@@ -44,24 +74,52 @@ impl<O: Observer> Sim<'_, O> {
         } else {
             self.open_window();
         }
-        while let Some((t, ev)) = self.q.pop() {
-            debug_assert!(t >= self.now, "time went backwards");
-            if t > self.stop_at {
-                self.cut_short = true;
+    }
+
+    /// Runs until the jobs are done, with every event at the time the last one ended, or
+    /// until the time bound. Returns the time the measuring window may close.
+    pub(crate) fn run_jobs(&mut self) -> u64 {
+        loop {
+            let limit = if self.jobs_live == 0 {
+                self.now
+            } else {
+                self.stop_at
+            };
+            let Some((t, ev)) = self.q.pop_until(limit) else {
                 break;
-            }
-            self.now = t;
-            self.dispatch(ev);
-            if self.jobs_live == 0 && !self.draining {
-                self.draining = true;
-                self.window_end = self.now;
-                self.close_window();
-            }
+            };
+            self.at(t, ev);
         }
-        if !self.draining {
-            self.window_end = self.now;
-            self.close_window();
+        if self.jobs_live > 0 && !self.q.is_empty() {
+            self.cut_short = true;
         }
+        self.now
+    }
+
+    /// Runs the events up to `end`, closes the measuring window there, then lets the
+    /// machine drain (ticks stop, in-flight work ends) unless the run was cut short.
+    pub(crate) fn finish(&mut self, end: u64) {
+        while let Some((t, ev)) = self.q.pop_until(end) {
+            self.at(t, ev);
+        }
+        self.now = self.now.max(end);
+        self.draining = true;
+        self.window_end = self.now;
+        self.close_window();
+        if self.cut_short {
+            return;
+        }
+        while let Some((t, ev)) = self.q.pop_until(self.stop_at) {
+            self.at(t, ev);
+        }
+        self.cut_short = !self.q.is_empty();
+    }
+
+    #[inline]
+    fn at(&mut self, t: u64, ev: Event) {
+        debug_assert!(t >= self.now, "time went backwards");
+        self.now = t;
+        self.dispatch(ev);
     }
 
     #[inline]

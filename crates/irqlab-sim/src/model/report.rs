@@ -229,7 +229,10 @@ impl<O: Observer> Sim<'_, O> {
             .collect();
         let sum = |f: &dyn Fn(&Vector) -> u64| self.vectors.iter().map(f).sum::<u64>();
         let extra = vec![
-            ("events".to_string(), self.q.popped() as f64),
+            (
+                "events".to_string(),
+                (self.q.popped() + self.merged_events) as f64,
+            ),
             ("ios_submitted".to_string(), self.totals.submitted as f64),
             ("ios_completed".to_string(), self.totals.completed as f64),
             ("ios_reaped".to_string(), self.totals.reaped as f64),

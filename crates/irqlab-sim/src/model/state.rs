@@ -609,6 +609,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub window_start: u64,
     pub window_end: u64,
     pub totals: Totals,
+    /// Events the other parts of a parallel run processed (parts.rs).
+    pub merged_events: u64,
     /// GSIM's global parameters and counters (with --moderator gsim).
     pub gsim: Option<irqlab_core::gsim::GsimGlobal>,
     /// Stonewall waves, disk accounting and global options (model/fio_job.rs).
