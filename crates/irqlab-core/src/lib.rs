@@ -6,6 +6,7 @@
 pub mod dim;
 pub mod flood;
 pub mod gsim;
+pub mod hybrid;
 pub mod irq_poll;
 pub mod moderator;
 pub mod napi_defer;

@@ -1,5 +1,6 @@
 //! Why an observed run could not be watched or written out.
 
+use irqlab_plot::PlotError;
 use irqlab_sim::SimError;
 use std::fmt;
 use std::path::PathBuf;
@@ -7,7 +8,13 @@ use std::path::PathBuf;
 /// Why an observed run failed, or an observer option was refused.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ObserveError {
-    /// A trace or picture file could not be created or written.
+    /// A trace file could not be created.
+    Create {
+        path: PathBuf,
+        what: &'static str,
+        message: String,
+    },
+    /// A trace file could not be written.
     File {
         path: PathBuf,
         what: &'static str,
@@ -15,6 +22,8 @@ pub enum ObserveError {
     },
     /// irqtop lines could not be printed.
     Print(String),
+    /// The timeline picture could not be drawn or written (the error names the file).
+    Plot(PlotError),
     /// `--timeline` names neither a .png nor a .svg file.
     TimelineName(PathBuf),
     /// An option's value, e.g. a window or an interval.
@@ -32,11 +41,17 @@ pub enum ObserveError {
 impl fmt::Display for ObserveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            ObserveError::Create {
+                path,
+                what,
+                message,
+            } => write!(f, "{}: cannot create the {what}: {message}", path.display()),
             ObserveError::File {
                 path,
                 what,
                 message,
             } => write!(f, "{}: cannot write the {what}: {message}", path.display()),
+            ObserveError::Plot(e) => write!(f, "{e}"),
             ObserveError::Print(m) => write!(f, "cannot print irqtop lines: {m}"),
             ObserveError::TimelineName(p) => write!(
                 f,

@@ -6,7 +6,7 @@
 use crate::ObserveError;
 use crate::irqtop::IrqTop;
 use crate::progress::{SimProgress, sim_total_ns};
-use crate::timeline::{DEFAULT_SPAN_NS, TimelineObserver, parse_timeline_window};
+use crate::timeline::{TimelineObserver, parse_timeline_window, timeline_window};
 use crate::trace::{TraceObserver, parse_window};
 use clap::Args;
 use irqlab_core::{Delivery, Policy};
@@ -15,7 +15,7 @@ use irqlab_inputs::DeliveryArg;
 use irqlab_report::RunReport;
 use irqlab_sim::{Observer, Platform, SimOptions, SliceKind};
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Observer options of `irqlab run`: flatten into its arguments.
 #[derive(Clone, Debug, Default, Args)]
@@ -189,18 +189,9 @@ pub fn simulate_with_observers(
     observe: &ObserveArgs,
     irqtop_out: &mut dyn Write,
 ) -> Result<RunReport, ObserveError> {
-    let trace_err = |path: &PathBuf, e: std::io::Error| ObserveError::File {
-        path: path.clone(),
-        what: "trace",
-        message: e.to_string(),
-    };
     let trace = match &observe.trace {
         None => None,
-        Some(path) => {
-            let file = std::fs::File::create(path).map_err(|e| trace_err(path, e))?;
-            let window = observe.trace_window.map(|(a, b)| a..b);
-            Some(TraceObserver::new(BufWriter::new(file), window).map_err(|e| trace_err(path, e))?)
-        }
+        Some(path) => Some(create_trace(path, observe.trace_window)?),
     };
     let progress = match (observe.irqtop, sim_total_ns(jobs)) {
         (None, Some(total)) => Some(SimProgress::new(total, "simulating (ms)")),
@@ -209,10 +200,8 @@ pub fn simulate_with_observers(
     let timeline = match &observe.timeline {
         None => None,
         Some(path) => {
-            if irqlab_plot::timeline::image_format(path).is_none() {
-                return Err(ObserveError::TimelineName(path.clone()));
-            }
-            let (a, b) = timeline_window(jobs, observe);
+            check_timeline_name(path)?;
+            let (a, b) = timeline_window(jobs, observe.timeline_window);
             Some(TimelineObserver::new(a, b))
         }
     };
@@ -228,7 +217,7 @@ pub fn simulate_with_observers(
     }
     let report = result?;
     if let (Some(t), Some(path)) = (obs.trace, &observe.trace) {
-        t.finish(&report).map_err(|e| trace_err(path, e))?;
+        t.finish(&report).map_err(|e| trace_write_error(path, e))?;
     }
     if let Some(top) = obs.irqtop {
         top.finish(&report)
@@ -241,28 +230,46 @@ pub fn simulate_with_observers(
                 delivery: compare_delivery(other, policy.delivery),
                 ..*policy
             };
-            let (a, b) = timeline_window(jobs, observe);
+            let (a, b) = timeline_window(jobs, observe.timeline_window);
             let mut t = TimelineObserver::new(a, b);
             let r = irqlab_sim::simulate_observed(jobs, platform, &policy, opts, &mut t)
                 .map_err(ObserveError::Compare)?;
             pictures.push(t.finish(timeline_title(&r.platform, &policy)));
         }
-        irqlab_plot::timeline::write_stacked(&pictures, path).map_err(|e| ObserveError::File {
-            path: path.clone(),
-            what: "timeline",
-            message: e.to_string(),
-        })?;
+        irqlab_plot::timeline::write_stacked(&pictures, path).map_err(ObserveError::Plot)?;
     }
     Ok(report)
 }
 
-/// `--timeline-window`, or the first [`DEFAULT_SPAN_NS`] after the longest ramp_time
-/// (the simulator's measured window starts there).
-fn timeline_window(jobs: &[JobSpec], observe: &ObserveArgs) -> (u64, u64) {
-    observe.timeline_window.unwrap_or_else(|| {
-        let start = jobs.iter().map(|j| j.ramp_time_ns).max().unwrap_or(0);
-        (start, start.saturating_add(DEFAULT_SPAN_NS))
-    })
+/// The trace file `--trace` names, created (so a bad path fails before the run), with
+/// the events of `window` (ns) or of the whole run.
+pub(crate) fn create_trace(
+    path: &Path,
+    window: Option<(u64, u64)>,
+) -> Result<TraceObserver<BufWriter<std::fs::File>>, ObserveError> {
+    let file = std::fs::File::create(path).map_err(|e| ObserveError::Create {
+        path: path.to_path_buf(),
+        what: "trace",
+        message: e.to_string(),
+    })?;
+    TraceObserver::new(BufWriter::new(file), window.map(|(a, b)| a..b))
+        .map_err(|e| trace_write_error(path, e))
+}
+
+pub(crate) fn trace_write_error(path: &Path, e: std::io::Error) -> ObserveError {
+    ObserveError::File {
+        path: path.to_path_buf(),
+        what: "trace",
+        message: e.to_string(),
+    }
+}
+
+/// `--timeline` must name a picture format before the run starts.
+pub(crate) fn check_timeline_name(path: &Path) -> Result<(), ObserveError> {
+    match irqlab_plot::timeline::image_format(path) {
+        Some(_) => Ok(()),
+        None => Err(ObserveError::TimelineName(path.to_path_buf())),
+    }
 }
 
 /// The delivery `--timeline-compare` asks for; posted keeps this run's max_loop when it
@@ -281,7 +288,7 @@ fn compare_delivery(arg: DeliveryArg, this: Delivery) -> Delivery {
 
 /// "example: delivery=posted max_loop=3", plus the choices that differ from the stock
 /// kernel's.
-fn timeline_title(platform: &str, policy: &Policy) -> String {
+pub(crate) fn timeline_title(platform: &str, policy: &Policy) -> String {
     let stock = Policy::default().describe();
     let parts: Vec<String> = policy
         .describe()

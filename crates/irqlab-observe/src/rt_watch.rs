@@ -1,7 +1,8 @@
 //! `irqlab rt` watched while it runs: a monitor thread samples the runtime's live
 //! counters and prints irqtop lines at wall-time intervals, or draws a progress bar on a
 //! terminal for runs longer than a second; with irqtop the last, partial interval and the
-//! run's /proc/interrupts table follow the run.
+//! run's /proc/interrupts table follow the run. The threads can also record what they
+//! do for the tracers (see [`crate::rt_observers`]).
 
 use crate::ObserveError;
 use crate::irqtop::{IrqSnapshot, render_interval};
@@ -9,11 +10,20 @@ use crate::progress::{Progress, sim_total_ns};
 use irqlab_core::Policy;
 use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
+use irqlab_report::observe::Observer;
 use irqlab_rt::{LiveCounters, LiveSnapshot, RtConfig};
 use std::io::Write;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::Duration;
+
+/// Where the threads' records go after a run (`--trace`, `--timeline`).
+pub struct Tracing<'a> {
+    pub observer: &'a mut dyn Observer,
+    /// The wall time the tracers look at (the threads record what it needs).
+    pub window: Option<Range<u64>>,
+}
 
 /// The live counts as irqtop's engine-neutral snapshot.
 fn irq_snapshot(s: &LiveSnapshot) -> IrqSnapshot {
@@ -99,13 +109,15 @@ fn monitor(live: &LiveCounters, w: &Watch, out: &mut dyn Write, done: &AtomicBoo
 
 /// Runs on real threads while a monitor thread prints `--irqtop` lines (interval in ns)
 /// to `out` or draws a progress bar; with `--irqtop` the last, partial interval and the
-/// run's /proc/interrupts table follow the run.
+/// run's /proc/interrupts table follow the run. With `tracing`, the threads record what
+/// they do and the observer sees it after the run.
 pub fn run_watched(
     jobs: &[JobSpec],
     policy: &Policy,
     mut cfg: RtConfig,
     irqtop_ns: Option<u64>,
     out: &mut (dyn Write + Send),
+    tracing: Option<Tracing<'_>>,
 ) -> Result<RunReport, ObserveError> {
     let live = Arc::new(LiveCounters::new());
     cfg.live = Some(live.clone());
@@ -116,7 +128,10 @@ pub fn run_watched(
     let done = AtomicBool::new(false);
     let (result, printed) = std::thread::scope(|s| {
         let mon = s.spawn(|| monitor(&live, &watch, &mut *out, &done));
-        let result = irqlab_rt::run(jobs, policy, &cfg);
+        let result = match tracing {
+            Some(t) => irqlab_rt::run_observed(jobs, policy, &cfg, t.window, t.observer),
+            None => irqlab_rt::run(jobs, policy, &cfg),
+        };
         done.store(true, SeqCst);
         mon.thread().unpark();
         let printed = mon.join().map_err(|_| ObserveError::MonitorPanicked);
@@ -199,7 +214,8 @@ mod tests {
                 ..RtConfig::default()
             };
             let mut out = Vec::new();
-            let report = run_watched(&jobs, &policy, cfg, Some(20_000_000), &mut out).unwrap();
+            let report =
+                run_watched(&jobs, &policy, cfg, Some(20_000_000), &mut out, None).unwrap();
             let text = String::from_utf8(out).unwrap();
             let (sums, intervals) = sum_printed(&text);
             assert!(intervals >= 3, "{text}");

@@ -3,6 +3,7 @@
 //! the window, so its memory is bounded by the window, not by the run.
 
 use crate::ObserveError;
+use irqlab_fio::JobSpec;
 use irqlab_plot::timeline::{Activity, Lane, Mark, MarkKind, Slice, Timeline};
 use irqlab_sim::{Observer, SliceKind};
 
@@ -32,6 +33,8 @@ pub struct TimelineObserver {
     /// Messages in the window of vectors whose handler has not run yet.
     unplaced: Vec<(u64, usize)>,
     last_now: u64,
+    /// Times are wall-clock time (a real-thread run).
+    wall_clock: bool,
 }
 
 fn activity(kind: SliceKind) -> Activity {
@@ -57,7 +60,14 @@ impl TimelineObserver {
             vector_cpu: Vec::new(),
             unplaced: Vec::new(),
             last_now: 0,
+            wall_clock: false,
         }
+    }
+
+    /// The times it sees are wall-clock time (`irqlab rt`): the picture says so.
+    pub fn on_wall_clock(mut self) -> TimelineObserver {
+        self.wall_clock = true;
+        self
     }
 
     fn inside(&self, now: u64) -> bool {
@@ -119,6 +129,7 @@ impl TimelineObserver {
             title,
             window_ns: (self.start, end),
             lanes: self.lanes,
+            wall_clock: self.wall_clock,
         }
     }
 }
@@ -167,6 +178,15 @@ impl Observer for TimelineObserver {
         }
         self.vector_cpu[vector] = Some(cpu);
     }
+}
+
+/// `--timeline-window` when given, else the first [`DEFAULT_SPAN_NS`] after the longest
+/// ramp_time (where the measured run starts, in both engines).
+pub fn timeline_window(jobs: &[JobSpec], asked: Option<(u64, u64)>) -> (u64, u64) {
+    asked.unwrap_or_else(|| {
+        let start = jobs.iter().map(|j| j.ramp_time_ns).max().unwrap_or(0);
+        (start, start.saturating_add(DEFAULT_SPAN_NS))
+    })
 }
 
 /// Parses `--timeline-window START..END` like `--trace-window` (whole numbers with a

@@ -11,11 +11,12 @@ pub use group::group_reporting;
 pub use io_stat::IoStat;
 pub use model::{
     CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, HostMeasures,
-    JobReport, Latency, RunReport, VectorReport, pci_address,
+    JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
 
 pub mod fio_json;
 pub mod fio_log;
+pub mod observe;
 pub mod proc_interrupts;
 pub mod text;
 pub mod trace;

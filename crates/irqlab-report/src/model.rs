@@ -320,6 +320,31 @@ pub struct VectorReport {
     pub device_coalesced: u64,
     /// Completions reaped by this vector's handler.
     pub completions: u64,
+    /// The adaptive moderator's course on this vector, when one ran.
+    pub moderation: Option<ModerationReport>,
+}
+
+/// An adaptive moderator's course on one vector (lib/dim net_dim or rdma_dim, irq-am),
+/// over the whole run, ramp_time included: the moderator lives as long as its queue.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModerationReport {
+    /// The moderator's name ("net_dim", "rdma_dim", "irq_am").
+    pub moderator: String,
+    /// The level (profile index) the device ran when the run ended.
+    pub final_level: usize,
+    /// Levels programmed into the device (work items that ran).
+    pub programs: u64,
+    /// Time the device spent at each level, ns, indexed by level: the time between the
+    /// moderator's events, booked to the level the device ran.
+    pub level_ns: Vec<u64>,
+}
+
+impl ModerationReport {
+    /// The share of the histogram's time spent at `level`, in percent.
+    pub fn level_pct(&self, level: usize) -> f64 {
+        let total: u64 = self.level_ns.iter().sum();
+        pct(self.level_ns.get(level).copied().unwrap_or(0), total)
+    }
 }
 
 /// drivers/iommu/intel/irq_remapping.c: intel_ir_chip and intel_ir_chip_post_msi.

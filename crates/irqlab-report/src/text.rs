@@ -309,6 +309,41 @@ fn per_sec(count: u64, window_ns: u64) -> f64 {
     }
 }
 
+/// Each moderated vector's final level, programs and time per level (levels at 0.0%
+/// after the last one used and the final one are left out).
+fn moderation_section(out: &mut String, r: &RunReport) {
+    // Vectors that raised nothing are left out, as in the interrupts table.
+    let moderated: Vec<_> = r
+        .vectors
+        .iter()
+        .filter(|v| v.messages > 0 || v.handled() > 0)
+        .filter_map(|v| v.moderation.as_ref().map(|m| (v, m)))
+        .collect();
+    if moderated.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Moderation (whole run): final level, programs, time at each level"
+    );
+    for (v, m) in moderated {
+        let used = m.level_ns.iter().rposition(|&t| t > 0).map_or(0, |i| i + 1);
+        let levels: Vec<String> = (0..used.max(m.final_level + 1))
+            .map(|l| format!("L{l} {:.1}%", m.level_pct(l)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<12} {:<9} final=L{} programs={}  {}",
+            v.name,
+            m.moderator,
+            m.final_level,
+            m.programs,
+            levels.join(" ")
+        );
+    }
+    out.push('\n');
+}
+
 /// Interrupt counts, rates, CPU shares and tick lateness: the part fio has no words for.
 fn irqlab_section(out: &mut String, r: &RunReport) {
     let w = r.duration_ns;
@@ -362,6 +397,7 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
         r.ios_per_notification()
     );
     out.push('\n');
+    moderation_section(out, r);
 
     let _ = writeln!(
         out,

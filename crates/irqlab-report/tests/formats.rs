@@ -3,7 +3,7 @@
 use irqlab_report::trace::{Arg, Scope, TraceWriter, parse_window};
 use irqlab_report::{
     CHIP_POSTED, CHIP_REMAPPED, CpuReport, DiskUtil, Engine, HostMeasures, JobReport, Latency,
-    RunReport, VectorReport, fio_json, proc_interrupts, text,
+    ModerationReport, RunReport, VectorReport, fio_json, proc_interrupts, text,
 };
 use serde_json::Value;
 
@@ -105,6 +105,12 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
                 per_cpu: q1,
                 device_coalesced: 10_000,
                 completions: 80_000,
+                moderation: Some(ModerationReport {
+                    moderator: "net_dim".into(),
+                    final_level: 2,
+                    programs: 5,
+                    level_ns: vec![10 * MS, 30 * MS, 60 * MS, 0],
+                }),
             },
             VectorReport {
                 name: "nvme0q2".into(),
@@ -115,6 +121,7 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
                 per_cpu: q2,
                 device_coalesced: 0,
                 completions: 20_000,
+                moderation: None,
             },
         ],
         measured: (engine == Engine::RealThreads).then_some(HostMeasures {
@@ -332,6 +339,12 @@ fn json_has_what_fio_tools_read() {
     assert_eq!(x["pmn"], 10_000);
     assert_eq!(x["coalescing_ratio"].as_f64(), Some(2.0));
     assert_eq!(x["vectors"][0]["per_cpu"][0], 40_000);
+    let m = &x["vectors"][0]["moderation"];
+    assert_eq!(m["moderator"], "net_dim");
+    assert_eq!(m["final_level"], 2);
+    assert_eq!(m["programs"], 5);
+    assert_eq!(m["level_ns"][1], 30 * MS);
+    assert!(x["vectors"][1].get("moderation").is_none());
     assert_eq!(x["cpus"][0]["tick_lateness_ns"]["N"], 4);
     assert!(x.get("measured").is_none());
     assert_eq!(x["extra"]["events"].as_f64(), Some(123_456.0));
@@ -386,6 +399,20 @@ fn groups_descriptions_and_percentile_switches_show() {
     let v = fio_json::render(&r, true);
     assert!(v["jobs"][0]["read"]["clat_ns"].get("percentile").is_none());
     assert!(v["jobs"][0]["read"]["clat_ns"].get("bins").is_none());
+}
+
+#[test]
+fn text_shows_each_moderated_vector_with_its_levels() {
+    let out = text::render(&report(Engine::Simulated, 2));
+    has_line(
+        &out,
+        "Moderation (whole run): final level, programs, time at each level",
+    );
+    has_line(
+        &out,
+        "  nvme0q1      net_dim   final=L2 programs=5  L0 10.0% L1 30.0% L2 60.0%",
+    );
+    assert!(!out.contains("nvme0q2      net_dim"), "{out}");
 }
 
 #[test]

@@ -8,6 +8,7 @@ use crate::clock::now_ns;
 use crate::file_media::{MediaCmd, UringMedia};
 use crate::media::MediaClock;
 use crate::shared::CpuShared;
+use crate::trace::{Event, Recorder, TraceSpec};
 use irqlab_core::DeviceCoalescing;
 use irqlab_core::nvme::{DeviceIrq, Hint, IrqDecision, Sqe, VectorGate};
 use std::collections::VecDeque;
@@ -48,30 +49,43 @@ impl CtrlQueue {
         self.cpu.queues[self.q].plan.polled
     }
 
-    fn apply(&mut self, d: IrqDecision) {
+    fn apply(&mut self, d: IrqDecision, now: u64, rec: &mut Recorder) {
         match d {
             IrqDecision::Fire(f) => {
                 self.timer = None;
                 self.counters.coalesced += u64::from(f.coalesced.saturating_sub(1));
-                self.raise();
+                self.raise(now, rec);
             }
             IrqDecision::ArmTimer { deadline_ns } => self.timer = Some(deadline_ns),
             IrqDecision::Hold => {}
         }
     }
 
-    fn raise(&mut self) {
+    fn raise(&mut self, now: u64, rec: &mut Recorder) {
         if self.polled() {
             return;
         }
         let unacked = self.cpu.queues[self.q].qp.cq.unacked();
         if self.gate.raise(unacked) {
-            self.counters.messages += 1;
-            self.cpu.queues[self.q].send_msix(&self.cpu);
+            self.send(now, rec);
         } else if unacked == 0 {
             self.counters.stale_raises += 1;
         } else {
             self.counters.gated += 1;
+        }
+    }
+
+    /// An MSI-X message goes out (or waits in the pending bit of a masked vector).
+    fn send(&mut self, now: u64, rec: &mut Recorder) {
+        self.counters.messages += 1;
+        let notified = self.cpu.queues[self.q].send_msix(&self.cpu);
+        if rec.is_on() {
+            let vector = (self.cpu.vector_base + self.q) as u32;
+            rec.record(now, Event::Message { vector });
+            if notified == Some(true) {
+                let (cpu, pmn) = (self.cpu.index as u32, self.cpu.is_posted());
+                rec.record(now, Event::Notification { cpu, pmn });
+            }
         }
     }
 }
@@ -104,6 +118,8 @@ pub struct Controller {
     pub index: usize,
     media: Backend,
     queues: Vec<CtrlQueue>,
+    /// Messages and notifications for `--trace`.
+    rec: Recorder,
 }
 
 impl Controller {
@@ -113,6 +129,7 @@ impl Controller {
         media: Backend,
         queues: Vec<(Arc<CpuShared>, usize)>,
         coalescing: DeviceCoalescing,
+        trace: TraceSpec,
     ) -> Controller {
         let queues = queues
             .into_iter()
@@ -130,28 +147,35 @@ impl Controller {
             index,
             media,
             queues,
+            rec: Recorder::new(trace),
         }
+    }
+
+    /// Hands over the trace record (the controller records nothing more after).
+    pub fn take_record(&mut self) -> Recorder {
+        std::mem::take(&mut self.rec)
     }
 
     /// One pass at `now_ns`. Returns whether anything happened.
     pub fn pass(&mut self, now_ns: u64) -> bool {
         let mut busy = false;
         for cq in &mut self.queues {
-            let qs = &cq.cpu.queues[cq.q];
+            let (writes, unacked) = {
+                let qs = &cq.cpu.queues[cq.q];
+                (qs.qp.cq.doorbell_writes(), qs.qp.cq.unacked())
+            };
             // Count doorbell writes rather than compare head values: the host can consume
             // entries posted during this pass and bring the head back to the value seen.
-            let writes = qs.qp.cq.doorbell_writes();
             if writes != cq.doorbells_seen {
                 cq.doorbells_seen = writes;
                 busy = true;
-                if cq.gate.on_cq_doorbell(qs.qp.cq.unacked()) && !cq.polled() {
-                    cq.counters.messages += 1;
-                    qs.send_msix(&cq.cpu);
+                if cq.gate.on_cq_doorbell(unacked) && !cq.polled() {
+                    cq.send(now_ns, &mut self.rec);
                 }
             }
-            if let Some(p) = qs.take_coalescing() {
+            if let Some(p) = cq.cpu.queues[cq.q].take_coalescing() {
                 let d = cq.irq.program(p, now_ns);
-                cq.apply(d);
+                cq.apply(d, now_ns, &mut self.rec);
             }
         }
         busy |= self.serve(now_ns);
@@ -172,7 +196,7 @@ impl Controller {
             let d = cq
                 .irq
                 .on_completion(now_ns, Hint::from_sqe_hints(sqe.hints));
-            cq.apply(d);
+            cq.apply(d, now_ns, &mut self.rec);
         }
         for cq in &mut self.queues {
             if let Some(deadline) = cq.timer
@@ -181,7 +205,7 @@ impl Controller {
                 cq.timer = None;
                 if let Some(f) = cq.irq.on_timer(now_ns) {
                     busy = true;
-                    cq.apply(IrqDecision::Fire(f));
+                    cq.apply(IrqDecision::Fire(f), now_ns, &mut self.rec);
                 }
             }
         }
@@ -265,10 +289,22 @@ impl Controller {
     }
 }
 
-/// The loop of a controller thread: passes over its controllers until `stop`.
-pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) {
+/// A gap between two passes longer than this means the spinning thread was off its CPU
+/// (preempted by the host's scheduler or its hypervisor), not working: a pass on model
+/// media takes a few µs.
+pub const OFF_CPU_GAP_NS: u64 = 200_000;
+
+/// The loop of a controller thread: passes over its controllers until `stop`. Returns
+/// the time it was off its CPU (gaps over [`OFF_CPU_GAP_NS`] between passes).
+pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) -> u64 {
+    let mut off_cpu = 0;
+    let mut last = now_ns();
     while !stop.load(Relaxed) {
         let now = now_ns();
+        if now - last > OFF_CPU_GAP_NS {
+            off_cpu += now - last;
+        }
+        last = now;
         let mut busy = false;
         for c in ctrls.iter_mut() {
             busy |= c.pass(now);
@@ -277,4 +313,5 @@ pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) {
             std::hint::spin_loop();
         }
     }
+    off_cpu
 }

@@ -10,6 +10,7 @@ use irqlab_core::posted::{
 };
 use irqlab_core::remapped::{Deliver, RemappedTarget};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::{Mutex, PoisonError};
 
 /// The local APIC's IRR for device vectors under remapped delivery: a second message of
 /// a vector already pending merges, as on the real APIC.
@@ -89,25 +90,78 @@ impl CpuLive {
     }
 }
 
+/// Command ids reaped from one queue outside the CPU thread (by its irq thread or its
+/// ksoftirqd), waiting for the CPU thread to complete them to their jobs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reaped {
+    pub queue: usize,
+    pub command_ids: Vec<u16>,
+    /// When the handler run or poll call that reaped them ended.
+    pub at_ns: u64,
+}
+
+/// Reaped completions on their way to the CPU thread: blk_mq_end_request in the thread
+/// that reaped, then the fio task's wake-up (a kick of the CPU thread).
+#[derive(Debug, Default)]
+pub struct Inbox {
+    batches: Mutex<Vec<Reaped>>,
+    pending: AtomicBool,
+}
+
+impl Inbox {
+    /// Hands a batch over (the caller kicks the CPU thread after).
+    pub fn post(&self, batch: Reaped) {
+        self.batches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(batch);
+        self.pending.store(true, Release);
+    }
+
+    /// Whether batches wait for the CPU thread.
+    pub fn has_work(&self) -> bool {
+        self.pending.load(Acquire)
+    }
+
+    /// Takes every waiting batch, oldest first.
+    pub fn take(&self) -> Vec<Reaped> {
+        if !self.pending.swap(false, AcqRel) {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.batches.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
 /// One CPU thread as the devices see it.
 #[derive(Debug)]
 pub struct CpuShared {
     pub index: usize,
+    /// Index of this CPU thread's first queue in the report's vectors.
+    pub vector_base: usize,
     pub notifier: Notifier,
     pub target: Target,
     pub queues: Vec<QueueShared>,
     pub live: CpuLive,
+    /// Completions its irq thread and ksoftirqd reaped for its jobs.
+    pub inbox: Inbox,
 }
 
 impl CpuShared {
     pub fn new(index: usize, target: Target, queues: Vec<QueueShared>) -> CpuShared {
         CpuShared {
             index,
+            vector_base: 0,
             notifier: Notifier::new(),
             live: CpuLive::new(queues.len()),
             target,
             queues,
+            inbox: Inbox::default(),
         }
+    }
+
+    /// Whether this CPU's deliveries are posted MSI notifications (the PMN row).
+    pub fn is_posted(&self) -> bool {
+        matches!(self.target, Target::Posted(_))
     }
 
     /// Builds the delivery target of CPU thread `index` for a run's delivery choice.
@@ -127,6 +181,7 @@ impl CpuShared {
     /// A device message for `vector` reaches this CPU (the IOMMU's part): returns true
     /// when it became a CPU notification. The notification is a futex wake, issued
     /// whether or not the thread sleeps: it is the message's cost on the interrupt path.
+    #[must_use = "a notification is traced by whoever sent the message"]
     pub fn deliver(&self, vector: u8) -> bool {
         let note = match &self.target {
             Target::Remapped { target, irr } => {
@@ -159,8 +214,12 @@ pub struct QueueShared {
     pub qp: QueuePair,
     /// MSI-X Vector Control mask bit (disable_irq_nosync / enable_irq).
     masked: AtomicBool,
-    /// MSI-X Pending Bit: a message the device held while the vector was masked.
+    /// MSI-X Pending Bit (a message the device held while the vector was masked), or
+    /// IRQS_PENDING (an interrupt that found the IRQ disabled): resent at unmask.
     pending: AtomicBool,
+    /// nvmeq->cq_poll_lock, taken with trylock by reapers other than the CPU's own
+    /// hardirq handler (the irq thread, reap-after-submit) so they never share the CQ.
+    cq_lock: AtomicBool,
     /// Coalescing a moderator asked for, (count << 32 | usec) + 1; 0 = nothing new.
     program: AtomicU64,
     /// Messages that arrived while masked and were sent at unmask.
@@ -184,26 +243,61 @@ impl QueueShared {
             qp,
             masked: AtomicBool::new(false),
             pending: AtomicBool::new(false),
+            cq_lock: AtomicBool::new(false),
             program: AtomicU64::new(0),
             resent_at_unmask: AtomicU64::new(0),
         })
     }
 
     /// The device sends a message through the MSI-X table: held in the Pending Bit while
-    /// the vector is masked. Returns whether it went out (and was delivered to `cpu`).
-    pub fn send_msix(&self, cpu: &CpuShared) -> bool {
+    /// the vector is masked. Returns None when held, else whether the delivered message
+    /// became a CPU notification.
+    pub fn send_msix(&self, cpu: &CpuShared) -> Option<bool> {
         if !self.masked.load(SeqCst) {
-            cpu.deliver(self.plan.vector);
-            return true;
+            return Some(cpu.deliver(self.plan.vector));
         }
+        self.hold(cpu)
+    }
+
+    /// Sets the pending bit; the host may have unmasked between the caller's check and
+    /// the store, and its swap may have missed the bit: whoever swaps it out delivers,
+    /// exactly once. Returns what [`QueueShared::send_msix`] returns.
+    fn hold(&self, cpu: &CpuShared) -> Option<bool> {
         self.pending.store(true, SeqCst);
-        // The host may have unmasked between the check and the store, and its swap may
-        // have missed the bit: whoever swaps it out delivers, exactly once.
         if !self.masked.load(SeqCst) && self.pending.swap(false, SeqCst) {
-            cpu.deliver(self.plan.vector);
-            return true;
+            return Some(cpu.deliver(self.plan.vector));
         }
-        false
+        None
+    }
+
+    /// The CPU took an interrupt for this vector: if the IRQ is disabled (irq_poll or
+    /// GSIM owns it), the handler must not run; the interrupt is marked pending and
+    /// resent at enable (kernel/irq/chip.c handle_edge_irq, resend.c). Returns true
+    /// when held.
+    pub fn hold_if_disabled(&self, cpu: &CpuShared) -> bool {
+        if !self.masked.load(SeqCst) {
+            return false;
+        }
+        // Unmasked meanwhile: the re-delivery raises a fresh notification, so this
+        // interrupt is dropped either way and the handler runs from the resend.
+        let _ = self.hold(cpu);
+        true
+    }
+
+    /// Whether the vector is masked (disabled).
+    pub fn is_masked(&self) -> bool {
+        self.masked.load(SeqCst)
+    }
+
+    /// spin_trylock(&nvmeq->cq_poll_lock).
+    pub fn try_lock_cq(&self) -> bool {
+        self.cq_lock
+            .compare_exchange(false, true, Acquire, Relaxed)
+            .is_ok()
+    }
+
+    pub fn unlock_cq(&self) {
+        self.cq_lock.store(false, Release);
     }
 
     /// The host fills the command table entry of `command_id` (before submitting it).
@@ -231,12 +325,15 @@ impl QueueShared {
     }
 
     /// enable_irq(): unmasking sends a message the Pending Bit held (PCIe MSI-X rules).
-    pub fn unmask(&self, cpu: &CpuShared) {
+    /// Returns None when nothing was held, else whether the resent message became a
+    /// CPU notification.
+    pub fn unmask(&self, cpu: &CpuShared) -> Option<bool> {
         self.masked.store(false, SeqCst);
         if self.pending.swap(false, SeqCst) {
             self.resent_at_unmask.fetch_add(1, Relaxed);
-            cpu.deliver(self.plan.vector);
+            return Some(cpu.deliver(self.plan.vector));
         }
+        None
     }
 
     /// A moderator's level: the device picks it up on its next pass.
@@ -282,6 +379,7 @@ mod tests {
         );
         assert!(rem.deliver(0x20));
         assert!(rem.deliver(0x21));
+        assert!(!rem.is_posted());
         assert_eq!(rem.notifier.notifications(), 2);
         let Target::Remapped { irr, .. } = &rem.target else {
             unreachable!()
@@ -305,15 +403,60 @@ mod tests {
         );
         let q = queue();
         q.mask();
-        assert!(!q.send_msix(&cpu));
-        assert!(
-            !q.send_msix(&cpu),
+        assert_eq!(q.send_msix(&cpu), None);
+        assert_eq!(
+            q.send_msix(&cpu),
+            None,
             "a second message merges in the pending bit"
         );
         assert_eq!(cpu.notifier.notifications(), 0);
-        q.unmask(&cpu);
+        assert_eq!(q.unmask(&cpu), Some(true));
         assert_eq!(cpu.notifier.notifications(), 1);
-        assert!(q.send_msix(&cpu));
+        assert_eq!(q.unmask(&cpu), None, "sent once");
+        assert_eq!(q.send_msix(&cpu), Some(true));
+    }
+
+    #[test]
+    fn an_interrupt_for_a_disabled_vector_is_held_and_resent_at_enable() {
+        let cpu = CpuShared::new(
+            0,
+            CpuShared::target_for(irqlab_core::Delivery::Remapped, 0),
+            vec![],
+        );
+        let q = queue();
+        assert!(!q.hold_if_disabled(&cpu), "enabled: the handler runs");
+        q.mask();
+        assert!(q.hold_if_disabled(&cpu));
+        assert_eq!(cpu.notifier.notifications(), 0);
+        assert_eq!(q.unmask(&cpu), Some(true), "IRQS_PENDING: resent");
+        assert_eq!(q.resent_at_unmask.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn the_cq_lock_is_a_trylock() {
+        let q = queue();
+        assert!(q.try_lock_cq());
+        assert!(!q.try_lock_cq());
+        q.unlock_cq();
+        assert!(q.try_lock_cq());
+    }
+
+    #[test]
+    fn the_inbox_hands_batches_over_in_order_once() {
+        let inbox = Inbox::default();
+        assert!(!inbox.has_work());
+        for (queue, at_ns) in [(0, 5), (1, 9)] {
+            inbox.post(Reaped {
+                queue,
+                command_ids: vec![3, 4],
+                at_ns,
+            });
+        }
+        assert!(inbox.has_work());
+        let got = inbox.take();
+        assert_eq!(got.iter().map(|b| b.at_ns).collect::<Vec<_>>(), [5, 9]);
+        assert!(!inbox.has_work());
+        assert!(inbox.take().is_empty());
     }
 
     #[test]

@@ -226,19 +226,91 @@ number_ios=300"),
     assert!(extra(&r, "irq_thread_wakeups") > 100.0, "{:?}", r.extra);
 }
 
+/// Every combination of the policy options `irqlab run` takes.
+fn every_policy() -> Vec<Policy> {
+    let mut out = Vec::new();
+    for delivery in [
+        Delivery::Remapped,
+        Delivery::Posted { max_loop: 3 },
+        Delivery::Polled,
+        Delivery::Hybrid,
+    ] {
+        for coalescing in [DeviceCoalescing::Off, DeviceCoalescing::Calibrated] {
+            for moderator in [
+                ModeratorKind::None,
+                ModeratorKind::NetDim,
+                ModeratorKind::RdmaDim,
+                ModeratorKind::IrqAm,
+                ModeratorKind::Gsim,
+            ] {
+                for handler in [
+                    HandlerStyle::Hardirq,
+                    HandlerStyle::Threaded,
+                    HandlerStyle::IrqPoll {
+                        budget: 4,
+                        weight: 8,
+                    },
+                ] {
+                    for (reap_after_submit, flood_detection) in
+                        [(false, false), (true, false), (false, true), (true, true)]
+                    {
+                        out.push(Policy {
+                            delivery,
+                            coalescing,
+                            moderator,
+                            handler,
+                            reap_after_submit,
+                            flood_detection,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 #[test]
-fn unsupported_policies_are_refused_with_a_reason() {
+fn every_policy_is_accepted_but_gsim_with_irq_poll_as_the_simulator_says() {
+    let all = every_policy();
+    assert_eq!(all.len(), 4 * 2 * 5 * 3 * 4);
+    for p in all {
+        let gsim_and_irq_poll =
+            p.moderator == ModeratorKind::Gsim && matches!(p.handler, HandlerStyle::IrqPoll { .. });
+        match irqlab_rt::check_policy(&p) {
+            Ok(()) => assert!(!gsim_and_irq_poll, "{p:?}"),
+            Err(e) => {
+                assert!(gsim_and_irq_poll, "{p:?}: {e}");
+                assert!(e.contains("both mask the vector"), "{e}");
+            }
+        }
+    }
     let p = Policy {
-        handler: HandlerStyle::Threaded,
-        reap_after_submit: true,
+        moderator: ModeratorKind::Gsim,
+        handler: HandlerStyle::IrqPoll {
+            budget: 1,
+            weight: 1,
+        },
         ..Policy::default()
     };
-    assert!(run(&job(""), &p, &cfg()).unwrap_err().contains("threaded"));
-    assert!(
-        run(&job(""), &policy(Delivery::Hybrid), &cfg())
-            .unwrap_err()
-            .contains("hybrid")
-    );
+    assert!(run(&job(""), &p, &cfg()).unwrap_err().contains("gsim"));
+}
+
+#[test]
+fn a_sample_of_every_policy_runs_and_keeps_every_io() {
+    // Every 7th combination (all deliveries, handlers and moderators appear), short runs.
+    let c = RtConfig {
+        stall_timeout_ns: 3_000_000_000,
+        ..cfg()
+    };
+    for p in every_policy()
+        .into_iter()
+        .step_by(7)
+        .filter(|p| irqlab_rt::check_policy(p).is_ok())
+    {
+        let r = run(&job("number_ios=600"), &p, &c).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        check_exact(&r, 600);
+    }
 }
 
 /// A run on `--media file:PATH`, or None (with the reason printed) where this sandbox

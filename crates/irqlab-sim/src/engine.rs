@@ -12,6 +12,8 @@ pub enum Event {
     SqFetched { queue: u32, count: u32 },
     /// A device command's media service ended.
     ServiceDone { io: u32 },
+    /// An NVMe over RDMA target's response (RDMA WRITE and SEND) reached the host NIC.
+    TargetResponse { io: u32 },
     /// The write at the head of a root port's FIFO finished.
     PortDone { port: u32 },
     /// An interrupt message reaches a CPU's local APIC (`vec` is the IDT vector).

@@ -1,12 +1,13 @@
 //! `irqlab rt`: the same fio job on real threads on this host, with real wake-ups,
 //! watched by irqlab-observe's monitor (`--irqtop` lines at wall-time intervals, or a
-//! progress bar on a terminal for runs longer than a second).
+//! progress bar on a terminal for runs longer than a second) and traced by its tracers
+//! (`--trace`, `--timeline`).
 
 use crate::CmdResult;
 use crate::output::{OutputArgs, OutputFormat, emit};
 use clap::Args;
 use irqlab_inputs::PolicyArgs;
-use irqlab_observe::{ObserveError, run_watched};
+use irqlab_observe::{ObserveError, RtObserveArgs, dropped_events_warning, run_with_observers};
 use irqlab_rt::{Media, MediaModel, RtConfig};
 use std::path::PathBuf;
 
@@ -51,6 +52,8 @@ pub struct RtArgs {
     /// then the run's /proc/interrupts table (to stderr when a JSON report goes to stdout).
     #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
     pub irqtop: Option<u64>,
+    #[command(flatten)]
+    pub observe: RtObserveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -104,11 +107,15 @@ pub fn main(args: RtArgs) -> CmdResult {
     let policy = args.policy.policy();
     // irqtop lines must not end up inside a JSON report on stdout.
     let json_on_stdout = args.output.output.is_none() && args.output.format != OutputFormat::Normal;
-    let report = if json_on_stdout {
-        run_watched(&jobs, &policy, cfg, args.irqtop, &mut std::io::stderr())?
+    let mut out: Box<dyn std::io::Write + Send> = if json_on_stdout {
+        Box::new(std::io::stderr())
     } else {
-        run_watched(&jobs, &policy, cfg, args.irqtop, &mut std::io::stdout())?
+        Box::new(std::io::stdout())
     };
+    let report = run_with_observers(&jobs, &policy, cfg, args.irqtop, &args.observe, &mut out)?;
+    if let Some(warning) = dropped_events_warning(&report) {
+        eprintln!("irqlab: {warning}");
+    }
     emit(&report, &args.output)
 }
 

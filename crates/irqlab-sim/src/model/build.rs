@@ -13,7 +13,7 @@ use crate::{SimError, SimOptions};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
 use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::moderator::Moderator;
-use irqlab_core::nvme::{CoalesceParams, DeviceIrq, QueuePair, VectorGate};
+use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, QueuePair, VectorGate};
 use irqlab_core::posted::PiDesc;
 use irqlab_core::softirq::{SoftirqConfig, SoftirqCpu};
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
@@ -114,6 +114,168 @@ fn device_irq(policy: &Policy, g: &crate::platform::DeviceGroup) -> DeviceIrq {
     } else {
         DeviceIrq::from_policy(policy.coalescing)
     }
+}
+
+/// A CPU at boot: idle, no thread, its own softirq, irq_poll and GSIM state.
+pub(crate) fn new_cpu(
+    c: usize,
+    p: &Platform,
+    costs: &Costs,
+    posted_delivery: bool,
+    gsim_global: Option<&GsimGlobal>,
+) -> Cpu {
+    Cpu {
+        epoch: 0,
+        stepping: false,
+        mode: Mode::Idle,
+        kind: SliceKind::Idle,
+        acct_from: 0,
+        current: None,
+        runq: VecDeque::new(),
+        min_vruntime: 0,
+        need_resched: false,
+        slice_start: 0,
+        irr: [0; 4],
+        tick_due: 0,
+        irq: IrqFrame::new(0),
+        soft_active: false,
+        soft_phase: SoftPhase::Begin,
+        reaping: Vec::with_capacity(256),
+        vec_of_idt: vec![u32::MAX; 256],
+        next_idt: FIRST_DEVICE_VECTOR,
+        pi: posted_delivery.then(|| PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR as u8, c as u32)),
+        pir_shadow: [0; 4],
+        pid_dirty: false,
+        softirq: SoftirqCpu::new(SoftirqConfig {
+            defer_to_running_ksoftirqd: p.kernel.softirq_defer_to_ksoftirqd,
+            ..SoftirqConfig::new(costs.hz)
+        }),
+        irq_poll: IrqPollCpu::default(),
+        iop_vector: Vec::new(),
+        ksoftirqd: 0,
+        flood: irqlab_core::flood::FloodDetector::default(),
+        gsim: gsim_global.map(|g| GsimCpu::new(g, 0)),
+        gsim_epoch: 0,
+        hardirq_total: 0,
+        step_end: 0,
+        soft_left: 0,
+        soft_reaping: Vec::with_capacity(256),
+        ipi_inflight: false,
+        hrtimer_wake: Vec::new(),
+        stats: CpuStats::default(),
+    }
+}
+
+/// What [`add_vector`] needs to know about one MSI-X vector.
+pub(crate) struct VectorSpec<'g> {
+    pub name: String,
+    pub queue: u32,
+    pub cpu: usize,
+    pub rule: MsiRule,
+    pub group: &'g crate::platform::DeviceGroup,
+    /// Flood detection's rescue thread (vectors whose affinity spans several CPUs).
+    pub rescue_thread: bool,
+}
+
+/// Adds queue `spec.queue`'s MSI-X vector on CPU `spec.cpu`: the next free IDT vector
+/// there, its irq_poll instance and irq thread when the handler needs them, the adaptive
+/// moderator, and the device-side coalescing at the moderator's start profile.
+pub(crate) fn add_vector(
+    spec: VectorSpec<'_>,
+    cpus: &mut [Cpu],
+    vectors: &mut Vec<Vector>,
+    threads: &mut Vec<Thread>,
+    policy: &Policy,
+    p: &Platform,
+) -> Result<u32, SimError> {
+    let cpu = spec.cpu;
+    let cpu_s = &mut cpus[cpu];
+    let idt = cpu_s.next_idt;
+    if idt >= POSTED_MSI_NOTIFICATION_VECTOR {
+        return Err(SimError::Config(format!(
+            "CPU {cpu} has no free interrupt vector for {}: too many device vectors on one CPU",
+            spec.name
+        )));
+    }
+    cpu_s.next_idt += 1;
+    let v = vectors.len() as u32;
+    cpu_s.vec_of_idt[idt as usize] = v;
+    let iop = match policy.handler {
+        HandlerStyle::IrqPoll { weight, .. } => {
+            let id = cpu_s
+                .irq_poll
+                .init(weight)
+                .map_err(|e| SimError::Config(format!("irq_poll: {e}")))?;
+            cpu_s.iop_vector.push(v);
+            Some(id)
+        }
+        _ => None,
+    };
+    // Threaded handlers, and flood detection's rescue thread.
+    let wants_thread = policy.handler == HandlerStyle::Threaded || spec.rescue_thread;
+    let thread = if wants_thread {
+        threads.push(Thread {
+            vruntime: 0,
+            kind: ThreadKind::IrqThread(v),
+            cpu: cpu as u32,
+            state: TState::Blocked,
+            left: 0,
+            step_kind: SliceKind::IrqThread,
+            spinning: false,
+            fifo: true,
+            timer_gen: 0,
+            start_runnable: false,
+            reaping: Vec::new(),
+            wakeups: 0,
+            completing: false,
+        });
+        Some(threads.len() as u32 - 1)
+    } else {
+        None
+    };
+    let moderator = Moderator::new(policy.moderator, None)
+        .and_then(|m| {
+            m.map(|m| m.with_nr_events(p.kernel.irq_am_nr_events))
+                .transpose()
+        })
+        .map_err(|e| SimError::Config(e.to_string()))?;
+    let mut irq = device_irq(policy, spec.group);
+    if let Some(m) = &moderator {
+        // The CQ starts at the moderator's start profile.
+        let p = m.profile();
+        irq.program(
+            CoalesceParams::from_usec_count(u32::from(p.usec), u32::from(p.count)),
+            0,
+        );
+    }
+    vectors.push(Vector {
+        name: spec.name,
+        queue: spec.queue,
+        cpu: cpu as u32,
+        idt,
+        gate: VectorGate::with_rule(spec.rule),
+        irq,
+        moderator,
+        bytes_since: 0,
+        timer_gen: 0,
+        msi_held: false,
+        disabled: false,
+        masked: false,
+        mask_pending: false,
+        resend_pending: false,
+        iop,
+        thread,
+        thread_pending: false,
+        messages: 0,
+        per_cpu: vec![0; cpus.len()],
+        device_coalesced: 0,
+        completions: 0,
+        merged: 0,
+        pended: 0,
+        resent: 0,
+        withheld: 0,
+    });
+    Ok(v)
 }
 
 fn check_policy(policy: &Policy) -> Result<(), SimError> {
@@ -279,47 +441,7 @@ pub(crate) fn build<'a, O: Observer>(
         .map_err(|e| SimError::Config(format!("gsim: {e}")))?;
     // ---- devices, queues, vectors ----
     let mut cpus: Vec<Cpu> = (0..ncpu)
-        .map(|c| Cpu {
-            epoch: 0,
-            stepping: false,
-            mode: Mode::Idle,
-            kind: SliceKind::Idle,
-            acct_from: 0,
-            current: None,
-            runq: VecDeque::new(),
-            min_vruntime: 0,
-            need_resched: false,
-            slice_start: 0,
-            irr: [0; 4],
-            tick_due: 0,
-            irq: IrqFrame::new(0),
-            soft_active: false,
-            soft_phase: SoftPhase::Begin,
-            reaping: Vec::with_capacity(256),
-            vec_of_idt: vec![u32::MAX; 256],
-            next_idt: FIRST_DEVICE_VECTOR,
-            pi: posted_delivery
-                .then(|| PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR as u8, c as u32)),
-            pir_shadow: [0; 4],
-            pid_dirty: false,
-            softirq: SoftirqCpu::new(SoftirqConfig {
-                defer_to_running_ksoftirqd: p.kernel.softirq_defer_to_ksoftirqd,
-                ..SoftirqConfig::new(costs.hz)
-            }),
-            irq_poll: IrqPollCpu::default(),
-            iop_vector: Vec::new(),
-            ksoftirqd: 0,
-            flood: irqlab_core::flood::FloodDetector::default(),
-            gsim: gsim_global.as_ref().map(|g| GsimCpu::new(g, 0)),
-            gsim_epoch: 0,
-            hardirq_total: 0,
-            step_end: 0,
-            soft_left: 0,
-            soft_reaping: Vec::with_capacity(256),
-            ipi_inflight: false,
-            hrtimer_wake: Vec::new(),
-            stats: CpuStats::default(),
-        })
+        .map(|c| new_cpu(c, p, &costs, posted_delivery, gsim_global.as_ref()))
         .collect();
     let mut threads: Vec<Thread> = Vec::new();
     let ports: Vec<Port> = p
@@ -402,6 +524,8 @@ pub(crate) fn build<'a, O: Observer>(
                 msi_wait: VecDeque::new(),
                 blocked: false,
                 writes_data: g.writes_data,
+                response_ns: 0,
+                command_time: None,
             });
             group_of.push(g);
             let wants_poll = clones
@@ -431,97 +555,21 @@ pub(crate) fn build<'a, O: Observer>(
                         let cpu = g.irq_cpu.unwrap_or_else(|| {
                             (0..ncpu).find(|&c| c * nq / ncpu == home).unwrap_or(0)
                         });
-                        let cpu_s = &mut cpus[cpu];
-                        let idt = cpu_s.next_idt;
-                        if idt >= POSTED_MSI_NOTIFICATION_VECTOR {
-                            return Err(SimError::Config(format!(
-                                "CPU {cpu} has no free interrupt vector for {name}q{}: too many device vectors on one CPU",
-                                q + 1
-                            )));
-                        }
-                        cpu_s.next_idt += 1;
-                        let v = vectors.len() as u32;
-                        cpu_s.vec_of_idt[idt as usize] = v;
-                        let iop = match policy.handler {
-                            HandlerStyle::IrqPoll { weight, .. } => {
-                                let id = cpu_s
-                                    .irq_poll
-                                    .init(weight)
-                                    .map_err(|e| SimError::Config(format!("irq_poll: {e}")))?;
-                                cpu_s.iop_vector.push(v);
-                                Some(id)
-                            }
-                            _ => None,
-                        };
-                        // Threaded handlers, and flood detection's rescue thread (requested
-                        // only for vectors whose affinity spans several CPUs).
-                        let wants_thread = policy.handler == HandlerStyle::Threaded
-                            || (policy.flood_detection && cpus_here > 1);
-                        let thread = if wants_thread {
-                            threads.push(Thread {
-                                vruntime: 0,
-                                kind: ThreadKind::IrqThread(v),
-                                cpu: cpu as u32,
-                                state: TState::Blocked,
-                                left: 0,
-                                step_kind: SliceKind::IrqThread,
-                                spinning: false,
-                                fifo: true,
-                                timer_gen: 0,
-                                start_runnable: false,
-                                reaping: Vec::new(),
-                                wakeups: 0,
-                                completing: false,
-                            });
-                            Some(threads.len() as u32 - 1)
-                        } else {
-                            None
-                        };
-                        let moderator = Moderator::new(policy.moderator, None)
-                            .and_then(|m| {
-                                m.map(|m| m.with_nr_events(p.kernel.irq_am_nr_events))
-                                    .transpose()
-                            })
-                            .map_err(|e| SimError::Config(e.to_string()))?;
-                        let mut irq = device_irq(policy, g);
-                        if let Some(m) = &moderator {
-                            // The CQ starts at the moderator's start profile.
-                            let p = m.profile();
-                            irq.program(
-                                CoalesceParams::from_usec_count(
-                                    u32::from(p.usec),
-                                    u32::from(p.count),
-                                ),
-                                0,
-                            );
-                        }
-                        vectors.push(Vector {
-                            name: format!("{name}q{}", q + 1),
-                            queue: first_q + q as u32,
-                            cpu: cpu as u32,
-                            idt,
-                            gate: VectorGate::with_rule(msi_rule),
-                            irq,
-                            moderator,
-                            bytes_since: 0,
-                            timer_gen: 0,
-                            msi_held: false,
-                            disabled: false,
-                            masked: false,
-                            mask_pending: false,
-                            resend_pending: false,
-                            iop,
-                            thread,
-                            thread_pending: false,
-                            messages: 0,
-                            per_cpu: vec![0; ncpu],
-                            device_coalesced: 0,
-                            completions: 0,
-                            merged: 0,
-                            pended: 0,
-                            resent: 0,
-                            withheld: 0,
-                        });
+                        let v = add_vector(
+                            VectorSpec {
+                                name: format!("{name}q{}", q + 1),
+                                queue: first_q + q as u32,
+                                cpu,
+                                rule: msi_rule,
+                                group: g,
+                                rescue_thread: policy.flood_detection && cpus_here > 1,
+                            },
+                            &mut cpus,
+                            &mut vectors,
+                            &mut threads,
+                            policy,
+                            p,
+                        )?;
                         Some(v)
                     } else {
                         None
@@ -541,6 +589,8 @@ pub(crate) fn build<'a, O: Observer>(
                         cq_locked: false,
                         spinners: Vec::new(),
                         completions: 0,
+                        target: None,
+                        local_irq_ns: None,
                     });
                 }
                 sets[set] = (0..ncpu)
@@ -551,6 +601,22 @@ pub(crate) fn build<'a, O: Observer>(
             dev_ix += 1;
         }
     }
+
+    super::target::add_targets(
+        p,
+        policy,
+        &costs,
+        posted_delivery,
+        gsim_global.as_ref(),
+        &mut super::target::Machine {
+            cpus: &mut cpus,
+            queues: &mut queues,
+            vectors: &mut vectors,
+            threads: &mut threads,
+            devices: &mut devices,
+            names: &names,
+        },
+    )?;
 
     // ---- threads: jobs, ksoftirqd ----
     let mut jobs = Vec::new();
@@ -643,9 +709,8 @@ pub(crate) fn build<'a, O: Observer>(
             waiting_for: 0,
             phase: JobPhase::Start,
             batch_start: 0,
-            hybrid_min: u64::MAX,
+            hybrid_poll: irqlab_core::hybrid::HybridPoll::new(),
             last_submit: 0,
-            slept: false,
             finished_at: 0,
             read: DirStats::default(),
             write: DirStats::default(),

@@ -378,7 +378,7 @@ impl<O: Observer> Sim<'_, O> {
             let n = self.poll_queue(q, budget_left, &mut list);
             self.cpus[c].reaping = list;
             self.cpus[c].irq.reaped += n;
-            let ns = u64::from(n) * self.queues[q].cqe_ns;
+            let ns = self.handler_work_ns(q, n);
             self.hard(c, IrqPhase::Reap, ns);
             return;
         }
@@ -734,6 +734,17 @@ impl<O: Observer> Sim<'_, O> {
                     .map(|&io| u64::from(self.ios[io as usize].bytes))
                     .sum();
                 self.vectors[v].bytes_since += bytes;
+            }
+        }
+        if v < self.vectors.len() {
+            let q = self.vectors[v].queue as usize;
+            if self.queues[q].local_irq_ns.is_some() {
+                // nvmet-rdma: each received command is answered, nothing completes here.
+                for &io in list.iter() {
+                    self.target_respond(io);
+                }
+                list.clear();
+                return 0;
             }
         }
         let mut woke = 0;

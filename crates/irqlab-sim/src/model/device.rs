@@ -24,6 +24,12 @@ impl<O: Observer> Sim<'_, O> {
     /// A fetched command goes to the media: any free unit (a shared pool), or on striped
     /// media the unit its LBA maps to (uniform for random I/O), FIFO behind that unit.
     fn media_take(&mut self, d: usize, io: u32) {
+        let q = self.ios[io as usize].queue as usize;
+        if let Some(tq) = self.queues[q].target {
+            // NVMe over RDMA: the command capsule reached the target's CPUs.
+            self.target_receive(tq as usize, io);
+            return;
+        }
         let dev = &mut self.devices[d];
         if dev.unit_busy.is_empty() {
             if dev.busy < dev.servers {
@@ -76,6 +82,14 @@ impl<O: Observer> Sim<'_, O> {
                 self.start_service(d, next);
             }
         }
+        self.deliver_completion(io);
+    }
+
+    /// The device has `io`'s completion: data, CQE, then the message decision go out if
+    /// the port has credits; otherwise the device holds it, in order, until they return.
+    pub(crate) fn deliver_completion(&mut self, io: u32) {
+        let q = self.ios[io as usize].queue as usize;
+        let d = self.queues[q].device as usize;
         let dev = &self.devices[d];
         let port = dev.port as usize;
         if dev.egress.is_empty()
@@ -122,7 +136,7 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
-    fn count_coalesced(&mut self, v: usize) {
+    pub(crate) fn count_coalesced(&mut self, v: usize) {
         if self.measuring {
             self.vectors[v].device_coalesced += 1;
         }
@@ -144,7 +158,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// (Re)arms vector `v`'s coalescing timer; a newer arming makes older expiries stale.
-    fn arm_coalesce_timer(&mut self, v: usize, at: u64) {
+    pub(crate) fn arm_coalesce_timer(&mut self, v: usize, at: u64) {
         let vec = &mut self.vectors[v];
         vec.timer_gen = vec.timer_gen.wrapping_add(1);
         let epoch = vec.timer_gen;
@@ -159,7 +173,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The device wants to signal vector `v`: its message rule decides (a message per
     /// completion, or one outstanding until the CQ head doorbell).
-    fn gate_raise(&mut self, v: usize) {
+    pub(crate) fn gate_raise(&mut self, v: usize) {
         let q = self.vectors[v].queue as usize;
         let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
         if self.vectors[v].gate.raise(unacked) {
@@ -170,6 +184,16 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     fn send_msi(&mut self, v: usize) {
+        let q = self.vectors[v].queue as usize;
+        if let Some(lat) = self.queues[q].local_irq_ns {
+            // A CQ on the target machine: its NIC's MSI-X reaches the target CPU directly.
+            self.vectors[v].messages += 1;
+            self.obs.message(self.now, v);
+            let (cpu, vec) = (self.vectors[v].cpu, self.vectors[v].idt);
+            self.q
+                .push(self.now + lat.max(1), Event::Notify { cpu, vec });
+            return;
+        }
         if self.vectors[v].msi_held {
             // MSI-X keeps one pending message per vector: a message the device could not
             // write yet already covers this completion.

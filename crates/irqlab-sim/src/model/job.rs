@@ -105,16 +105,18 @@ impl<O: Observer> Sim<'_, O> {
                             };
                         }
                     } else if job.polled {
-                        if job.hybrid && !job.slept && job.hybrid_min != u64::MAX {
-                            // io_uring hybrid IOPOLL: sleep half the fastest completion.
-                            job.slept = true;
-                            let wake_at = job.last_submit + job.hybrid_min / 2;
-                            if wake_at > self.now + self.costs.hrtimer {
-                                job.phase = JobPhase::HybridSleep;
-                                return ThreadStep::Sleep {
-                                    ns: wake_at - self.now,
-                                };
-                            }
+                        // io_uring hybrid IOPOLL: sleep half the fastest completion.
+                        if job.hybrid
+                            && let Some(wake_at) = job.hybrid_poll.sleep_until(
+                                self.now,
+                                job.last_submit,
+                                self.costs.hrtimer,
+                            )
+                        {
+                            job.phase = JobPhase::HybridSleep;
+                            return ThreadStep::Sleep {
+                                ns: wake_at - self.now,
+                            };
                         }
                         job.phase = JobPhase::Poll;
                     } else {
@@ -251,7 +253,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         let job = &mut self.jobs[j];
         job.phase = JobPhase::ReapCall;
-        job.slept = false;
+        job.hybrid_poll.start_wait();
         if reap_call > 0 {
             return Some(ThreadStep::Run {
                 ns: reap_call,
@@ -483,7 +485,7 @@ impl<O: Observer> Sim<'_, O> {
             let rec = self.ios[io as usize];
             if rec.job as usize == j && self.jobs[j].hybrid {
                 let rt = self.now - rec.submitted;
-                self.jobs[j].hybrid_min = self.jobs[j].hybrid_min.min(rt);
+                self.jobs[j].hybrid_poll.observe(rt);
             }
             if let Some(v) = self.queues[rec.queue as usize].vector
                 && self.measuring

@@ -12,6 +12,7 @@ mod job;
 mod report;
 mod sched;
 mod state;
+mod target;
 
 pub(crate) use build::build;
 pub(crate) use state::Sim;
@@ -75,6 +76,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             Event::SqFetched { queue, count } => self.sq_fetched(queue as usize, count),
             Event::ServiceDone { io } => self.service_done(io),
+            Event::TargetResponse { io } => self.deliver_completion(io),
             Event::PortDone { port } => self.port_done(port as usize),
             Event::Notify { cpu, vec } => self.notify(cpu as usize, vec),
             Event::Tick { cpu } => self.tick(cpu as usize),

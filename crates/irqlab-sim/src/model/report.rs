@@ -2,10 +2,22 @@
 
 use super::state::*;
 use crate::observer::Observer;
+use irqlab_core::moderator::Moderator;
 use irqlab_report::{
     CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, JobReport,
-    Latency, RunReport, VectorReport, pci_address,
+    Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
+
+/// A vector's moderator as the report shows it: its final level, programs and time at
+/// each level (the whole run; the moderator keeps them).
+fn moderation_report(m: &Moderator) -> ModerationReport {
+    ModerationReport {
+        moderator: m.kind().to_string(),
+        final_level: m.applied_level(),
+        programs: m.counters().programs,
+        level_ns: m.level_ns().to_vec(),
+    }
+}
 
 impl<O: Observer> Sim<'_, O> {
     /// ramp_time is over: every statistic starts from zero now.
@@ -173,6 +185,7 @@ impl<O: Observer> Sim<'_, O> {
                 per_cpu: v.per_cpu.clone(),
                 device_coalesced: v.device_coalesced,
                 completions: v.completions,
+                moderation: v.moderator.as_ref().map(moderation_report),
             })
             .collect();
         // Polled queues have no vector; they show as POLLED rows with their completions.
@@ -188,6 +201,7 @@ impl<O: Observer> Sim<'_, O> {
                     per_cpu: vec![0; self.cpus.len()],
                     device_coalesced: 0,
                     completions: q.completions,
+                    moderation: None,
                 });
             }
         }

@@ -361,9 +361,9 @@ pub(crate) struct Job {
     pub waiting_for: u32,
     pub phase: JobPhase,
     pub batch_start: u64,
-    pub hybrid_min: u64,
+    /// io_uring hybrid IOPOLL's ring state (used when `hybrid`).
+    pub hybrid_poll: irqlab_core::hybrid::HybridPoll,
     pub last_submit: u64,
-    pub slept: bool,
     pub finished_at: u64,
     // statistics over the window
     pub read: DirStats,
@@ -418,6 +418,10 @@ pub(crate) struct Device {
     pub blocked: bool,
     /// Every command writes `bs` bytes toward memory (DSA memory fill), not only reads.
     pub writes_data: bool,
+    /// NVMe over RDMA: a target's response crosses the network this long (ns), and the
+    /// target's CPU time per command (spread by the device's service_cv).
+    pub response_ns: u64,
+    pub command_time: Option<ServiceTime>,
 }
 
 impl Queue {
@@ -450,6 +454,11 @@ pub(crate) struct Queue {
     pub cq_locked: bool,
     /// Threads spinning on this queue.
     pub spinners: Vec<u32>,
+    /// NVMe over RDMA, host side: the target CQ this queue's commands arrive on.
+    pub target: Option<u32>,
+    /// Target side: a completed entry is a command to answer (model/target.rs), and the
+    /// CQ's interrupts reach its CPU after this latency, not through the host's ports.
+    pub local_irq_ns: Option<u64>,
     pub completions: u64,
 }
 

@@ -1,0 +1,201 @@
+//! The NVMe over RDMA target as CPUs (drivers/nvme/target/rdma.c over null_blk).
+//!
+//! A host queue's command capsule crosses the network (the device's `sqe_fetch_ns`) and
+//! lands as a receive completion in the CQ of its target queue. That CQ follows an RDMA
+//! CQ's rule (one event per arm), is moderated like the host's (the merged rdma_dim feeds
+//! the workqueue-polled CQs of nvmet-rdma as well as the host's softirq ones, cq.c
+//! ib_cq_poll_work), and interrupts one of the target's cores. The handler reaps the
+//! commands at `target.command_ns` each and answers them: the response (RDMA WRITE of the
+//! data, SEND of the completion capsule) reaches the host NIC `target.network_ns` later,
+//! where it is the device's completion. Both machines therefore pay per-interrupt costs,
+//! and moderation saves CPU on both.
+
+use super::build::{VectorSpec, add_vector, new_cpu};
+use super::state::*;
+use crate::SimError;
+use crate::engine::Event;
+use crate::observer::Observer;
+use crate::platform::{Platform, RdmaTarget};
+use crate::rng::ServiceTime;
+use irqlab_core::Policy;
+use irqlab_core::nvme::{Hint, IrqDecision, MsiRule, QueuePair, Sqe};
+
+impl<O: Observer> Sim<'_, O> {
+    /// Host command `io` reached target queue `tq`: the receive completion is posted in
+    /// the target's CQ, and the CQ's interrupt rule decides about a message.
+    pub(crate) fn target_receive(&mut self, tq: usize, io: u32) {
+        let queue = &mut self.queues[tq];
+        let Some(tag) = queue.free_tags.pop() else {
+            debug_assert!(false, "target queue full: the depth check failed");
+            return;
+        };
+        queue.tags[tag as usize] = io;
+        // The NIC fills the receive queue and its CQ; the SQ side is the host's.
+        let _ = queue.qp.submit(
+            Sqe {
+                command_id: tag,
+                opcode: 2,
+                hints: 0,
+                data: io,
+            },
+            true,
+        );
+        let _ = queue.qp.fetch();
+        let posted = queue.qp.complete(tag, 0, 0);
+        debug_assert!(posted.is_ok(), "target CQ overflow");
+        let Some(v) = queue.vector else {
+            return;
+        };
+        let v = v as usize;
+        let now = self.now;
+        match self.vectors[v].irq.on_completion(now, Hint::default()) {
+            IrqDecision::Fire(_) => self.gate_raise(v),
+            IrqDecision::ArmTimer { deadline_ns } => {
+                self.count_coalesced(v);
+                self.arm_coalesce_timer(v, deadline_ns.max(now));
+            }
+            IrqDecision::Hold => self.count_coalesced(v),
+        }
+    }
+
+    /// Handler time for `n` entries of queue `q`: `cqe_ns` each, or on a target queue each
+    /// command's own time (the device's `service_cv` spread around `target.command_ns`).
+    pub(crate) fn handler_work_ns(&mut self, q: usize, n: u32) -> u64 {
+        let queue = &self.queues[q];
+        if queue.local_irq_ns.is_none() {
+            return u64::from(n) * queue.cqe_ns;
+        }
+        let dev = &mut self.devices[queue.device as usize];
+        match &dev.command_time {
+            Some(t) => (0..n).map(|_| t.draw(&mut dev.rng)).sum(),
+            None => u64::from(n) * queue.cqe_ns,
+        }
+    }
+
+    /// The target answered command `io`: the data and completion capsule reach the host.
+    pub(crate) fn target_respond(&mut self, io: u32) {
+        let q = self.ios[io as usize].queue as usize;
+        let d = self.queues[q].device as usize;
+        let at = self.now + self.devices[d].response_ns.max(1);
+        self.q.push(at, Event::TargetResponse { io });
+    }
+}
+
+/// Adds, for every host queue of an NVMe over RDMA device with a target, the target's
+/// cores (after the host's CPUs) and one target queue per host queue, its vector on a
+/// target core round robin.
+pub(crate) fn add_targets(
+    p: &Platform,
+    policy: &Policy,
+    costs: &Costs,
+    posted_delivery: bool,
+    gsim_global: Option<&irqlab_core::gsim::GsimGlobal>,
+    machine: &mut Machine<'_>,
+) -> Result<(), SimError> {
+    let mut dev_ix = 0usize;
+    for g in &p.devices {
+        for _ in 0..g.count {
+            if let Some(t) = &g.target {
+                add_target(
+                    t,
+                    g,
+                    dev_ix,
+                    p,
+                    policy,
+                    costs,
+                    posted_delivery,
+                    gsim_global,
+                    machine,
+                )?;
+            }
+            dev_ix += 1;
+        }
+    }
+    let ncpu = machine.cpus.len();
+    for v in machine.vectors.iter_mut() {
+        v.per_cpu.resize(ncpu, 0);
+    }
+    Ok(())
+}
+
+/// The parts of the model the build hands over while it assembles the machine.
+pub(crate) struct Machine<'a> {
+    pub cpus: &'a mut Vec<Cpu>,
+    pub queues: &'a mut Vec<Queue>,
+    pub vectors: &'a mut Vec<Vector>,
+    pub threads: &'a mut Vec<Thread>,
+    pub devices: &'a mut Vec<Device>,
+    pub names: &'a [String],
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_target(
+    t: &RdmaTarget,
+    g: &crate::platform::DeviceGroup,
+    dev_ix: usize,
+    p: &Platform,
+    policy: &Policy,
+    costs: &Costs,
+    posted_delivery: bool,
+    gsim_global: Option<&irqlab_core::gsim::GsimGlobal>,
+    m: &mut Machine<'_>,
+) -> Result<(), SimError> {
+    m.devices[dev_ix].response_ns = t.network_ns;
+    m.devices[dev_ix].command_time = Some(ServiceTime::new(t.command_ns, g.service_cv));
+    let first_core = m.cpus.len();
+    for k in 0..t.cores {
+        m.cpus.push(new_cpu(
+            first_core + k,
+            p,
+            costs,
+            posted_delivery,
+            gsim_global,
+        ));
+    }
+    let host_queues: Vec<usize> = (0..m.queues.len())
+        .filter(|&q| m.queues[q].device as usize == dev_ix && m.queues[q].vector.is_some())
+        .collect();
+    let name = format!("{}-target", m.names[dev_ix]);
+    for (i, &hq) in host_queues.iter().enumerate() {
+        let tq = m.queues.len() as u32;
+        let depth = m.queues[hq].qp.sq.q_depth();
+        let qid = (i + 1) as u16;
+        let qp = QueuePair::new(qid, qid, depth)
+            .map_err(|e| SimError::Platform(format!("{name}: {e}")))?;
+        let cpu = first_core + i % t.cores;
+        let v = add_vector(
+            VectorSpec {
+                name: format!("{name}q{qid}"),
+                queue: tq,
+                cpu,
+                rule: MsiRule::UntilDoorbell,
+                group: g,
+                rescue_thread: false,
+            },
+            m.cpus,
+            m.vectors,
+            m.threads,
+            policy,
+            p,
+        )?;
+        m.queues.push(Queue {
+            device: dev_ix as u32,
+            vector: Some(v),
+            doorbell: true,
+            cqe_ns: t.command_ns,
+            complete_ns: None,
+            qp,
+            tags: vec![u32::MAX; depth as usize],
+            free_tags: (0..depth).rev().map(|x| x as u16).collect(),
+            cqes_in_flight: 0,
+            shared: false,
+            cq_locked: false,
+            spinners: Vec::new(),
+            completions: 0,
+            target: None,
+            local_irq_ns: Some(t.interrupt_ns),
+        });
+        m.queues[hq].target = Some(tq);
+    }
+    Ok(())
+}
