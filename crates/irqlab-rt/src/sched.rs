@@ -24,12 +24,6 @@ pub fn set_fifo(priority: i32) -> Result<(), String> {
     }
 }
 
-/// Whether the calling thread runs SCHED_FIFO.
-pub fn is_fifo() -> bool {
-    // SAFETY: pid 0 is the calling thread.
-    unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
-}
-
 /// PR_SET_TIMERSLACK for the calling thread (1 ns: timers fire when due).
 pub fn set_timer_slack_ns(ns: u64) {
     // SAFETY: PR_SET_TIMERSLACK takes one unsigned long; failure leaves the default.
@@ -39,6 +33,12 @@ pub fn set_timer_slack_ns(ns: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether the calling thread runs SCHED_FIFO (only the test asks).
+    fn is_fifo() -> bool {
+        // SAFETY: pid 0 is the calling thread.
+        unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
+    }
 
     #[test]
     fn fifo_is_granted_or_refused_with_a_reason() {

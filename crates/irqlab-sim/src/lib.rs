@@ -15,9 +15,11 @@
 //! tags, coalescing, the vector gate, irq_poll, softirq limits) come from `irqlab-core`;
 //! this crate supplies time, topology and costs. docs/model.md describes the model.
 
+// Public for the benchmark (benches/sim_speed.rs times the bare event queue).
 pub mod engine;
-pub mod observer;
 pub mod platform;
+
+mod observer;
 
 mod model;
 mod rng;

@@ -1,11 +1,13 @@
 //! `irqlab run`: simulate a fio job file on a platform and print what fio,
 //! /proc/interrupts and perf would have shown.
 
-use crate::output::{OutputArgs, emit};
-use crate::policy_args::PolicyArgs;
+use crate::CmdResult;
+use crate::output::{OutputArgs, OutputFormat, emit, write_logs};
 use clap::Args;
-use irqlab_sim::{Platform, SimOptions};
-use std::path::{Path, PathBuf};
+use irqlab_inputs::{Inputs, JobSource, PolicyArgs, TopologyArgs};
+use irqlab_observe::{ObserveArgs, simulate_with_observers};
+use irqlab_sim::SimOptions;
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -18,7 +20,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
-    pub topology: crate::calib::topology::TopologyArgs,
+    pub topology: TopologyArgs,
     /// Override a platform parameter, e.g. --set cpu.irq_entry_ns=300 or
     /// --set devices.0.count=8 (repeatable; applied in order).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -35,28 +37,25 @@ pub struct RunArgs {
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
-    pub observe: crate::irqtop::ObserveArgs,
+    pub observe: ObserveArgs,
 }
 
-pub fn main(args: RunArgs) -> Result<(), String> {
-    let jobs = irqlab_fio::parse_file(&args.job).map_err(|e| e.to_string())?;
-    let path = resolve_platform(&args.platform)?;
-    let platform = Platform::load(&path, &args.sets).map_err(|e| e.to_string())?;
-    // Topology knobs, shared with scenario files (calib::topology).
-    let topology = args.topology.topology();
-    let sets = topology.platform_sets(&platform);
-    let platform = platform.with_overrides(&sets).map_err(|e| e.to_string())?;
-    let jobs = topology.apply_jobs(&jobs, &platform)?;
+pub fn main(args: RunArgs) -> CmdResult {
+    let inputs = Inputs::prepare(
+        &JobSource::Path(args.job.clone()),
+        &args.platform,
+        &args.sets,
+        &args.topology.topology(),
+    )?;
     // irqtop lines go to stderr when stdout carries the JSON report.
-    let mut irqtop_out: Box<dyn std::io::Write> =
-        if args.output.format == crate::output::OutputFormat::Normal {
-            Box::new(std::io::stdout())
-        } else {
-            Box::new(std::io::stderr())
-        };
-    let report = crate::irqtop::simulate_with_observers(
-        &jobs,
-        &platform,
+    let mut irqtop_out: Box<dyn std::io::Write> = if args.output.format == OutputFormat::Normal {
+        Box::new(std::io::stdout())
+    } else {
+        Box::new(std::io::stderr())
+    };
+    let report = simulate_with_observers(
+        &inputs.jobs,
+        &inputs.platform,
         &args.policy.policy(),
         &args
             .seed
@@ -64,41 +63,6 @@ pub fn main(args: RunArgs) -> Result<(), String> {
         &args.observe,
         &mut irqtop_out,
     )?;
-    crate::output::write_logs(&report, &args.log_dir)?;
+    write_logs(&report, &args.log_dir)?;
     emit(&report, &args.output)
-}
-
-/// A path that exists is used as is; a bare name is platforms/NAME.toml in the current
-/// directory or in a directory above the executable (the repository of a cargo build).
-pub(crate) fn resolve_platform(arg: &str) -> Result<PathBuf, String> {
-    let direct = PathBuf::from(arg);
-    if direct.is_file() {
-        return Ok(direct);
-    }
-    let is_bare = !arg.contains('/') && !arg.contains('\\') && !arg.ends_with(".toml");
-    if !is_bare {
-        return Err(format!("{arg}: no such platform file"));
-    }
-    let rel = Path::new("platforms").join(format!("{arg}.toml"));
-    let mut tried = vec![rel.clone()];
-    if rel.is_file() {
-        return Ok(rel);
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        for dir in exe.ancestors().skip(1) {
-            let cand = dir.join(&rel);
-            if cand.is_file() {
-                return Ok(cand);
-            }
-            tried.push(cand);
-        }
-    }
-    Err(format!(
-        "platform '{arg}' not found; tried {}",
-        tried
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
 }

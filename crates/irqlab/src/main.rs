@@ -1,19 +1,16 @@
-//! The `irqlab` command.
+//! The `irqlab` command: argument parsing and printing over the library crates (inputs,
+//! sim, rt, observe, sweep, calib, burst, report, plot).
 
-mod calib;
 mod cmd_calibrate;
 mod cmd_demo;
 mod cmd_reproduce;
 mod cmd_rt;
 mod cmd_run;
 mod cmd_sweep;
-mod irqtop;
 mod output;
-mod policy_args;
-mod progress;
-mod rt_observe;
-mod timeline_observer;
-mod trace_observer;
+
+/// What a command returns: any library error, or a message of the command's own.
+type CmdResult = Result<(), Box<dyn std::error::Error>>;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
