@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (the main job) and `make test` (every test).
 CARGO ?= cargo
 
-.PHONY: run test python stress loom fmt-check clippy bench
+.PHONY: run test python stress loom fmt-check clippy bench bench-instructions
 
 ARGS ?= run examples/randread-libaio.fio --platform example --interrupts
 
@@ -68,3 +68,9 @@ clippy:
 bench:
 	$(CARGO) bench -p irqlab-core
 	$(CARGO) bench -p irqlab-sim
+
+# Instructions and events per simulated I/O from callgrind (needs valgrind): the same on
+# every run, so a change can be judged on a noisy machine.
+bench-instructions:
+	$(CARGO) build --release -p irqlab
+	scripts/instructions-per-io

@@ -48,6 +48,11 @@ pub struct ObserveArgs {
     /// posted); the printed report is this run's.
     #[arg(long, value_enum, value_name = "DELIVERY", requires = "timeline")]
     pub timeline_compare: Option<DeliveryArg>,
+    /// Simulate independent parts of the machine (drives that share no CPU, queue, root
+    /// port or delivery unit) on up to N threads; the report is the same for every N.
+    /// Default: the host's cores. Runs with --trace, --irqtop or --timeline use one.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
 }
 
 /// `--irqtop` seconds (e.g. 0.001) as ns.
@@ -189,6 +194,17 @@ pub fn simulate_with_observers(
     observe: &ObserveArgs,
     irqtop_out: &mut dyn Write,
 ) -> Result<RunReport, ObserveError> {
+    let threads = observe.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
+    let watched = observe.trace.is_some() || observe.irqtop.is_some() || observe.timeline.is_some();
+    if threads > 1 && !watched && irqlab_sim::independent_parts(jobs, platform, policy, opts)? > 1 {
+        // Parts run side by side; a progress bar would need one clock across them.
+        return Ok(irqlab_sim::simulate_parallel(
+            jobs, platform, policy, opts, threads,
+        )?);
+    }
     let trace = match &observe.trace {
         None => None,
         Some(path) => Some(create_trace(path, observe.trace_window)?),
