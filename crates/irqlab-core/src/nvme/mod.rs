@@ -26,7 +26,9 @@ pub use cq::{CompletionQueue, CqFull, Cqe};
 pub use device_irq::DeviceIrq;
 pub use gate::{MsiRule, UnknownMsiRule, VectorGate};
 pub use queue::QueuePair;
-pub use sq::{SQE_HINT_BARRIER, SQE_HINT_URGENT, SqFull, Sqe, SubmissionQueue};
+pub use sq::{
+    NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, SQE_HINT_URGENT, SqFull, Sqe, SubmissionQueue,
+};
 
 /// Queue sizes outside 2..=65536 (CAP.MQES bounds; a queue needs an empty slot).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
