@@ -12,7 +12,7 @@ use crate::media::MediaClock;
 use crate::shared::CpuShared;
 use crate::trace::{Event, Recorder, TraceSpec};
 use irqlab_core::DeviceCoalescing;
-use irqlab_core::nvme::{Hint, MsiRule, MsixAction, MsixVector, Quiet, Sqe};
+use irqlab_core::nvme::{Hint, MsiRule, MsixAction, MsixVector, NVME_CMD_READ, Quiet, Sqe};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::*};
@@ -110,9 +110,6 @@ impl Backend {
         }
     }
 }
-
-/// NVMe I/O opcode read (NVM command set): anything else is served as a write.
-const NVME_CMD_READ: u8 = 0x02;
 
 /// One emulated controller: its media queue and the queue pairs it serves.
 pub struct Controller {
