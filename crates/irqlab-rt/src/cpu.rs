@@ -19,7 +19,7 @@ use crate::usage::Usage;
 use irqlab_core::flood::FloodDetector;
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimStats};
 use irqlab_core::irq_poll::{IrqPollCounters, IrqPollId};
-use irqlab_core::nvme::{SQE_HINT_BARRIER, Sqe};
+use irqlab_core::nvme::{NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, Sqe};
 use irqlab_core::posted::PostedStats;
 use irqlab_core::softirq::SoftirqCounters;
 use irqlab_core::{HandlerStyle, ModeratorKind, Policy};
@@ -27,10 +27,6 @@ use irqlab_report::ModerationReport;
 use irqlab_report::observe::SliceKind;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Mutex};
-
-/// NVMe I/O opcodes (NVM command set).
-const NVME_CMD_WRITE: u8 = 0x01;
-const NVME_CMD_READ: u8 = 0x02;
 
 /// Host-side request table of one queue: command id to the I/O it carries (the tag set).
 #[derive(Debug, Default)]

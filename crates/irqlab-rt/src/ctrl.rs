@@ -1,8 +1,10 @@
 //! An emulated NVMe controller and the thread that runs one or more of them. Each pass
-//! the controller reads CQ head doorbells (re-arming the vector gate), applies coalescing a
-//! moderator asked for, fetches every visible SQE (round-robin arbitration), serves it on
-//! the media, posts completions with phase tags, and raises MSI-X messages through the
-//! device's coalescing policy and the one-outstanding-message gate.
+//! the controller reads CQ head doorbells, applies coalescing a moderator asked for,
+//! fetches every visible SQE (round-robin arbitration), serves it on the media, posts
+//! completions with phase tags, and carries out what each queue's MSI-X vector (core's
+//! `MsixVector`: the device's coalescing, the one-outstanding-message rule, the
+//! coalescing timer) decides. The vector's mask and pending bits are the host's to
+//! write from other threads, so they stay in `QueueShared` and apply as a message leaves.
 
 use crate::clock::now_ns;
 use crate::file_media::{MediaCmd, UringMedia};
@@ -10,7 +12,7 @@ use crate::media::MediaClock;
 use crate::shared::CpuShared;
 use crate::trace::{Event, Recorder, TraceSpec};
 use irqlab_core::DeviceCoalescing;
-use irqlab_core::nvme::{DeviceIrq, Hint, IrqDecision, Sqe, VectorGate};
+use irqlab_core::nvme::{Hint, MsiRule, MsixAction, MsixVector, NVME_CMD_READ, Quiet, Sqe};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::*};
@@ -36,48 +38,34 @@ struct CtrlQueue {
     cpu: Arc<CpuShared>,
     /// Index in `cpu.queues`.
     q: usize,
-    irq: DeviceIrq,
-    gate: VectorGate,
+    /// The queue's MSI-X vector; None for a polled queue, which has no interrupt
+    /// (pci.c adapter_alloc_cq leaves NVME_CQ_IRQ_ENABLED clear on a poll queue).
+    vector: Option<MsixVector>,
     /// CQ head doorbell writes seen so far.
     doorbells_seen: u64,
-    timer: Option<u64>,
-    counters: VectorCounters,
+    /// The coalescing timer the vector asked for: (deadline, epoch).
+    timer: Option<(u64, u32)>,
+    completions: u64,
+    cq_full: u64,
 }
 
 impl CtrlQueue {
-    fn polled(&self) -> bool {
-        self.cpu.queues[self.q].plan.polled
+    fn unacked(&self) -> u32 {
+        self.cpu.queues[self.q].qp.cq.unacked()
     }
 
-    fn apply(&mut self, d: IrqDecision, now: u64, rec: &mut Recorder) {
-        match d {
-            IrqDecision::Fire(f) => {
-                self.timer = None;
-                self.counters.coalesced += u64::from(f.coalesced.saturating_sub(1));
-                self.raise(now, rec);
-            }
-            IrqDecision::ArmTimer { deadline_ns } => self.timer = Some(deadline_ns),
-            IrqDecision::Hold => {}
-        }
-    }
-
-    fn raise(&mut self, now: u64, rec: &mut Recorder) {
-        if self.polled() {
-            return;
-        }
-        let unacked = self.cpu.queues[self.q].qp.cq.unacked();
-        if self.gate.raise(unacked) {
-            self.send(now, rec);
-        } else if unacked == 0 {
-            self.counters.stale_raises += 1;
-        } else {
-            self.counters.gated += 1;
+    /// Carries out what the vector decided.
+    fn carry_out(&mut self, action: MsixAction, now: u64, rec: &mut Recorder) {
+        match action {
+            MsixAction::SendMsi => self.send(now, rec),
+            // A later arming replaces this one; the vector knows a stale epoch anyway.
+            MsixAction::ArmTimer { deadline_ns, epoch } => self.timer = Some((deadline_ns, epoch)),
+            MsixAction::Quiet(_) => {}
         }
     }
 
     /// An MSI-X message goes out (or waits in the pending bit of a masked vector).
     fn send(&mut self, now: u64, rec: &mut Recorder) {
-        self.counters.messages += 1;
         let notified = self.cpu.queues[self.q].send_msix(&self.cpu);
         if rec.is_on() {
             let vector = (self.cpu.vector_base + self.q) as u32;
@@ -86,6 +74,19 @@ impl CtrlQueue {
                 let (cpu, pmn) = (self.cpu.index as u32, self.cpu.is_posted());
                 rec.record(now, Event::Notification { cpu, pmn });
             }
+        }
+    }
+
+    fn counters(&self) -> VectorCounters {
+        let k = self.vector.as_ref().map(MsixVector::counters);
+        let k = k.unwrap_or_default();
+        VectorCounters {
+            messages: k.messages,
+            coalesced: k.coalesced,
+            completions: self.completions,
+            gated: k.outstanding_raises,
+            stale_raises: k.consumed_raises,
+            cq_full: self.cq_full,
         }
     }
 }
@@ -110,9 +111,6 @@ impl Backend {
     }
 }
 
-/// NVMe I/O opcode read (NVM command set): anything else is served as a write.
-const NVME_CMD_READ: u8 = 0x02;
-
 /// One emulated controller: its media queue and the queue pairs it serves.
 pub struct Controller {
     pub index: usize,
@@ -133,14 +131,19 @@ impl Controller {
     ) -> Controller {
         let queues = queues
             .into_iter()
-            .map(|(cpu, q)| CtrlQueue {
-                cpu,
-                q,
-                irq: DeviceIrq::from_policy(coalescing),
-                gate: VectorGate::new(),
-                doorbells_seen: 0,
-                timer: None,
-                counters: VectorCounters::default(),
+            .map(|(cpu, q)| {
+                let polled = cpu.queues[q].plan.polled;
+                CtrlQueue {
+                    cpu,
+                    q,
+                    // NVMe's rule: one message outstanding until the CQ head doorbell.
+                    vector: (!polled)
+                        .then(|| MsixVector::from_policy(coalescing, MsiRule::UntilDoorbell)),
+                    doorbells_seen: 0,
+                    timer: None,
+                    completions: 0,
+                    cq_full: 0,
+                }
             })
             .collect();
         Controller {
@@ -160,22 +163,22 @@ impl Controller {
     pub fn pass(&mut self, now_ns: u64) -> bool {
         let mut busy = false;
         for cq in &mut self.queues {
-            let (writes, unacked) = {
-                let qs = &cq.cpu.queues[cq.q];
-                (qs.qp.cq.doorbell_writes(), qs.qp.cq.unacked())
-            };
+            let writes = cq.cpu.queues[cq.q].qp.cq.doorbell_writes();
             // Count doorbell writes rather than compare head values: the host can consume
             // entries posted during this pass and bring the head back to the value seen.
             if writes != cq.doorbells_seen {
                 cq.doorbells_seen = writes;
                 busy = true;
-                if cq.gate.on_cq_doorbell(unacked) && !cq.polled() {
-                    cq.send(now_ns, &mut self.rec);
+                let unacked = cq.unacked();
+                if let Some(a) = cq.vector.as_mut().map(|v| v.cq_head_doorbell(unacked)) {
+                    cq.carry_out(a, now_ns, &mut self.rec);
                 }
             }
             if let Some(p) = cq.cpu.queues[cq.q].take_coalescing() {
-                let d = cq.irq.program(p, now_ns);
-                cq.apply(d, now_ns, &mut self.rec);
+                let unacked = cq.unacked();
+                if let Some(a) = cq.vector.as_mut().map(|v| v.program(p, now_ns, unacked)) {
+                    cq.carry_out(a, now_ns, &mut self.rec);
+                }
             }
         }
         busy |= self.serve(now_ns);
@@ -186,26 +189,36 @@ impl Controller {
                 .complete(sqe.command_id, status, 0)
                 .is_err()
             {
-                cq.counters.cq_full += 1;
+                cq.cq_full += 1;
                 break;
             }
             self.pop_done();
             busy = true;
             let cq = &mut self.queues[qi];
-            cq.counters.completions += 1;
-            let d = cq
-                .irq
-                .on_completion(now_ns, Hint::from_sqe_hints(sqe.hints));
-            cq.apply(d, now_ns, &mut self.rec);
+            cq.completions += 1;
+            let (unacked, hint) = (cq.unacked(), Hint::from_sqe_hints(sqe.hints));
+            if let Some(a) = cq
+                .vector
+                .as_mut()
+                .map(|v| v.post_completion(now_ns, hint, unacked))
+            {
+                cq.carry_out(a, now_ns, &mut self.rec);
+            }
         }
         for cq in &mut self.queues {
-            if let Some(deadline) = cq.timer
+            if let Some((deadline, epoch)) = cq.timer
                 && now_ns >= deadline
             {
                 cq.timer = None;
-                if let Some(f) = cq.irq.on_timer(now_ns) {
-                    busy = true;
-                    cq.apply(IrqDecision::Fire(f), now_ns, &mut self.rec);
+                let unacked = cq.unacked();
+                if let Some(a) = cq
+                    .vector
+                    .as_mut()
+                    .map(|v| v.timer_expired(now_ns, epoch, unacked))
+                {
+                    // The timer fired the vector's coalesced completions.
+                    busy |= a != MsixAction::Quiet(Quiet::NothingDue);
+                    cq.carry_out(a, now_ns, &mut self.rec);
                 }
             }
         }
@@ -276,7 +289,7 @@ impl Controller {
     pub fn counters(&self) -> Vec<((usize, usize), VectorCounters)> {
         self.queues
             .iter()
-            .map(|q| ((q.cpu.index, q.q), q.counters))
+            .map(|q| ((q.cpu.index, q.q), q.counters()))
             .collect()
     }
 

@@ -6,12 +6,13 @@
 
 use crate::clock::now_ns;
 use crate::cpu::CpuThread;
-use crate::shared::{Target, bump};
+use crate::shared::bump;
 use crate::softirq::SoftirqContextOps;
 use crate::trace::Event;
 use irqlab_core::HandlerStyle;
 use irqlab_core::gsim::GsimExpiry;
 use irqlab_core::posted::{MAX_POSTED_MSI_COALESCING_LOOP, handle_notification};
+use irqlab_core::remapped::DeliveryPath;
 use irqlab_core::softirq::SoftirqContext;
 use irqlab_report::observe::SliceKind;
 
@@ -65,8 +66,8 @@ impl CpuThread {
         }
         self.set_kind(t, SliceKind::HardIrq);
         let shared = self.shared.clone();
-        match &shared.target {
-            Target::Posted(desc) => {
+        match &shared.path {
+            Some(DeliveryPath::Posted(desc)) => {
                 // sysvec_posted_msi_notification: inc PMN, demux, clear ON, extra round.
                 bump(&self.shared.live.pmn, 1);
                 self.res.hardirqs += 1;
@@ -80,8 +81,8 @@ impl CpuThread {
                 }
                 self.res.posted.record_handler(&out);
             }
-            Target::Remapped { irr, .. } => {
-                let vectors = irr.take();
+            Some(DeliveryPath::Remapped(_)) => {
+                let vectors = shared.irr.take();
                 if vectors.is_empty() {
                     self.res.spurious += 1;
                 }
@@ -90,7 +91,7 @@ impl CpuThread {
                     self.vector_irq(v);
                 }
             }
-            Target::Polled => self.res.spurious += 1,
+            None => self.res.spurious += 1,
         }
         let t1 = now_ns();
         self.res.hardirq_ns += t1 - t;

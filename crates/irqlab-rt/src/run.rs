@@ -15,6 +15,7 @@ use crate::topology::{Placement, Topology};
 use crate::trace::{Recorder, TraceSpec, replay};
 use crate::usage::Usage;
 use irqlab_core::gsim::{GsimGlobal, GsimParams};
+use irqlab_core::remapped::DeliveryPath;
 use irqlab_core::{Delivery, ModeratorKind, Policy};
 use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
@@ -109,7 +110,11 @@ fn run_traced(
             .iter()
             .map(|q| QueueShared::new(q.clone()))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut shared = CpuShared::new(i, CpuShared::target_for(policy.delivery, i), queues);
+        let mut shared = CpuShared::new(
+            i,
+            DeliveryPath::for_delivery(policy.delivery, i as u32),
+            queues,
+        );
         shared.vector_base = vector_base;
         vector_base += plan.queues.len();
         if cfg.lazy_wake {

@@ -1,14 +1,12 @@
-//! What CPU threads and controller threads share: each CPU thread's delivery target
-//! (notification word, posted descriptor or remapped IRR) and each queue pair with its
-//! MSI-X mask bit and the coalescing a moderator programs.
+//! What CPU threads and controller threads share: each CPU thread's delivery path (core's
+//! `DeliveryPath`: a remapped IRTE or a posted descriptor) with its local APIC's IRR, and
+//! each queue pair with its MSI-X mask bit and the coalescing a moderator programs.
 
 use crate::topology::QueuePlan;
 use crate::wake::Notifier;
 use irqlab_core::nvme::{CoalesceParams, QueuePair};
-use irqlab_core::posted::{
-    FIRST_EXTERNAL_VECTOR, NR_PIR_WORDS, POSTED_MSI_NOTIFICATION_VECTOR, PiDesc,
-};
-use irqlab_core::remapped::{Deliver, RemappedTarget};
+use irqlab_core::posted::{FIRST_EXTERNAL_VECTOR, NR_PIR_WORDS, vector_bit};
+use irqlab_core::remapped::{Deliver, DeliveryPath};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Mutex, PoisonError};
 
@@ -21,7 +19,8 @@ pub struct Irr {
 
 impl Irr {
     pub fn set(&self, vector: u8) {
-        self.words[usize::from(vector / 64)].fetch_or(1 << (vector % 64), SeqCst);
+        let (word, bit) = vector_bit(vector);
+        self.words[word].fetch_or(bit, SeqCst);
     }
 
     /// Whether any vector is pending.
@@ -45,17 +44,6 @@ impl Irr {
         }
         out
     }
-}
-
-/// How messages for this CPU thread arrive.
-#[derive(Debug)]
-pub enum Target {
-    /// Every message is a notification of its own vector.
-    Remapped { target: RemappedTarget, irr: Irr },
-    /// PIR bit, and a notification only when ON was clear.
-    Posted(PiDesc),
-    /// No messages: the jobs poll.
-    Polled,
 }
 
 /// Adds `n` to a counter only its owning thread writes: a plain load and store, no
@@ -139,7 +127,10 @@ pub struct CpuShared {
     /// Index of this CPU thread's first queue in the report's vectors.
     pub vector_base: usize,
     pub notifier: Notifier,
-    pub target: Target,
+    /// How device messages reach this CPU; None when its jobs poll (no messages).
+    pub path: Option<DeliveryPath>,
+    /// The local APIC's IRR: remapped notifications wait here for the interrupt path.
+    pub irr: Irr,
     pub queues: Vec<QueueShared>,
     pub live: CpuLive,
     /// Completions its irq thread and ksoftirqd reaped for its jobs.
@@ -147,13 +138,14 @@ pub struct CpuShared {
 }
 
 impl CpuShared {
-    pub fn new(index: usize, target: Target, queues: Vec<QueueShared>) -> CpuShared {
+    pub fn new(index: usize, path: Option<DeliveryPath>, queues: Vec<QueueShared>) -> CpuShared {
         CpuShared {
             index,
             vector_base: 0,
             notifier: Notifier::new(),
             live: CpuLive::new(queues.len()),
-            target,
+            path,
+            irr: Irr::default(),
             queues,
             inbox: Inbox::default(),
         }
@@ -161,21 +153,7 @@ impl CpuShared {
 
     /// Whether this CPU's deliveries are posted MSI notifications (the PMN row).
     pub fn is_posted(&self) -> bool {
-        matches!(self.target, Target::Posted(_))
-    }
-
-    /// Builds the delivery target of CPU thread `index` for a run's delivery choice.
-    pub fn target_for(delivery: irqlab_core::Delivery, index: usize) -> Target {
-        match delivery {
-            irqlab_core::Delivery::Posted { .. } => {
-                Target::Posted(PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR, index as u32))
-            }
-            irqlab_core::Delivery::Polled | irqlab_core::Delivery::Hybrid => Target::Polled,
-            irqlab_core::Delivery::Remapped => Target::Remapped {
-                target: RemappedTarget::new(index as u32),
-                irr: Irr::default(),
-            },
-        }
+        self.path.as_ref().is_some_and(DeliveryPath::is_posted)
     }
 
     /// A device message for `vector` reaches this CPU (the IOMMU's part): returns true
@@ -183,21 +161,18 @@ impl CpuShared {
     /// whether or not the thread sleeps: it is the message's cost on the interrupt path.
     #[must_use = "a notification is traced by whoever sent the message"]
     pub fn deliver(&self, vector: u8) -> bool {
-        let note = match &self.target {
-            Target::Remapped { target, irr } => {
-                let n = target.deliver(vector);
-                if let Some(n) = n {
-                    irr.set(n.vector);
-                }
-                n
-            }
-            Target::Posted(desc) => desc.deliver(vector),
-            Target::Polled => None,
+        let Some(path) = &self.path else {
+            return false;
         };
-        if note.is_some() {
-            self.notifier.notify();
+        let Some(note) = path.deliver(vector) else {
+            return false;
+        };
+        // A posted notification is handled from the descriptor, not the IRR.
+        if !path.is_posted() {
+            self.irr.set(note.vector);
         }
-        note.is_some()
+        self.notifier.notify();
+        true
     }
 
     /// The queue of a device vector on this CPU.
@@ -374,31 +349,41 @@ mod tests {
     fn remapped_notifies_every_message_and_posted_only_while_on_is_clear() {
         let rem = CpuShared::new(
             0,
-            CpuShared::target_for(irqlab_core::Delivery::Remapped, 0),
+            DeliveryPath::for_delivery(irqlab_core::Delivery::Remapped, 0),
             vec![],
         );
         assert!(rem.deliver(0x20));
         assert!(rem.deliver(0x21));
         assert!(!rem.is_posted());
         assert_eq!(rem.notifier.notifications(), 2);
-        let Target::Remapped { irr, .. } = &rem.target else {
-            unreachable!()
-        };
-        assert_eq!(irr.take(), vec![0x20, 0x21]);
-        assert!(irr.take().is_empty());
+        assert_eq!(rem.irr.take(), vec![0x20, 0x21]);
+        assert!(rem.irr.take().is_empty());
 
         let posted = irqlab_core::Delivery::Posted { max_loop: 3 };
-        let p = CpuShared::new(1, CpuShared::target_for(posted, 1), vec![]);
+        let p = CpuShared::new(1, DeliveryPath::for_delivery(posted, 1), vec![]);
+        assert!(p.is_posted());
         assert!(p.deliver(0x20));
         assert!(!p.deliver(0x21), "ON is set: coalesced");
         assert_eq!(p.notifier.notifications(), 1);
+        assert!(
+            !p.irr.any(),
+            "posted notifications are taken from the descriptor"
+        );
+
+        let polled = CpuShared::new(
+            2,
+            DeliveryPath::for_delivery(irqlab_core::Delivery::Polled, 2),
+            vec![],
+        );
+        assert!(!polled.deliver(0x20), "a polling CPU takes no messages");
+        assert_eq!(polled.notifier.notifications(), 0);
     }
 
     #[test]
     fn a_masked_vector_holds_its_message_until_unmask() {
         let cpu = CpuShared::new(
             0,
-            CpuShared::target_for(irqlab_core::Delivery::Remapped, 0),
+            DeliveryPath::for_delivery(irqlab_core::Delivery::Remapped, 0),
             vec![],
         );
         let q = queue();
@@ -420,7 +405,7 @@ mod tests {
     fn an_interrupt_for_a_disabled_vector_is_held_and_resent_at_enable() {
         let cpu = CpuShared::new(
             0,
-            CpuShared::target_for(irqlab_core::Delivery::Remapped, 0),
+            DeliveryPath::for_delivery(irqlab_core::Delivery::Remapped, 0),
             vec![],
         );
         let q = queue();
