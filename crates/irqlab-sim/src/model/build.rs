@@ -13,8 +13,8 @@ use crate::{SimError, SimOptions};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
 use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::moderator::Moderator;
-use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, QueuePair, VectorGate};
-use irqlab_core::posted::PiDesc;
+use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, MsixVector, QueuePair};
+use irqlab_core::remapped::{DeliveryPath, RemappedTarget};
 use irqlab_core::softirq::{SoftirqConfig, SoftirqCpu};
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::{IoEngine, JobSpec};
@@ -121,7 +121,7 @@ pub(crate) fn new_cpu(
     c: usize,
     p: &Platform,
     costs: &Costs,
-    posted_delivery: bool,
+    delivery: Delivery,
     gsim_global: Option<&GsimGlobal>,
 ) -> Cpu {
     Cpu {
@@ -143,7 +143,9 @@ pub(crate) fn new_cpu(
         reaping: Vec::with_capacity(256),
         vec_of_idt: vec![u32::MAX; 256],
         next_idt: FIRST_DEVICE_VECTOR,
-        pi: posted_delivery.then(|| PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR as u8, c as u32)),
+        // A polled run's interrupt-driven queues (jobs without hipri) take remapped MSIs.
+        path: DeliveryPath::for_delivery(delivery, c as u32)
+            .unwrap_or(DeliveryPath::Remapped(RemappedTarget::new(c as u32))),
         pir_shadow: [0; 4],
         pid_dirty: false,
         softirq: SoftirqCpu::new(SoftirqConfig {
@@ -253,15 +255,11 @@ pub(crate) fn add_vector(
         queue: spec.queue,
         cpu: cpu as u32,
         idt,
-        gate: VectorGate::with_rule(spec.rule),
-        irq,
+        msix: MsixVector::new(irq, spec.rule),
         moderator,
         bytes_since: 0,
-        timer_gen: 0,
         msi_held: false,
         disabled: false,
-        masked: false,
-        mask_pending: false,
         resend_pending: false,
         iop,
         thread,
@@ -308,11 +306,6 @@ pub(crate) fn build<'a, O: Observer>(
     let ncpu = p.cpu.count;
     let names = device_names(p);
     let costs = costs(p);
-    let posted_delivery = matches!(policy.delivery, Delivery::Posted { .. });
-    let max_loop = match policy.delivery {
-        Delivery::Posted { max_loop } => max_loop,
-        _ => 0,
-    };
     let all_poll = matches!(policy.delivery, Delivery::Polled | Delivery::Hybrid);
 
     // ---- job clones: CPU, files, limits ----
@@ -441,7 +434,7 @@ pub(crate) fn build<'a, O: Observer>(
         .map_err(|e| SimError::Config(format!("gsim: {e}")))?;
     // ---- devices, queues, vectors ----
     let mut cpus: Vec<Cpu> = (0..ncpu)
-        .map(|c| new_cpu(c, p, &costs, posted_delivery, gsim_global.as_ref()))
+        .map(|c| new_cpu(c, p, &costs, policy.delivery, gsim_global.as_ref()))
         .collect();
     let mut threads: Vec<Thread> = Vec::new();
     let ports: Vec<Port> = p
@@ -607,7 +600,6 @@ pub(crate) fn build<'a, O: Observer>(
         p,
         policy,
         &costs,
-        posted_delivery,
         gsim_global.as_ref(),
         &mut super::target::Machine {
             cpus: &mut cpus,
@@ -775,8 +767,6 @@ pub(crate) fn build<'a, O: Observer>(
         engine: p.engine.clone(),
         policy: *policy,
         scheduler: p.cpu.scheduler,
-        posted: posted_delivery,
-        max_loop,
         platform_name: p.name.clone(),
         seed,
         cpus,

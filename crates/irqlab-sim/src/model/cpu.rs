@@ -5,12 +5,12 @@
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
-use irqlab_core::HandlerStyle;
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
 use irqlab_core::irq_poll::jiffies;
-use irqlab_core::posted::Demux;
+use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP, vector_bit};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
+use irqlab_core::{Delivery, HandlerStyle};
 use irqlab_report::Latency;
 
 impl<O: Observer> Sim<'_, O> {
@@ -140,7 +140,7 @@ impl<O: Observer> Sim<'_, O> {
         if vec == RESCHEDULE_VECTOR {
             self.cpus[c].ipi_inflight = false;
         }
-        let (w, b) = ((vec / 64) as usize, 1u64 << (vec % 64));
+        let (w, b) = vector_bit(vec as u8);
         let cpu = &mut self.cpus[c];
         if cpu.irr[w] & b != 0 {
             // Already pending in the IRR: the two messages become one interrupt.
@@ -206,7 +206,11 @@ impl<O: Observer> Sim<'_, O> {
                 if measuring {
                     cpu.stats.pmn += 1;
                 }
-                cpu.irq.demux = Some(Demux::new(self.max_loop));
+                let max_loop = match self.policy.delivery {
+                    Delivery::Posted { max_loop } => max_loop,
+                    _ => MAX_POSTED_MSI_COALESCING_LOOP,
+                };
+                cpu.irq.demux = Some(Demux::new(max_loop));
                 self.obs.irq_counted(self.now, c, None);
             }
             _ => {}
@@ -326,7 +330,7 @@ impl<O: Observer> Sim<'_, O> {
         // the handler does not run and the interrupt is not counted: the vector is masked
         // now (mask_ack_irq) and IRQS_PENDING makes enable_irq resend it.
         if self.vectors[v].disabled {
-            self.vectors[v].masked = true;
+            self.vectors[v].msix.mask();
             self.vectors[v].resend_pending = true;
             self.vectors[v].pended += 1;
             // The MSI-X vector control write and its read-back.
@@ -490,7 +494,7 @@ impl<O: Observer> Sim<'_, O> {
     /// One handle_pending_pir round of sysvec_posted_msi_notification.
     fn pir_round(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let (Some(demux), Some(pi)) = (cpu.irq.demux.as_mut(), cpu.pi.as_ref()) else {
+        let (Some(demux), Some(pi)) = (cpu.irq.demux.as_mut(), cpu.path.pi_desc()) else {
             self.eoi_and_exit(c);
             return;
         };
@@ -785,10 +789,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         // The tick hrtimer's expiry stays at the first missed period until its handler
         // runs (hrtimer_forward is called there), so lateness counts from that tick.
-        let (w, b) = (
-            (LOCAL_TIMER_VECTOR / 64) as usize,
-            1u64 << (LOCAL_TIMER_VECTOR % 64),
-        );
+        let (w, b) = vector_bit(LOCAL_TIMER_VECTOR as u8);
         if self.cpus[c].irr[w] & b == 0 {
             self.cpus[c].tick_due = self.now;
         }

@@ -25,6 +25,7 @@
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
+use irqlab_core::posted::vector_bit;
 
 impl<O: Observer> Sim<'_, O> {
     /// The MSI of vector `v` at port `p`'s FIFO head goes to the port's engine. False: the
@@ -34,11 +35,12 @@ impl<O: Observer> Sim<'_, O> {
             self.ports[p].engine_stalled = true;
             return false;
         }
-        if !self.posted && !self.take_notify_slot(p) {
+        let posted = self.posted_vector(v);
+        if !posted && !self.take_notify_slot(p) {
             self.ports[p].notify_stalled = true;
             return false;
         }
-        let (notify, work) = if self.posted {
+        let (notify, work) = if posted {
             (self.post_msi(v), self.costs.remap + self.costs.post)
         } else {
             (true, self.costs.remap + self.costs.notify)
@@ -61,7 +63,8 @@ impl<O: Observer> Sim<'_, O> {
         let resume = std::mem::take(&mut port.engine_stalled);
         if notify {
             let v = v as usize;
-            let idt = if self.posted {
+            let posted = self.posted_vector(v);
+            let idt = if posted {
                 POSTED_MSI_NOTIFICATION_VECTOR
             } else {
                 self.vectors[v].idt
@@ -70,7 +73,7 @@ impl<O: Observer> Sim<'_, O> {
                 port: p as u32,
                 cpu: self.vectors[v].cpu,
                 idt,
-                holds_slot: !self.posted,
+                holds_slot: !posted,
             });
         }
         if resume && !self.ports[p].busy {
@@ -84,15 +87,20 @@ impl<O: Observer> Sim<'_, O> {
         let c = self.vectors[v].cpu as usize;
         let idt = self.vectors[v].idt;
         let cpu = &mut self.cpus[c];
-        let (w, b) = ((idt / 64) as usize, 1u64 << (idt % 64));
+        let (w, b) = vector_bit(idt as u8);
         if cpu.pir_shadow[w] & b != 0 {
             self.vectors[v].merged += 1;
         }
         cpu.pir_shadow[w] |= b;
         cpu.pid_dirty = true;
-        let notify = cpu.pi.as_ref().is_some_and(|pi| pi.post(idt as u8));
+        let notify = cpu.path.pi_desc().is_some_and(|pi| pi.post(idt as u8));
         self.report_pir_pending(c);
         notify
+    }
+
+    /// Whether vector `v`'s IRTE is in posted format (its CPU's delivery path).
+    pub(crate) fn posted_vector(&self, v: usize) -> bool {
+        self.cpus[self.vectors[v].cpu as usize].path.is_posted()
     }
 
     /// Takes one of port `p`'s notification slots; false when all are in use.

@@ -6,7 +6,7 @@
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
-use irqlab_core::nvme::{CoalesceParams, Hint, IrqDecision};
+use irqlab_core::nvme::{CoalesceParams, Hint, MsixAction, Quiet};
 
 impl<O: Observer> Sim<'_, O> {
     /// The controller fetched `count` SQEs of queue `q`.
@@ -116,24 +116,50 @@ impl<O: Observer> Sim<'_, O> {
             return;
         };
         let v = v as usize;
-        if self.vectors[v].masked {
-            // MSI-X masked (disable_irq_nosync): the pending bit remembers it.
-            self.vectors[v].mask_pending = true;
-            self.vectors[v].withheld += 1;
-            return;
-        }
-        let now = self.now;
-        match self.vectors[v]
-            .irq
-            .on_completion(now, Hint::from_sqe_hints(hints))
-        {
-            IrqDecision::Fire(_) => self.gate_raise(v),
-            IrqDecision::ArmTimer { deadline_ns } => {
-                self.count_coalesced(v);
-                self.arm_coalesce_timer(v, deadline_ns.max(now));
+        let (now, unacked) = (self.now, self.unacked(q));
+        let a = self.vectors[v]
+            .msix
+            .post_completion(now, Hint::from_sqe_hints(hints), unacked);
+        self.count_posted(v, a);
+        self.carry_out(v, a);
+    }
+
+    /// The counters a posted completion's action moves: coalesced by the device, or
+    /// withheld by the mask (disable_irq_nosync: the pending bit remembers it).
+    pub(crate) fn count_posted(&mut self, v: usize, a: MsixAction) {
+        match a {
+            MsixAction::ArmTimer { .. } | MsixAction::Quiet(Quiet::Coalesced) => {
+                self.count_coalesced(v)
             }
-            IrqDecision::Hold => self.count_coalesced(v),
+            MsixAction::Quiet(Quiet::Masked) => self.vectors[v].withheld += 1,
+            _ => {}
         }
+    }
+
+    /// What the vector's MSI-X state decided: a message, its coalescing timer, or
+    /// nothing (a raise the one-message rule refused counts as withheld).
+    pub(crate) fn carry_out(&mut self, v: usize, a: MsixAction) {
+        match a {
+            MsixAction::SendMsi => self.send_msi(v),
+            MsixAction::ArmTimer { deadline_ns, epoch } => self.q.push(
+                deadline_ns,
+                Event::CoalesceTimer {
+                    vector: v as u32,
+                    epoch,
+                },
+            ),
+            MsixAction::Quiet(Quiet::Outstanding | Quiet::Consumed) => {
+                self.vectors[v].withheld += 1
+            }
+            MsixAction::Quiet(_) => {}
+        }
+    }
+
+    /// CQEs the host has not acknowledged with a head doorbell: in the CQ or on their
+    /// way through the root port.
+    #[inline]
+    pub(crate) fn unacked(&self, q: usize) -> u32 {
+        self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight
     }
 
     pub(crate) fn count_coalesced(&mut self, v: usize) {
@@ -142,45 +168,11 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
-    /// The aggregation time of a vector ran out.
+    /// The aggregation time of a vector ran out (a stale expiry does nothing).
     pub(crate) fn coalesce_timer(&mut self, v: usize, epoch: u32) {
-        if self.vectors[v].timer_gen != epoch {
-            return;
-        }
-        let now = self.now;
-        if self.vectors[v].irq.on_timer(now).is_some() {
-            if self.vectors[v].masked {
-                self.vectors[v].mask_pending = true;
-            } else {
-                self.gate_raise(v);
-            }
-        }
-    }
-
-    /// (Re)arms vector `v`'s coalescing timer; a newer arming makes older expiries stale.
-    pub(crate) fn arm_coalesce_timer(&mut self, v: usize, at: u64) {
-        let vec = &mut self.vectors[v];
-        vec.timer_gen = vec.timer_gen.wrapping_add(1);
-        let epoch = vec.timer_gen;
-        self.q.push(
-            at,
-            Event::CoalesceTimer {
-                vector: v as u32,
-                epoch,
-            },
-        );
-    }
-
-    /// The device wants to signal vector `v`: its message rule decides (a message per
-    /// completion, or one outstanding until the CQ head doorbell).
-    pub(crate) fn gate_raise(&mut self, v: usize) {
-        let q = self.vectors[v].queue as usize;
-        let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
-        if self.vectors[v].gate.raise(unacked) {
-            self.send_msi(v);
-        } else {
-            self.vectors[v].withheld += 1;
-        }
+        let unacked = self.unacked(self.vectors[v].queue as usize);
+        let a = self.vectors[v].msix.timer_expired(self.now, epoch, unacked);
+        self.carry_out(v, a);
     }
 
     fn send_msi(&mut self, v: usize) {
@@ -223,19 +215,11 @@ impl<O: Observer> Sim<'_, O> {
             return;
         };
         let v = v as usize;
-        let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
-        let vec = &mut self.vectors[v];
-        if vec.masked {
-            // The doorbell still acknowledges the message; a raise it owes waits in the
-            // MSI-X pending bit until enable_irq.
-            let owed = vec.gate.has_withheld() && unacked > 0;
-            vec.gate.on_cq_doorbell(0);
-            vec.mask_pending |= owed;
-            return;
-        }
-        if vec.gate.on_cq_doorbell(unacked) {
-            self.send_msi(v);
-        }
+        // Masked, the doorbell still acknowledges the message; a raise it owes waits in
+        // the MSI-X pending bit until enable_irq.
+        let unacked = self.unacked(q);
+        let a = self.vectors[v].msix.cq_head_doorbell(unacked);
+        self.carry_out(v, a);
     }
 
     /// enable_irq() after irq_poll or GSIM: unmasking lets the device send the message its
@@ -244,11 +228,12 @@ impl<O: Observer> Sim<'_, O> {
     /// apic_retrigger_irq), which reaches the local APIC at once.
     /// Returns whether the vector had been masked (an MSI-X table write to undo).
     pub(crate) fn unmask_vector(&mut self, v: usize) -> bool {
+        let q = self.vectors[v].queue as usize;
+        let (unacked, cqe_pending) = (self.unacked(q), self.queues[q].qp.cqe_pending());
         let vec = &mut self.vectors[v];
         vec.disabled = false;
-        let was_masked = std::mem::take(&mut vec.masked);
-        let q = vec.queue as usize;
-        let pending = std::mem::take(&mut vec.mask_pending);
+        let was_masked = vec.msix.is_masked();
+        let a = vec.msix.unmask(unacked, cqe_pending);
         if std::mem::take(&mut vec.resend_pending) {
             if self.measuring {
                 vec.resent += 1;
@@ -256,9 +241,7 @@ impl<O: Observer> Sim<'_, O> {
             let (c, idt) = (vec.cpu as usize, vec.idt);
             self.notify(c, idt);
         }
-        if pending || self.queues[q].qp.cqe_pending() {
-            self.gate_raise(v);
-        }
+        self.carry_out(v, a);
         was_masked
     }
 
@@ -288,24 +271,13 @@ impl<O: Observer> Sim<'_, O> {
         let p = m.profile();
         let level = m.level();
         let params = CoalesceParams::from_usec_count(u32::from(p.usec), u32::from(p.count));
-        let decision = self.vectors[v].irq.program(params, now);
+        let unacked = self.unacked(self.vectors[v].queue as usize);
+        let a = self.vectors[v].msix.program(params, now, unacked);
         if let Some(m) = self.vectors[v].moderator.as_mut() {
             m.ack();
         }
         self.obs.counter(now, "moderation_level", v, level as f64);
-        match decision {
-            IrqDecision::Fire(_) => {
-                if self.vectors[v].masked {
-                    self.vectors[v].mask_pending = true;
-                } else {
-                    self.gate_raise(v);
-                }
-            }
-            IrqDecision::ArmTimer { deadline_ns } => {
-                self.arm_coalesce_timer(v, deadline_ns.max(now));
-            }
-            IrqDecision::Hold => {}
-        }
+        self.carry_out(v, a);
     }
 
     // ---------------------------------------------------------------- root port

@@ -11,7 +11,7 @@ use super::fio_job::{calls_bucket, depth_bucket};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
-use irqlab_core::nvme::{SQE_HINT_BARRIER, Sqe};
+use irqlab_core::nvme::{NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, Sqe};
 use irqlab_fio::IoEngine;
 
 impl<O: Observer> Sim<'_, O> {
@@ -403,7 +403,7 @@ impl<O: Observer> Sim<'_, O> {
             let _ = queue.qp.submit(
                 Sqe {
                     command_id: tag,
-                    opcode: if read { 2 } else { 1 },
+                    opcode: if read { NVME_CMD_READ } else { NVME_CMD_WRITE },
                     hints,
                     data: io,
                 },

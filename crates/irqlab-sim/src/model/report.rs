@@ -158,11 +158,6 @@ impl<O: Observer> Sim<'_, O> {
                 }
             })
             .collect();
-        let chip = if self.posted {
-            CHIP_POSTED
-        } else {
-            CHIP_REMAPPED
-        };
         // The MSI-X entry of a queue: its number on its device (nvme0q3 is entry 3).
         let mut per_dev = vec![0u32; self.devices.len()];
         let entry: Vec<u32> = self
@@ -176,9 +171,16 @@ impl<O: Observer> Sim<'_, O> {
         let mut vectors: Vec<VectorReport> = self
             .vectors
             .iter()
-            .map(|v| VectorReport {
+            .enumerate()
+            .map(|(i, v)| VectorReport {
                 name: v.name.clone(),
-                chip: chip.to_string(),
+                // The IRTE's format: posted or remapped (the chip /proc/interrupts names).
+                chip: if self.posted_vector(i) {
+                    CHIP_POSTED
+                } else {
+                    CHIP_REMAPPED
+                }
+                .to_string(),
                 device: pci_address(self.queues[v.queue as usize].device as usize),
                 hwirq: entry[v.queue as usize],
                 messages: v.messages,

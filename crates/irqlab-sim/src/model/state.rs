@@ -5,8 +5,9 @@ use crate::observer::{Observer, SliceKind};
 use crate::rng::{ServiceTime, Stream};
 use irqlab_core::Policy;
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
-use irqlab_core::nvme::{DeviceIrq, QueuePair, VectorGate};
-use irqlab_core::posted::{Demux, PiDesc, PirSnapshot};
+use irqlab_core::nvme::{MsixVector, QueuePair};
+use irqlab_core::posted::{Demux, PirSnapshot};
+use irqlab_core::remapped::DeliveryPath;
 use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
 use std::collections::VecDeque;
@@ -48,7 +49,8 @@ pub(crate) struct Costs {
 /// IDT vectors of the system interrupts the model raises (arch/x86/include/asm/irq_vectors.h).
 pub(crate) const RESCHEDULE_VECTOR: u16 = 0xfd;
 pub(crate) const LOCAL_TIMER_VECTOR: u16 = 0xec;
-pub(crate) const POSTED_MSI_NOTIFICATION_VECTOR: u16 = 0xeb;
+pub(crate) const POSTED_MSI_NOTIFICATION_VECTOR: u16 =
+    irqlab_core::posted::POSTED_MSI_NOTIFICATION_VECTOR as u16;
 /// The hrtimer expiry of a hybrid-polling sleep. The kernel takes it on the local timer
 /// vector; a separate pending bit here keeps the periodic tick's accounting apart.
 pub(crate) const HRTIMER_VECTOR: u16 = 0xee;
@@ -187,8 +189,9 @@ pub(crate) struct Cpu {
     /// Device vectors by IDT vector (u32::MAX: none).
     pub vec_of_idt: Vec<u32>,
     pub next_idt: u16,
-    /// Posted MSI descriptor (posted delivery only).
-    pub pi: Option<PiDesc>,
+    /// How MSIs reach this CPU: an IRTE in remapped format, or the posted-interrupt
+    /// descriptor the IOMMU updates (irqlab-core remapped::DeliveryPath).
+    pub path: DeliveryPath,
     /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
     pub pir_shadow: [u64; 4],
     /// The IOMMU wrote the descriptor's line since the last harvest, so the next round's
@@ -467,17 +470,14 @@ pub(crate) struct Vector {
     pub queue: u32,
     pub cpu: u32,
     pub idt: u16,
-    pub gate: VectorGate,
-    pub irq: DeviceIrq,
-    pub timer_gen: u32,
+    /// The device side of the vector: coalescing, the one-message rule, the MSI-X mask
+    /// and pending bit, the coalescing timer's epoch (irqlab-core nvme::msix).
+    pub msix: MsixVector,
     /// A message of this vector waits in the device for a posted-header credit.
     pub msi_held: bool,
     /// disable_irq_nosync() by the irq_poll handler or GSIM: lazy, the vector is masked
     /// only when its next interrupt arrives (kernel/irq/chip.c handle_edge_irq).
     pub disabled: bool,
-    /// The MSI-X vector's mask bit: messages wait in its pending bit.
-    pub masked: bool,
-    pub mask_pending: bool,
     /// A message reached a CPU while the vector was disabled: the kernel marked
     /// IRQS_PENDING instead of running the handler, and enable_irq resends it.
     pub resend_pending: bool,
@@ -585,8 +585,6 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub engine: crate::platform::EngineCosts,
     pub policy: Policy,
     pub scheduler: crate::platform::Scheduler,
-    pub posted: bool,
-    pub max_loop: u32,
     pub platform_name: String,
     pub seed: u64,
     pub cpus: Vec<Cpu>,

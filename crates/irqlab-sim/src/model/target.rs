@@ -18,7 +18,7 @@ use crate::observer::Observer;
 use crate::platform::{Platform, RdmaTarget};
 use crate::rng::ServiceTime;
 use irqlab_core::Policy;
-use irqlab_core::nvme::{Hint, IrqDecision, MsiRule, QueuePair, Sqe};
+use irqlab_core::nvme::{Hint, MsiRule, NVME_CMD_READ, QueuePair, Sqe};
 
 impl<O: Observer> Sim<'_, O> {
     /// Host command `io` reached target queue `tq`: the receive completion is posted in
@@ -34,7 +34,7 @@ impl<O: Observer> Sim<'_, O> {
         let _ = queue.qp.submit(
             Sqe {
                 command_id: tag,
-                opcode: 2,
+                opcode: NVME_CMD_READ,
                 hints: 0,
                 data: io,
             },
@@ -47,15 +47,14 @@ impl<O: Observer> Sim<'_, O> {
             return;
         };
         let v = v as usize;
-        let now = self.now;
-        match self.vectors[v].irq.on_completion(now, Hint::default()) {
-            IrqDecision::Fire(_) => self.gate_raise(v),
-            IrqDecision::ArmTimer { deadline_ns } => {
-                self.count_coalesced(v);
-                self.arm_coalesce_timer(v, deadline_ns.max(now));
-            }
-            IrqDecision::Hold => self.count_coalesced(v),
-        }
+        // A target CQ's completion is not held by an MSI-X mask: the model masks host
+        // vectors only.
+        let (now, unacked) = (self.now, self.unacked(tq));
+        let a = self.vectors[v]
+            .msix
+            .post_completion_ignoring_mask(now, Hint::default(), unacked);
+        self.count_posted(v, a);
+        self.carry_out(v, a);
     }
 
     /// Handler time for `n` entries of queue `q`: `cqe_ns` each, or on a target queue each
@@ -88,7 +87,6 @@ pub(crate) fn add_targets(
     p: &Platform,
     policy: &Policy,
     costs: &Costs,
-    posted_delivery: bool,
     gsim_global: Option<&irqlab_core::gsim::GsimGlobal>,
     machine: &mut Machine<'_>,
 ) -> Result<(), SimError> {
@@ -96,17 +94,7 @@ pub(crate) fn add_targets(
     for g in &p.devices {
         for _ in 0..g.count {
             if let Some(t) = &g.target {
-                add_target(
-                    t,
-                    g,
-                    dev_ix,
-                    p,
-                    policy,
-                    costs,
-                    posted_delivery,
-                    gsim_global,
-                    machine,
-                )?;
+                add_target(t, g, dev_ix, p, policy, costs, gsim_global, machine)?;
             }
             dev_ix += 1;
         }
@@ -136,7 +124,6 @@ fn add_target(
     p: &Platform,
     policy: &Policy,
     costs: &Costs,
-    posted_delivery: bool,
     gsim_global: Option<&irqlab_core::gsim::GsimGlobal>,
     m: &mut Machine<'_>,
 ) -> Result<(), SimError> {
@@ -148,7 +135,7 @@ fn add_target(
             first_core + k,
             p,
             costs,
-            posted_delivery,
+            policy.delivery,
             gsim_global,
         ));
     }
