@@ -355,6 +355,7 @@ impl Fit {
                     published: t.value,
                     simulated: s.unwrap_or(f64::NAN),
                     source: String::new(),
+                    miss: None,
                 }
             })
             .collect();

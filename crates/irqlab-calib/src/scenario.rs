@@ -54,6 +54,33 @@ pub struct Target {
     pub published: f64,
     /// Where the figure comes from, when it differs from the scenario's source.
     pub source: Option<String>,
+    /// Why the model misses this figure, when docs/calibration.md's Findings say so.
+    pub miss: Option<KnownMiss>,
+}
+
+/// A miss docs/calibration.md explains: `finding` is the number of its entry under
+/// "Findings".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownMiss {
+    pub kind: MissKind,
+    pub finding: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissKind {
+    /// Published sources contradict each other: no one platform gives both figures.
+    Contradiction,
+    /// The model lacks what the figure needs (the finding says what).
+    Limitation,
+}
+
+impl MissKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MissKind::Contradiction => "contradiction",
+            MissKind::Limitation => "limitation",
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -87,6 +114,10 @@ struct TargetFile {
     metric: String,
     published: f64,
     source: Option<String>,
+    /// "contradiction" (between published sources) or "limitation" (of the model).
+    miss: Option<String>,
+    /// The docs/calibration.md finding that explains the miss.
+    finding: Option<u32>,
 }
 
 impl Scenario {
@@ -111,10 +142,35 @@ impl Scenario {
                     t.metric, t.published
                 )));
             }
+            let miss = match (t.miss.as_deref(), t.finding) {
+                (None, None) => None,
+                (Some(kind), Some(finding)) => Some(KnownMiss {
+                    kind: match kind {
+                        "contradiction" => MissKind::Contradiction,
+                        "limitation" => MissKind::Limitation,
+                        other => {
+                            return Err(at(&format!(
+                                "target {}: miss = \"{other}\": expected \"contradiction\" \
+                                 (between published sources) or \"limitation\" (of the model)",
+                                t.metric
+                            )));
+                        }
+                    },
+                    finding,
+                }),
+                _ => {
+                    return Err(at(&format!(
+                        "target {}: miss and finding go together (the kind of miss and the \
+                         number of the docs/calibration.md finding that explains it)",
+                        t.metric
+                    )));
+                }
+            };
             targets.push(Target {
                 metric,
                 published: t.published,
                 source: t.source,
+                miss,
             });
         }
         Ok(Scenario {
@@ -244,5 +300,37 @@ published = 1943000
             .unwrap_err()
             .to_string();
         assert!(e.contains("iopz") && e.contains("iops"), "{e}");
+    }
+
+    #[test]
+    fn a_documented_miss_names_its_kind_and_finding() {
+        let with = |extra: &str| {
+            TEXT.replace(
+                "published = 1943000\n",
+                &format!("published = 1943000\n{extra}"),
+            )
+        };
+        let s = Scenario::parse(
+            &with("miss = \"contradiction\"\nfinding = 5\n"),
+            Path::new("x.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            s.targets[0].miss,
+            Some(KnownMiss {
+                kind: MissKind::Contradiction,
+                finding: 5
+            })
+        );
+        for (bad, says) in [
+            ("miss = \"limitation\"\n", "go together"),
+            ("finding = 3\n", "go together"),
+            ("miss = \"typo\"\nfinding = 3\n", "contradiction"),
+        ] {
+            let e = Scenario::parse(&with(bad), Path::new("x.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("x.toml") && e.contains(says), "{bad}: {e}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! and the signed error in percent.
 
 use crate::metrics::error_pct;
+use crate::scenario::{KnownMiss, MissKind};
 use serde_json::json;
 
 /// One line of the table.
@@ -14,11 +15,31 @@ pub struct Row {
     pub simulated: f64,
     /// Where the published figure comes from (JSON output only).
     pub source: String,
+    /// The documented reason for a miss, if docs/calibration.md gives one.
+    pub miss: Option<KnownMiss>,
 }
 
 impl Row {
     pub fn error_pct(&self) -> f64 {
         error_pct(self.simulated, self.published)
+    }
+
+    /// Off by more than `pct` percent (or not computed).
+    pub fn off_by_more(&self, pct: f64) -> bool {
+        let e = self.error_pct();
+        e.is_nan() || e.abs() > pct
+    }
+
+    /// The miss is a documented contradiction between published sources.
+    pub fn contradicted(&self) -> bool {
+        self.miss.is_some_and(|m| m.kind == MissKind::Contradiction)
+    }
+
+    /// The note column: the finding that explains a documented miss.
+    fn note(&self) -> String {
+        self.miss.map_or_else(String::new, |m| {
+            format!("finding {} ({})", m.finding, m.kind.as_str())
+        })
     }
 }
 
@@ -53,8 +74,9 @@ pub fn text(rows: &[Row]) -> String {
         "published",
         "simulated",
         "error",
+        "docs/calibration.md",
     ];
-    let cells: Vec<[String; 6]> = rows
+    let cells: Vec<[String; 7]> = rows
         .iter()
         .map(|r| {
             [
@@ -64,6 +86,7 @@ pub fn text(rows: &[Row]) -> String {
                 human(r.published),
                 human(r.simulated),
                 format!("{:+.1}%", r.error_pct()),
+                r.note(),
             ]
         })
         .collect();
@@ -77,7 +100,7 @@ pub fn text(rows: &[Row]) -> String {
         let mut s = String::new();
         for (i, (cell, w)) in c.iter().zip(width).enumerate() {
             // Text columns left-aligned, numbers right-aligned.
-            if i < 3 {
+            if i < 3 || i == 6 {
                 s.push_str(&format!("{cell:<w$}"));
             } else {
                 s.push_str(&format!("{cell:>w$}"));
@@ -86,10 +109,11 @@ pub fn text(rows: &[Row]) -> String {
         }
         s
     };
-    let mut out = line(&head.map(String::from));
+    let trim = |s: String| s.trim_end().to_string() + "\n";
+    let mut out = trim(line(&head.map(String::from)));
     out.push_str(&line(&width.map(|w| "-".repeat(w))));
     for c in &cells {
-        out.push_str(&line(c));
+        out.push_str(&trim(line(c)));
     }
     out
 }
@@ -110,11 +134,35 @@ pub fn summary(rows: &[Row], pct: f64) -> String {
         .iter()
         .map(|(e, (ok, n))| format!("{e} {ok}/{n}"))
         .collect();
-    format!(
+    let mut out = format!(
         "within {pct}%: {within} of {} figures ({})\n",
         rows.len(),
         parts.join(", ")
-    )
+    );
+    // The misses by what explains them (docs/calibration.md, Findings).
+    let off: Vec<&Row> = rows.iter().filter(|r| r.off_by_more(pct)).collect();
+    if !off.is_empty() {
+        let of_kind = |k: Option<MissKind>| {
+            let mut findings: Vec<u32> = Vec::new();
+            let n = off
+                .iter()
+                .filter(|r| r.miss.map(|m| m.kind) == k)
+                .inspect(|r| findings.extend(r.miss.map(|m| m.finding)))
+                .count();
+            findings.sort_unstable();
+            findings.dedup();
+            let list: Vec<String> = findings.iter().map(u32::to_string).collect();
+            (n, list.join(", "))
+        };
+        let (c, cf) = of_kind(Some(MissKind::Contradiction));
+        let (l, lf) = of_kind(Some(MissKind::Limitation));
+        let (u, _) = of_kind(None);
+        out.push_str(&format!(
+            "off by more: {c} where published sources contradict each other (findings {cf}), \
+             {l} model limitations (findings {lf}), {u} unexplained\n"
+        ));
+    }
+    out
 }
 
 fn csv_field(s: &str) -> String {
@@ -126,16 +174,19 @@ fn csv_field(s: &str) -> String {
 }
 
 pub fn csv(rows: &[Row]) -> String {
-    let mut out = String::from("experiment,row,metric,published,simulated,error_pct\n");
+    let mut out =
+        String::from("experiment,row,metric,published,simulated,error_pct,miss,finding\n");
     for r in rows {
         out.push_str(&format!(
-            "{},{},{},{},{},{:.3}\n",
+            "{},{},{},{},{},{:.3},{},{}\n",
             csv_field(&r.experiment),
             csv_field(&r.row),
             csv_field(&r.metric),
             r.published,
             r.simulated,
-            r.error_pct()
+            r.error_pct(),
+            r.miss.map_or("", |m| m.kind.as_str()),
+            r.miss.map_or_else(String::new, |m| m.finding.to_string()),
         ));
     }
     out
@@ -151,7 +202,8 @@ pub fn json(rows: &[Row]) -> serde_json::Value {
                 "published": r.published,
                 "simulated": r.simulated,
                 "error_pct": r.error_pct(),
-            "source": r.source,
+                "source": r.source,
+                "miss": r.miss.map(|m| json!({"kind": m.kind.as_str(), "finding": m.finding})),
             }))
             .collect::<Vec<_>>()
     )
@@ -169,6 +221,7 @@ mod tests {
             published,
             simulated,
             source: String::new(),
+            miss: None,
         }
     }
 
@@ -180,9 +233,9 @@ mod tests {
             figure("C2", 100.0, f64::NAN),
             figure("C3", 100.0, 90.0),
         ];
-        assert_eq!(
-            summary(&rows, 10.0),
-            "within 10%: 2 of 4 figures (C1 1/2, C2 0/1, C3 1/1)\n"
+        assert!(
+            summary(&rows, 10.0)
+                .starts_with("within 10%: 2 of 4 figures (C1 1/2, C2 0/1, C3 1/1)\n")
         );
     }
 
@@ -194,6 +247,7 @@ mod tests {
             published: 834_000.0,
             simulated: 917_400.0,
             source: String::new(),
+            miss: None,
         }
     }
 
@@ -207,14 +261,14 @@ mod tests {
             "{t}"
         );
         assert!(lines[2].trim_end().ends_with("+10.0%"), "{t}");
-        assert_eq!(lines[0].len(), lines[1].len());
+        assert!(lines[1].starts_with("----------"), "{t}");
     }
 
     #[test]
     fn csv_quotes_fields_with_commas() {
         let c = csv(&[row()]);
         assert!(c.contains("\"remapped, 8 disks\""), "{c}");
-        assert!(c.trim_end().ends_with(",10.000"), "{c}");
+        assert!(c.trim_end().ends_with(",10.000,,"), "{c}");
     }
 
     #[test]
@@ -222,5 +276,38 @@ mod tests {
         assert_eq!(human(1_943_000.0), "1.943M");
         assert_eq!(human(36.0), "36.00");
         assert_eq!(human(14_370_000.0), "14.37M");
+    }
+
+    #[test]
+    fn documented_misses_are_counted_by_kind_and_only_contradictions_pass_check() {
+        let miss = |kind, finding| Some(KnownMiss { kind, finding });
+        let rows = [
+            Row {
+                miss: miss(MissKind::Contradiction, 6),
+                ..figure("C5", 100.0, 130.0)
+            },
+            Row {
+                miss: miss(MissKind::Limitation, 7),
+                ..figure("FLOOD", 100.0, 200.0)
+            },
+            figure("C2", 100.0, 120.0),
+            Row {
+                // Documented, but within the limit: not a miss.
+                miss: miss(MissKind::Limitation, 3),
+                ..figure("V2", 100.0, 105.0)
+            },
+        ];
+        let s = summary(&rows, 10.0);
+        assert!(
+            s.ends_with(
+                "off by more: 1 where published sources contradict each other (findings 6), \
+                 1 model limitations (findings 7), 1 unexplained\n"
+            ),
+            "{s}"
+        );
+        let failing = crate::reproduce::off_by_more(&rows, 10.0);
+        assert_eq!(failing.len(), 2, "{failing:?}");
+        assert!(failing.iter().all(|f| !f.starts_with("C5")), "{failing:?}");
+        assert!(text(&rows).contains("finding 6 (contradiction)"));
     }
 }
