@@ -131,6 +131,7 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
             involuntary_ctx: 10,
             usr_ns: 10 * MS,
             sys_ns: 50 * MS,
+            cpu_stolen_ns: vec![0; cpus],
         }),
         extra: vec![("events".into(), 123_456.0)],
     }

@@ -20,6 +20,7 @@ pub mod wake;
 
 mod config;
 mod cpu;
+mod cpu_time;
 mod fio_options;
 mod irq;
 mod irq_thread;

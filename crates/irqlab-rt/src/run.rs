@@ -3,7 +3,7 @@
 
 use crate::clock::now_ns;
 use crate::config::{RtConfig, check_policy};
-use crate::cpu::{CpuResult, CpuThread};
+use crate::cpu::{CpuResult, CpuThread, RunClock};
 use crate::ctrl::{Backend, Controller, VectorCounters, run_controllers};
 use crate::file_media::{FileTarget, UringMedia};
 use crate::job::JobRun;
@@ -21,7 +21,7 @@ use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
 use irqlab_report::observe::Observer;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier, Mutex};
 
 /// Runs `jobs` under `policy` on real threads and reports what was measured.
@@ -184,10 +184,19 @@ fn run_traced(
     let cpu_pin = |i: usize| cfg.pin.then(|| host[i % host.len()]);
     let ctrl_pin = |t: usize| cfg.pin.then(|| host[(cfg.cpu_threads + t) % host.len()]);
 
+    // The measured window opens after the shortest ramp_time: the CPU rows cover it.
+    let min_ramp = topo
+        .cpus
+        .iter()
+        .flat_map(|c| c.clones.iter())
+        .map(|c| c.plan.ramp_ns)
+        .min()
+        .unwrap_or(0);
     let abort = AtomicBool::new(false);
     let stop = AtomicBool::new(false);
     let running = AtomicUsize::new(cpus.len());
     let barrier = Barrier::new(cpus.len() + ctrl_threads.len() + 1);
+    let start_cell = AtomicU64::new(0);
     let mut pin_errors: Vec<String> = Vec::new();
     let mut media_errors: Vec<String> = Vec::new();
     let mut records: Vec<Recorder> = Vec::new();
@@ -197,11 +206,11 @@ fn run_traced(
     let (cpu_results, ctrl_counters, stalled) = std::thread::scope(|s| {
         let mut ctrl_handles = Vec::new();
         for (t, mut ctrls) in ctrl_threads.into_iter().enumerate() {
-            let (barrier, stop) = (&barrier, &stop);
+            let (barrier, stop, start_cell) = (&barrier, &stop, &start_cell);
             let pin = ctrl_pin(t);
             ctrl_handles.push(s.spawn(move || {
                 let pinned = pin.map(pin_current).transpose().err();
-                barrier.wait();
+                release(barrier, start_cell);
                 let off_cpu = run_controllers(&mut ctrls, stop);
                 let counters: Vec<_> = ctrls.iter().flat_map(Controller::counters).collect();
                 let errors: Vec<String> =
@@ -212,7 +221,7 @@ fn run_traced(
         }
         let mut cpu_handles = Vec::new();
         for (i, shared) in cpus.iter().enumerate() {
-            let (barrier, abort, running) = (&barrier, &abort, &running);
+            let (barrier, abort, running, start_cell) = (&barrier, &abort, &running, &start_cell);
             let shared = shared.clone();
             let plans = topo.cpus[i].clones.clone();
             let pin = cpu_pin(i);
@@ -221,8 +230,11 @@ fn run_traced(
             let gsim = gsim.clone();
             cpu_handles.push(s.spawn(move || {
                 let pinned = pin.map(pin_current).transpose().err();
-                barrier.wait();
-                let start = now_ns();
+                let start = release(barrier, start_cell);
+                let clock = RunClock {
+                    start,
+                    window_start: start + min_ramp,
+                };
                 let jobs = plans
                     .into_iter()
                     .enumerate()
@@ -233,13 +245,13 @@ fn run_traced(
                         JobRun::new(c.plan, slot as u32, s, start)
                     })
                     .collect();
-                let result = CpuThread::new(shared, policy, jobs, gsim, spec).map(|t| t.run(abort));
+                let result =
+                    CpuThread::new(shared, policy, jobs, gsim, spec, clock).map(|t| t.run(abort));
                 running.fetch_sub(1, SeqCst);
                 (result, pinned)
             }));
         }
-        barrier.wait();
-        t0 = now_ns();
+        t0 = release(&barrier, &start_cell);
         if let Some(live) = &cfg.live {
             live.mark_start(t0);
         }
@@ -309,12 +321,28 @@ fn run_traced(
             wakeups,
             usage,
             pinned: cfg.pin && pin_errors.is_empty(),
+            window_start: t0 + min_ramp,
             host_cpus: host.len(),
             controller_off_cpu_ns: ctrl_off_cpu_ns,
             media: file.map_or_else(|| cfg.media.describe(), |f| f.describe()),
         },
     );
     Ok((report, trace))
+}
+
+/// Waits at the start barrier and returns the run's start: the time the last thread
+/// arrived (it reads the clock; the others wait for it), the same for every thread.
+fn release(barrier: &Barrier, start: &AtomicU64) -> u64 {
+    if barrier.wait().is_leader() {
+        start.store(now_ns().max(1), Release);
+    }
+    loop {
+        let t = start.load(Acquire);
+        if t != 0 {
+            return t;
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// I/Os the run completes when every clone is bounded by I/O count alone.

@@ -2,11 +2,14 @@
 //! `DeliveryPath`: a remapped IRTE or a posted descriptor) with its local APIC's IRR, and
 //! each queue pair with its MSI-X mask bit and the coalescing a moderator programs.
 
+use crate::cpu_time::TimeLedger;
 use crate::topology::QueuePlan;
+use crate::trace::Role;
 use crate::wake::Notifier;
 use irqlab_core::nvme::{CoalesceParams, QueuePair};
 use irqlab_core::posted::{FIRST_EXTERNAL_VECTOR, NR_PIR_WORDS, vector_bit};
 use irqlab_core::remapped::{Deliver, DeliveryPath};
+use irqlab_report::observe::SliceKind;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Mutex, PoisonError};
 
@@ -135,6 +138,9 @@ pub struct CpuShared {
     pub live: CpuLive,
     /// Completions its irq thread and ksoftirqd reaped for its jobs.
     pub inbox: Inbox,
+    /// Where the CPU's time goes, when kernel threads share it with the CPU thread (a CPU
+    /// thread alone keeps its ledger to itself).
+    pub(crate) time: Mutex<TimeLedger>,
 }
 
 impl CpuShared {
@@ -148,7 +154,17 @@ impl CpuShared {
             irr: Irr::default(),
             queues,
             inbox: Inbox::default(),
+            // Replaced by the CPU thread when its jobs start.
+            time: Mutex::new(TimeLedger::new(0, u64::MAX)),
         }
+    }
+
+    /// One of the CPU's threads starts doing `kind` at `now` (see [`crate::cpu_time`]).
+    pub(crate) fn account(&self, now: u64, role: Role, kind: SliceKind) {
+        self.time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set(now, role, kind);
     }
 
     /// Whether this CPU's deliveries are posted MSI notifications (the PMN row).
