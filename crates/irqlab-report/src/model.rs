@@ -478,6 +478,11 @@ impl RunReport {
         pmn + direct
     }
 
+    /// Whether an [`RunReport::extra`] flag (e.g. [`crate::EXTRA_INTERRUPTED`]) is set.
+    pub fn flag(&self, key: &str) -> bool {
+        self.extra.iter().any(|(k, v)| k == key && *v != 0.0)
+    }
+
     /// Vectors dispatched per notification: 1 in remapped mode, more when posted
     /// delivery coalesces.
     pub fn coalescing_ratio(&self) -> f64 {

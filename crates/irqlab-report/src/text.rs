@@ -67,6 +67,13 @@ fn header(out: &mut String, r: &RunReport) {
     );
     let policy: Vec<String> = r.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(out, "policy: {}", policy.join(", "));
+    // fio prints its statistics so far after SIGINT; so does irqlab, marked.
+    if r.flag(crate::EXTRA_INTERRUPTED) {
+        let _ = writeln!(
+            out,
+            "interrupted: the run was stopped (Ctrl-C); the figures cover the run up to then"
+        );
+    }
 }
 
 fn job_status(out: &mut String, r: &RunReport, job: &JobReport) {

@@ -15,6 +15,7 @@ use crate::kworker::{KworkerResult, Moderation};
 use crate::sched;
 use crate::shared::{CpuShared, bump};
 use crate::softirq::SoftirqShared;
+use crate::stop::StopFlag;
 use crate::trace::{Recorder, Role, TraceSpec};
 use crate::usage::Usage;
 use irqlab_core::flood::FloodDetector;
@@ -182,6 +183,8 @@ pub struct CpuResult {
     /// Hybrid polling: waits that slept, and the time asleep.
     pub hybrid_sleeps: u64,
     pub hybrid_sleep_ns: u64,
+    /// The run's stop flag cut a job of this CPU short.
+    pub interrupted: bool,
 }
 
 /// GSIM's state on this CPU and the global half every CPU shares.
@@ -307,9 +310,10 @@ impl CpuThread {
         })
     }
 
-    /// Runs every job to its end (or until `abort`) with the CPU's kernel threads beside
-    /// it, then returns what they measured and their trace records.
-    pub fn run(mut self, abort: &AtomicBool) -> (CpuResult, Vec<Recorder>) {
+    /// Runs every job to its end (or until `abort`; `stop` ends the jobs early, with
+    /// their I/Os in flight reaped) with the CPU's kernel threads beside it, then returns
+    /// what they measured and their trace records.
+    pub fn run(mut self, abort: &AtomicBool, stop: &StopFlag) -> (CpuResult, Vec<Recorder>) {
         sched::set_timer_slack_ns(1);
         let spec = self.spec;
         let shared = self.shared.clone();
@@ -341,7 +345,7 @@ impl CpuThread {
                     (m.run_kworker(&cpu, &mut rec, ws), rec)
                 })
             });
-            self.run_jobs(abort);
+            self.run_jobs(abort, stop);
             soft.stop();
             if let Some(i) = &irq {
                 i.stop();
@@ -400,7 +404,7 @@ impl CpuThread {
         }
     }
 
-    fn run_jobs(&mut self, abort: &AtomicBool) {
+    fn run_jobs(&mut self, abort: &AtomicBool, stop: &StopFlag) {
         let u0 = Usage::thread();
         let t0 = self.clock.start;
         self.set_kind(now_ns(), SliceKind::Usr);
@@ -409,9 +413,16 @@ impl CpuThread {
         let mut ends = vec![0u64; n];
         let any_irq_queue = self.shared.queues.iter().any(|q| !q.plan.polled);
         let mut blocked_polled: Vec<usize> = Vec::new();
+        let mut stopping = false;
         while !abort.load(Relaxed) {
             let now = now_ns();
             self.cpu_clock.observe(now);
+            if !stopping && stop.is_set() {
+                stopping = true;
+                for (j, job) in self.jobs.iter_mut().enumerate() {
+                    self.res.interrupted |= !finished[j] && job.stop(now);
+                }
+            }
             self.gsim_timer(now);
             // An interrupt-enabled point: take a pending notification.
             if self.shared.notifier.take() {

@@ -32,6 +32,7 @@ mod report;
 mod run;
 mod sched;
 mod softirq;
+mod stop;
 mod trace;
 mod usage;
 
@@ -39,4 +40,5 @@ pub use config::{RtConfig, check_policy};
 pub use live::{LiveCounters, LiveSnapshot};
 pub use media::{Media, MediaModel};
 pub use run::{run, run_observed};
+pub use stop::StopFlag;
 pub use trace::DEFAULT_EVENT_LIMIT as TRACE_EVENT_LIMIT;

@@ -413,6 +413,9 @@ pub fn build_report(
         ("submit_overflow".into(), sum(|c| c.overflow) as f64),
     ];
     extra.extend(mechanism_counters(policy, cpus));
+    if cpus.iter().any(|c| c.interrupted) {
+        extra.push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+    }
     RunReport {
         engine: Engine::RealThreads,
         platform,

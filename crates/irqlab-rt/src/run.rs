@@ -228,6 +228,7 @@ fn run_traced(
             let seed = cfg.seed;
             let policy = *policy;
             let gsim = gsim.clone();
+            let stop = cfg.stop.clone();
             cpu_handles.push(s.spawn(move || {
                 let pinned = pin.map(pin_current).transpose().err();
                 let start = release(barrier, start_cell);
@@ -245,8 +246,8 @@ fn run_traced(
                         JobRun::new(c.plan, slot as u32, s, start)
                     })
                     .collect();
-                let result =
-                    CpuThread::new(shared, policy, jobs, gsim, spec, clock).map(|t| t.run(abort));
+                let result = CpuThread::new(shared, policy, jobs, gsim, spec, clock)
+                    .map(|t| t.run(abort, &stop));
                 running.fetch_sub(1, SeqCst);
                 (result, pinned)
             }));
