@@ -196,7 +196,8 @@ pub(crate) struct Gsim {
 /// The run's time frame, the same for every CPU thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunClock {
-    /// When the threads were released (monotonic ns): the jobs' start.
+    /// When the threads were released (monotonic ns): from then on the CPU thread has
+    /// jobs to run (its jobs count their runtime from when it gets to them).
     pub start: u64,
     /// When the measured window opens: start plus the shortest ramp_time.
     pub window_start: u64,
@@ -406,8 +407,8 @@ impl CpuThread {
 
     fn run_jobs(&mut self, abort: &AtomicBool, stop: &StopFlag) {
         let u0 = Usage::thread();
-        let t0 = self.clock.start;
-        self.set_kind(now_ns(), SliceKind::Usr);
+        let t0 = now_ns();
+        self.set_kind(t0, SliceKind::Usr);
         let n = self.jobs.len();
         let mut finished = vec![false; n];
         let mut ends = vec![0u64; n];
@@ -518,7 +519,7 @@ impl CpuThread {
         self.res.pmn = self.shared.live.pmn.load(Relaxed);
         self.res.vec_handled = self.shared.live.handled();
         for (j, job) in self.jobs.iter().enumerate() {
-            let start = t0 + job.plan.ramp_ns;
+            let start = job.window_start();
             let end = if finished[j] { ends[j] } else { end };
             self.res
                 .clones

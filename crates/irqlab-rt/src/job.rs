@@ -211,7 +211,12 @@ impl JobRun {
     }
 
     fn in_window(&self, now_ns: u64) -> bool {
-        now_ns >= self.start_ns + self.plan.ramp_ns
+        now_ns >= self.window_start()
+    }
+
+    /// When its measured window opens: its start plus its ramp_time.
+    pub fn window_start(&self) -> u64 {
+        self.start_ns + self.plan.ramp_ns
     }
 
     /// fio's cur_depth: queued plus in flight.

@@ -231,11 +231,14 @@ fn run_traced(
             let stop = cfg.stop.clone();
             cpu_handles.push(s.spawn(move || {
                 let pinned = pin.map(pin_current).transpose().err();
-                let start = release(barrier, start_cell);
+                let run_start = release(barrier, start_cell);
                 let clock = RunClock {
-                    start,
-                    window_start: start + min_ramp,
+                    start: run_start,
+                    window_start: run_start + min_ramp,
                 };
+                // As in fio, a job's runtime counts from when its thread starts it: on a
+                // loaded host that can be well after the run's start.
+                let start = now_ns();
                 let jobs = plans
                     .into_iter()
                     .enumerate()
