@@ -94,6 +94,7 @@ impl IrqThread {
             cpu.account(t, Role::IrqThread, SliceKind::IrqThread);
             rec.slice(t, cpu.index, Role::IrqThread, SliceKind::IrqThread);
             let mut handed = false;
+            let under_way = cpu.begin_delivery();
             for v in self.runthread.take() {
                 let Some(q) = cpu.queue_of(v) else {
                     continue;
@@ -129,6 +130,7 @@ impl IrqThread {
             if handed {
                 cpu.notifier.kick();
             }
+            drop(under_way);
             let end = now_ns();
             out.busy_ns += end - t;
             cpu.account(end, Role::IrqThread, SliceKind::Idle);

@@ -47,6 +47,7 @@ impl SoftirqContextOps for InThread<'_> {
             .poll_cq(weight, |cqe| cids.push(cqe.command_id));
         if n > 0 {
             self.completions += u64::from(n);
+            let _under_way = self.cpu.begin_delivery();
             self.cpu.inbox.post(Reaped {
                 queue,
                 command_ids: cids,

@@ -35,6 +35,7 @@ mod softirq;
 mod stop;
 mod trace;
 mod usage;
+mod wake_audit;
 
 pub use config::{RtConfig, check_policy};
 pub use live::{LiveCounters, LiveSnapshot};

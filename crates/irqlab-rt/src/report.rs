@@ -34,6 +34,8 @@ pub struct Measured {
     /// Time the controller threads spent off their CPUs (they spin: any gap is the
     /// host taking the CPU away), summed over the threads.
     pub controller_off_cpu_ns: u64,
+    /// CPU threads found asleep next to work whose delivery had ended (must stay 0).
+    pub lost_wakeups: u64,
 }
 
 fn merge_dir(into: &mut DirReport, from: &DirReport, window_ns: u64) {
@@ -410,6 +412,7 @@ pub fn build_report(
         ("stale_raises".into(), dev_sum(|v| v.stale_raises) as f64),
         ("cq_full_stalls".into(), dev_sum(|v| v.cq_full) as f64),
         ("unknown_cqes".into(), sum(|c| c.unknown_cqes) as f64),
+        ("lost_wakeups".into(), m.lost_wakeups as f64),
         ("submit_overflow".into(), sum(|c| c.overflow) as f64),
     ];
     extra.extend(mechanism_counters(policy, cpus));

@@ -14,6 +14,7 @@ use crate::shared::{CpuShared, QueueShared};
 use crate::topology::{Placement, Topology};
 use crate::trace::{Recorder, TraceSpec, replay};
 use crate::usage::Usage;
+use crate::wake_audit::WakeAudit;
 use irqlab_core::gsim::{GsimGlobal, GsimParams};
 use irqlab_core::remapped::DeliveryPath;
 use irqlab_core::{Delivery, ModeratorKind, Policy};
@@ -201,6 +202,7 @@ fn run_traced(
     let mut media_errors: Vec<String> = Vec::new();
     let mut records: Vec<Recorder> = Vec::new();
     let mut ctrl_off_cpu_ns = 0;
+    let mut audit = WakeAudit::default();
     let u0 = Usage::process();
     let mut t0 = 0;
     let (cpu_results, ctrl_counters, stalled) = std::thread::scope(|s| {
@@ -259,7 +261,7 @@ fn run_traced(
         if let Some(live) = &cfg.live {
             live.mark_start(t0);
         }
-        let stalled = watch(&cpus, &running, &abort, cfg.stall_timeout_ns);
+        let stalled = watch(&cpus, &running, &abort, cfg.stall_timeout_ns, &mut audit);
         let mut cpu_results = Vec::new();
         for h in cpu_handles {
             let (r, pinned) = h
@@ -328,6 +330,7 @@ fn run_traced(
             window_start: t0 + min_ramp,
             host_cpus: host.len(),
             controller_off_cpu_ns: ctrl_off_cpu_ns,
+            lost_wakeups: audit.lost(),
             media: file.map_or_else(|| cfg.media.describe(), |f| f.describe()),
         },
     );
@@ -361,13 +364,14 @@ fn expected_ios(topo: &Topology) -> Option<u64> {
         .sum()
 }
 
-/// Waits for the CPU threads; aborts them when no CQ head doorbell moved for `timeout_ns`.
-/// Returns whether it had to abort.
+/// Waits for the CPU threads, auditing their sleeps for lost wake-ups; aborts them when
+/// no CQ head doorbell moved for `timeout_ns`. Returns whether it had to abort.
 fn watch(
     cpus: &[Arc<CpuShared>],
     running: &AtomicUsize,
     abort: &AtomicBool,
     timeout_ns: u64,
+    audit: &mut WakeAudit,
 ) -> bool {
     let progress = || -> u64 {
         cpus.iter()
@@ -379,6 +383,7 @@ fn watch(
     let mut since = now_ns();
     while running.load(SeqCst) > 0 {
         std::thread::sleep(std::time::Duration::from_millis(20));
+        audit.check(cpus);
         let p = progress();
         if p != last {
             last = p;
