@@ -3,8 +3,9 @@
 //! at each instant the CPU is charged to the thread that became busy last among its busy
 //! threads (the CPU thread, ksoftirqd, the irq thread, the kworker), doing what it does —
 //! the rule its trace lane follows ([`crate::trace`]) — and to idle when none is busy (the
-//! CPU thread halted, or done with its jobs). Time the host took away is found after the
-//! run from the threads' CPU clocks ([`split_stolen`]).
+//! CPU thread halted, or done with its jobs). After the run the threads' CPU clocks
+//! settle the busy time against the CPU time they really got ([`settle`]): what the host
+//! took away is stolen time.
 
 use crate::trace::{Lane, Role};
 use irqlab_report::observe::SliceKind;
@@ -112,6 +113,28 @@ impl TimeLedger {
         }
         self.time
     }
+}
+
+/// Settles a CPU's clock time `t` (over the window) against `cpu_ns`, the CPU time its
+/// threads got in the window: returns the row, whose busy kinds add up to `cpu_ns` where
+/// the window allows, and the time stolen by the host. Busy clock time beyond the CPU
+/// time is stolen: the threads had work and the host ran something else; it comes out
+/// of the busy kinds in proportion ([`split_stolen`]). CPU time beyond the busy clock
+/// time was spent while the clock saw the CPU halted — the halt's own system calls
+/// (futex wait, the wake-up) or, unpinned, kernel threads running beside the CPU thread —
+/// and moves from idle to sys. Row and stolen time add up to the window either way.
+pub fn settle(t: &CpuTime, cpu_ns: u64) -> (CpuTime, u64) {
+    let busy = t.busy();
+    if cpu_ns < busy {
+        let stolen = busy - cpu_ns;
+        return (split_stolen(t, stolen), stolen);
+    }
+    let mut row = *t;
+    let (idle, sys) = (index(SliceKind::Idle), index(SliceKind::Sys));
+    let halt_cpu = (cpu_ns - busy).min(row.ns[idle]);
+    row.ns[idle] -= halt_cpu;
+    row.ns[sys] += halt_cpu;
+    (row, 0)
 }
 
 /// Takes `stolen` ns out of the busy kinds of `t`, each in proportion to its time (the
@@ -234,6 +257,35 @@ mod tests {
         assert_eq!(all.busy(), 0);
         assert_eq!(all.get(SliceKind::Idle), 1_000);
         assert_eq!(split_stolen(&t, 0), t);
+    }
+
+    #[test]
+    fn busy_time_is_settled_against_the_cpu_time_the_threads_got() {
+        let mut t = CpuTime::default();
+        t.ns[index(SliceKind::Usr)] = 300;
+        t.ns[index(SliceKind::HardIrq)] = 100;
+        t.ns[index(SliceKind::Idle)] = 600;
+        // The host gave the threads 250 of the 400 busy ns.
+        let (row, stolen) = settle(&t, 250);
+        assert_eq!(stolen, 150);
+        assert_eq!(row.busy(), 250);
+        assert_eq!(row.get(SliceKind::Idle), 600);
+        // They got 450: 50 ns of CPU time fell in what the clock saw as halted.
+        let (row, stolen) = settle(&t, 450);
+        assert_eq!(stolen, 0);
+        assert_eq!(row.busy(), 450);
+        assert_eq!(row.get(SliceKind::Sys), 50);
+        assert_eq!(row.get(SliceKind::Idle), 550);
+        // Unpinned threads in parallel can get more than the window: idle runs out.
+        let (row, stolen) = settle(&t, 5_000);
+        assert_eq!(
+            (row.get(SliceKind::Idle), row.busy(), stolen),
+            (0, 1_000, 0)
+        );
+        for cpu in [0, 250, 400, 450, 5_000] {
+            let (row, stolen) = settle(&t, cpu);
+            assert_eq!(row.ns.iter().sum::<u64>() + stolen, 1_000, "{cpu}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::config::RtConfig;
 use crate::cpu::CpuResult;
-use crate::cpu_time::split_stolen;
+use crate::cpu_time::settle;
 use crate::ctrl::VectorCounters;
 use crate::job::JobStats;
 use crate::media::Media;
@@ -133,23 +133,20 @@ fn kernel_threads_usage(r: &CpuResult) -> [Usage; 3] {
 }
 
 /// Per CPU thread, its row over the measured window (which ends at `window_end`) and
-/// the time the host stole from it. The row is the CPU's clock time by kind
-/// ([`crate::cpu_time`]), less what the host took: busy clock time for which its threads
-/// got no CPU time (their CPU clocks over the window), taken out of the busy kinds in
-/// proportion. Row and stolen time add up to the window exactly.
+/// the time the host stole from it: the CPU's clock time by kind ([`crate::cpu_time`])
+/// settled against the CPU time its threads got ([`settle`]). Row and stolen time add
+/// up to the window exactly.
 fn cpu_reports(cpus: &[CpuResult], window_end: u64) -> (Vec<CpuReport>, Vec<u64>) {
     let mut stolen = Vec::new();
     let rows = cpus
         .iter()
         .map(|r| {
-            let t = r.time.over(window_end);
-            let lost = t.busy().saturating_sub(r.window_cpu_ns);
+            let (kept, lost) = settle(&r.time.over(window_end), r.window_cpu_ns);
             stolen.push(lost);
-            let kept = split_stolen(&t, lost);
             CpuReport {
                 cpu: r.index,
                 usr_ns: kept.get(SliceKind::Usr),
-                // Polling the CQs, and the kworker's work items.
+                // Polling the CQs, the kworker's work items, the halt's system calls.
                 sys_ns: kept.get(SliceKind::Sys),
                 hardirq_ns: kept.get(SliceKind::HardIrq),
                 softirq_ns: kept.get(SliceKind::SoftIrq),
