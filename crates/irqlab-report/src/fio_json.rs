@@ -321,6 +321,7 @@ fn irqlab(r: &RunReport) -> Value {
                 "involuntary_ctx": m.involuntary_ctx,
                 "usr_ns": m.usr_ns,
                 "sys_ns": m.sys_ns,
+                "cpu_stolen_ns": m.cpu_stolen_ns,
             }),
         );
     }

@@ -14,6 +14,10 @@ pub use model::{
     JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
 
+/// Key of [`RunReport::extra`] set to 1 when the run was stopped before its end (Ctrl-C):
+/// its figures cover the run so far, and the text report says so.
+pub const EXTRA_INTERRUPTED: &str = "interrupted";
+
 pub mod fio_json;
 pub mod fio_log;
 pub mod observe;

@@ -392,6 +392,10 @@ pub struct HostMeasures {
     /// Process user and system CPU time from getrusage, ns.
     pub usr_ns: u64,
     pub sys_ns: u64,
+    /// Per CPU (as [`RunReport::cpus`]): time in the measured window when the CPU had
+    /// work but the host ran something else. The CPU's other columns leave it out, so
+    /// a row and its stolen time add up to the window.
+    pub cpu_stolen_ns: Vec<u64>,
 }
 
 /// One device as fio's disk_util shows it (from /proc/diskstats on a real machine, from
@@ -472,6 +476,11 @@ impl RunReport {
             .map(VectorReport::handled)
             .sum();
         pmn + direct
+    }
+
+    /// Whether an [`RunReport::extra`] flag (e.g. [`crate::EXTRA_INTERRUPTED`]) is set.
+    pub fn flag(&self, key: &str) -> bool {
+        self.extra.iter().any(|(k, v)| k == key && *v != 0.0)
     }
 
     /// Vectors dispatched per notification: 1 in remapped mode, more when posted

@@ -67,6 +67,13 @@ fn header(out: &mut String, r: &RunReport) {
     );
     let policy: Vec<String> = r.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(out, "policy: {}", policy.join(", "));
+    // fio prints its statistics so far after SIGINT; so does irqlab, marked.
+    if r.flag(crate::EXTRA_INTERRUPTED) {
+        let _ = writeln!(
+            out,
+            "interrupted: the run was stopped (Ctrl-C); the figures cover the run up to then"
+        );
+    }
 }
 
 fn job_status(out: &mut String, r: &RunReport, job: &JobReport) {
@@ -403,31 +410,29 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
         out,
         "CPU time (% of the measured window) and tick lateness:"
     );
+    // The real-thread runtime also says how much of the window the host took away.
+    let stolen = r.measured.as_ref().map(|m| &m.cpu_stolen_ns);
+    let _ = write!(
+        out,
+        "  {:>4} {:>7} {:>7} {:>8} {:>8} {:>10} {:>10} {:>7}",
+        "CPU", "usr", "sys", "hardirq", "softirq", "ksoftirqd", "irqthread", "idle",
+    );
+    if stolen.is_some() {
+        let _ = write!(out, " {:>7}", "stolen");
+    }
     let _ = writeln!(
         out,
-        "  {:>4} {:>7} {:>7} {:>8} {:>8} {:>10} {:>10} {:>7} {:>10} {:>10} {:>8} {:>8} {:>14}  tick late p50/p99/max",
-        "CPU",
-        "usr",
-        "sys",
-        "hardirq",
-        "softirq",
-        "ksoftirqd",
-        "irqthread",
-        "idle",
-        "ctx",
-        "hardirqs",
-        "PMN",
-        "LOC",
-        "ksoftirqd-wake"
+        " {:>10} {:>10} {:>8} {:>8} {:>14}  tick late p50/p99/max",
+        "ctx", "hardirqs", "PMN", "LOC", "ksoftirqd-wake"
     );
     // A CPU that only idled and took ticks says nothing about interrupt delivery.
     let is_quiet = |c: &crate::CpuReport| c.idle_ns >= w && c.hardirqs == c.timer_ticks;
     let quiet_cpus = r.cpus.iter().filter(|c| is_quiet(c)).count();
     for c in r.cpus.iter().filter(|c| !is_quiet(c)) {
         let t = &c.tick_lateness;
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "  {:>4} {:>6.2}% {:>6.2}% {:>7.2}% {:>7.2}% {:>9.2}% {:>9.2}% {:>6.2}% {:>10} {:>10} {:>8} {:>8} {:>14}  {}/{}/{}",
+            "  {:>4} {:>6.2}% {:>6.2}% {:>7.2}% {:>7.2}% {:>9.2}% {:>9.2}% {:>6.2}%",
             c.cpu,
             pct(c.usr_ns, w),
             pct(c.sys_ns, w),
@@ -436,6 +441,14 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
             pct(c.ksoftirqd_ns, w),
             pct(c.irq_thread_ns, w),
             pct(c.idle_ns, w),
+        );
+        if let Some(s) = stolen {
+            let ns = s.get(c.cpu).copied().unwrap_or(0);
+            let _ = write!(out, " {:>6.2}%", pct(ns, w));
+        }
+        let _ = writeln!(
+            out,
+            " {:>10} {:>10} {:>8} {:>8} {:>14}  {}/{}/{}",
             c.ctx_switches,
             c.hardirqs,
             c.pmn,

@@ -131,6 +131,7 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
             involuntary_ctx: 10,
             usr_ns: 10 * MS,
             sys_ns: 50 * MS,
+            cpu_stolen_ns: vec![0; cpus],
         }),
         extra: vec![("events".into(), 123_456.0)],
     }
@@ -260,6 +261,34 @@ fn text_shows_host_measures_for_the_runtime() {
         "  wall=100.00ms, wake-ups=5000 (50000.0/s), ctx switches: voluntary=4000, involuntary=10",
     );
     has_line(&out, "  CPU: usr=10.00ms, sys=50.00ms, per I/O=600ns");
+    // The runtime's CPU table says what the host stole; the simulator's has no column.
+    let mut r = report(Engine::RealThreads, 2);
+    r.measured.as_mut().unwrap().cpu_stolen_ns = vec![25 * MS, 0];
+    let out = text::render(&r);
+    let header = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("CPU     usr"))
+        .unwrap();
+    assert!(header.contains("    idle  stolen        ctx"), "{header}");
+    let row0 = out.lines().find(|l| l.starts_with("     0 ")).unwrap();
+    assert!(row0.contains(" 40.00%  25.00% "), "{row0}");
+    let sim = text::render(&report(Engine::Simulated, 2));
+    assert!(!sim.contains("stolen"), "{sim}");
+}
+
+#[test]
+fn an_interrupted_run_says_so_at_the_top() {
+    let mut r = report(Engine::RealThreads, 1);
+    assert!(!r.flag(irqlab_report::EXTRA_INTERRUPTED));
+    assert!(!text::render(&r).contains("interrupted"));
+    r.extra
+        .push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+    assert!(r.flag(irqlab_report::EXTRA_INTERRUPTED));
+    let out = text::render(&r);
+    assert_eq!(
+        out.lines().nth(2),
+        Some("interrupted: the run was stopped (Ctrl-C); the figures cover the run up to then")
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 use crate::file_media::DEFAULT_CREATE_BYTES;
 use crate::live::LiveCounters;
 use crate::media::{Media, MediaModel};
+use crate::stop::StopFlag;
 use irqlab_core::{HandlerStyle, ModeratorKind, Policy};
 use std::sync::Arc;
 
@@ -30,6 +31,8 @@ pub struct RtConfig {
     pub media_size: u64,
     /// Counters a monitor thread may sample while the run goes on.
     pub live: Option<Arc<LiveCounters>>,
+    /// Set from another thread to stop the run early (its report says so).
+    pub stop: StopFlag,
 }
 
 impl Default for RtConfig {
@@ -48,6 +51,7 @@ impl Default for RtConfig {
             stall_timeout_ns: 10_000_000_000,
             media_size: DEFAULT_CREATE_BYTES,
             live: None,
+            stop: StopFlag::default(),
         }
     }
 }

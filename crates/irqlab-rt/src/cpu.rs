@@ -6,6 +6,7 @@
 //! here, so they inherit its pinning: they compete for its core as they would for the CPU.
 
 use crate::clock::now_ns;
+use crate::cpu_time::{CpuTime, TimeLedger, WindowCpu};
 use crate::irq::Pending;
 use crate::irq_thread::{IrqThread, IrqThreadResult};
 use crate::job::{Io, JobRun, Port, Step};
@@ -14,6 +15,7 @@ use crate::kworker::{KworkerResult, Moderation};
 use crate::sched;
 use crate::shared::{CpuShared, bump};
 use crate::softirq::SoftirqShared;
+use crate::stop::StopFlag;
 use crate::trace::{Recorder, Role, TraceSpec};
 use crate::usage::Usage;
 use irqlab_core::flood::FloodDetector;
@@ -133,10 +135,12 @@ pub struct CpuResult {
     /// getrusage(RUSAGE_THREAD) of the CPU thread over the run.
     pub usage: Usage,
     pub wall_ns: u64,
+    /// Clock time in the interrupt path over the run (GSIM's hook reads it).
     pub hardirq_ns: u64,
-    /// Softirq run at irq_exit.
-    pub softirq_ns: u64,
-    pub idle_ns: u64,
+    /// The CPU's time by kind over the measured window, up to the CPU thread's end.
+    pub time: CpuTime,
+    /// CPU time (thread CPU clocks) of the CPU thread and its kernel threads in the window.
+    pub window_cpu_ns: u64,
     /// Interrupt entries: device vectors (remapped), notifications (posted), timers.
     pub hardirqs: u64,
     pub pmn: u64,
@@ -179,12 +183,32 @@ pub struct CpuResult {
     /// Hybrid polling: waits that slept, and the time asleep.
     pub hybrid_sleeps: u64,
     pub hybrid_sleep_ns: u64,
+    /// The run's stop flag cut a job of this CPU short.
+    pub interrupted: bool,
 }
 
 /// GSIM's state on this CPU and the global half every CPU shares.
 pub(crate) struct Gsim {
     pub(crate) cpu: GsimCpu,
     pub(crate) global: Arc<Mutex<GsimGlobal>>,
+}
+
+/// The run's time frame, the same for every CPU thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunClock {
+    /// When the threads were released (monotonic ns): from then on the CPU thread has
+    /// jobs to run (its jobs count their runtime from when it gets to them).
+    pub start: u64,
+    /// When the measured window opens: start plus the shortest ramp_time.
+    pub window_start: u64,
+}
+
+/// Where the CPU thread books its time: its own ledger when it is alone on its CPU, the
+/// shared one when kernel threads report there too.
+#[derive(Debug)]
+enum TimeBook {
+    Own(TimeLedger),
+    Shared,
 }
 
 /// A CPU thread's state.
@@ -208,6 +232,9 @@ pub struct CpuThread {
     spec: TraceSpec,
     /// What the CPU thread does now (the trace's slice).
     kind: SliceKind,
+    clock: RunClock,
+    book: TimeBook,
+    cpu_clock: WindowCpu,
     pub(crate) res: CpuResult,
 }
 
@@ -218,6 +245,7 @@ impl CpuThread {
         jobs: Vec<JobRun>,
         gsim: Option<Arc<Mutex<GsimGlobal>>>,
         spec: TraceSpec,
+        clock: RunClock,
     ) -> Result<Self, String> {
         let tags = shared
             .queues
@@ -252,6 +280,14 @@ impl CpuThread {
             let cpu = GsimCpu::new(&global.lock().unwrap_or_else(|e| e.into_inner()), now_ns());
             Gsim { cpu, global }
         });
+        let needs_ksoftirqd = poll_ids.iter().any(Option::is_some);
+        let ledger = TimeLedger::new(clock.start, clock.window_start);
+        let book = if needs_ksoftirqd || threaded || moderation.is_some() {
+            *shared.time.lock().unwrap_or_else(|e| e.into_inner()) = ledger;
+            TimeBook::Shared
+        } else {
+            TimeBook::Own(ledger)
+        };
         Ok(CpuThread {
             irq: threaded.then(|| Arc::new(IrqThread::default())),
             flood: policy.flood_detection.then(FloodDetector::default),
@@ -268,13 +304,17 @@ impl CpuThread {
             rec: Recorder::new(spec),
             spec,
             kind: SliceKind::Idle,
+            clock,
+            book,
+            cpu_clock: WindowCpu::new(clock.window_start),
             res,
         })
     }
 
-    /// Runs every job to its end (or until `abort`) with the CPU's kernel threads beside
-    /// it, then returns what they measured and their trace records.
-    pub fn run(mut self, abort: &AtomicBool) -> (CpuResult, Vec<Recorder>) {
+    /// Runs every job to its end (or until `abort`; `stop` ends the jobs early, with
+    /// their I/Os in flight reaped) with the CPU's kernel threads beside it, then returns
+    /// what they measured and their trace records.
+    pub fn run(mut self, abort: &AtomicBool, stop: &StopFlag) -> (CpuResult, Vec<Recorder>) {
         sched::set_timer_slack_ns(1);
         let spec = self.spec;
         let shared = self.shared.clone();
@@ -282,30 +322,31 @@ impl CpuThread {
         let irq = self.irq.clone();
         let moderation = self.moderation.clone();
         let needs_ksoftirqd = self.poll_ids.iter().any(Option::is_some);
+        let ws = self.clock.window_start;
         let mut records = Vec::new();
         std::thread::scope(|s| {
             let ks = needs_ksoftirqd.then(|| {
                 let (soft, cpu) = (soft.clone(), shared.clone());
                 s.spawn(move || {
                     let mut rec = Recorder::new(spec);
-                    (ksoftirqd::run(&soft, &cpu, &mut rec), rec)
+                    (ksoftirqd::run(&soft, &cpu, &mut rec, ws), rec)
                 })
             });
             let it = irq.clone().map(|irq| {
                 let cpu = shared.clone();
                 s.spawn(move || {
                     let mut rec = Recorder::new(spec);
-                    (irq.run(&cpu, &mut rec), rec)
+                    (irq.run(&cpu, &mut rec, ws), rec)
                 })
             });
             let kw = moderation.clone().map(|m| {
                 let cpu = shared.clone();
                 s.spawn(move || {
                     let mut rec = Recorder::new(spec);
-                    (m.run_kworker(&cpu, &mut rec), rec)
+                    (m.run_kworker(&cpu, &mut rec, ws), rec)
                 })
             });
-            self.run_jobs(abort);
+            self.run_jobs(abort, stop);
             soft.stop();
             if let Some(i) = &irq {
                 i.stop();
@@ -326,6 +367,9 @@ impl CpuThread {
                 records.push(rec);
             }
         });
+        self.res.window_cpu_ns += self.res.ksoftirqd.window_cpu_ns
+            + self.res.irq_thread.window_cpu_ns
+            + self.res.kworker.window_cpu_ns;
         let (softirq, irq_poll) = soft.counters();
         self.res.softirq = softirq;
         self.res.irq_poll = irq_poll;
@@ -348,15 +392,20 @@ impl CpuThread {
         (self.res, records)
     }
 
-    /// The CPU thread's trace slice: recorded when what it does changes.
+    /// What the CPU thread does from `now` on: its trace slice and its CPU's time,
+    /// recorded when it changes.
     pub(crate) fn set_kind(&mut self, now: u64, kind: SliceKind) {
         if self.kind != kind {
             self.kind = kind;
             self.rec.slice(now, self.shared.index, Role::Cpu, kind);
+            match &mut self.book {
+                TimeBook::Own(l) => l.set(now, Role::Cpu, kind),
+                TimeBook::Shared => self.shared.account(now, Role::Cpu, kind),
+            }
         }
     }
 
-    fn run_jobs(&mut self, abort: &AtomicBool) {
+    fn run_jobs(&mut self, abort: &AtomicBool, stop: &StopFlag) {
         let u0 = Usage::thread();
         let t0 = now_ns();
         self.set_kind(t0, SliceKind::Usr);
@@ -365,8 +414,17 @@ impl CpuThread {
         let mut ends = vec![0u64; n];
         let any_irq_queue = self.shared.queues.iter().any(|q| !q.plan.polled);
         let mut blocked_polled: Vec<usize> = Vec::new();
+        let mut stopping = false;
         while !abort.load(Relaxed) {
-            self.gsim_timer(now_ns());
+            let now = now_ns();
+            self.cpu_clock.observe(now);
+            if !stopping && stop.is_set() {
+                stopping = true;
+                for (j, job) in self.jobs.iter_mut().enumerate() {
+                    self.res.interrupted |= !finished[j] && job.stop(now);
+                }
+            }
+            self.gsim_timer(now);
             // An interrupt-enabled point: take a pending notification.
             if self.shared.notifier.take() {
                 self.interrupt(false);
@@ -445,13 +503,23 @@ impl CpuThread {
         }
         let end = now_ns();
         self.set_kind(end, SliceKind::Idle);
-        self.res.wall_ns = end - t0;
+        self.res.time = match &mut self.book {
+            TimeBook::Own(l) => l.close(end),
+            TimeBook::Shared => self
+                .shared
+                .time
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .close(end),
+        };
+        self.res.window_cpu_ns = self.cpu_clock.finish();
+        self.res.wall_ns = end.saturating_sub(t0);
         self.res.usage = Usage::thread().since(&u0);
         self.res.sleeps = self.shared.notifier.sleeps();
         self.res.pmn = self.shared.live.pmn.load(Relaxed);
         self.res.vec_handled = self.shared.live.handled();
         for (j, job) in self.jobs.iter().enumerate() {
-            let start = t0 + job.plan.ramp_ns;
+            let start = job.window_start();
             let end = if finished[j] { ends[j] } else { end };
             self.res
                 .clones
@@ -470,7 +538,6 @@ impl CpuThread {
             deadline_ns,
         );
         let now = now_ns();
-        self.res.idle_ns += now - t;
         self.set_kind(now, SliceKind::Usr);
         if woken == crate::wake::Woken::Notified {
             self.interrupt(true);

@@ -112,7 +112,6 @@ impl CpuThread {
                 },
             );
             self.pending.ksoftirqd |= run.wake_ksoftirqd;
-            self.res.softirq_ns += now_ns() - t;
         }
         let end = now_ns();
         if let Some(f) = self.flood.as_mut() {

@@ -13,6 +13,7 @@
 //! and the device's one message per CQ head doorbell.
 
 use crate::clock::now_ns;
+use crate::cpu_time::WindowCpu;
 use crate::sched;
 use crate::shared::{CpuShared, Irr, Reaped};
 use crate::trace::{Event, Recorder, Role};
@@ -53,6 +54,8 @@ pub struct IrqThreadResult {
     pub cq_busy: u64,
     /// Whether it ran SCHED_FIFO (false where the host refused).
     pub fifo: bool,
+    /// Its CPU time within the measured window.
+    pub window_cpu_ns: u64,
 }
 
 impl IrqThread {
@@ -74,9 +77,11 @@ impl IrqThread {
     }
 
     /// The thread's loop (irq_thread()): sleep until woken, run the thread function of
-    /// every marked vector, hand the completions over and wake the fio task.
-    pub fn run(&self, cpu: &CpuShared, rec: &mut Recorder) -> IrqThreadResult {
+    /// every marked vector, hand the completions over and wake the fio task. The
+    /// measured window opens at `window_start`.
+    pub fn run(&self, cpu: &CpuShared, rec: &mut Recorder, window_start: u64) -> IrqThreadResult {
         let u0 = Usage::thread();
+        let mut window = WindowCpu::new(window_start);
         let mut out = IrqThreadResult {
             fifo: sched::set_fifo(sched::IRQ_THREAD_FIFO_PRIORITY).is_ok(),
             ..IrqThreadResult::default()
@@ -85,8 +90,11 @@ impl IrqThread {
             self.notifier
                 .wait(|| self.stop.load(SeqCst) || self.runthread.any());
             let t = now_ns();
+            window.observe(t);
+            cpu.account(t, Role::IrqThread, SliceKind::IrqThread);
             rec.slice(t, cpu.index, Role::IrqThread, SliceKind::IrqThread);
             let mut handed = false;
+            let under_way = cpu.begin_delivery();
             for v in self.runthread.take() {
                 let Some(q) = cpu.queue_of(v) else {
                     continue;
@@ -122,14 +130,17 @@ impl IrqThread {
             if handed {
                 cpu.notifier.kick();
             }
+            drop(under_way);
             let end = now_ns();
             out.busy_ns += end - t;
+            cpu.account(end, Role::IrqThread, SliceKind::Idle);
             rec.slice(end, cpu.index, Role::IrqThread, SliceKind::Idle);
             if self.stop.load(SeqCst) && !self.runthread.any() {
                 break;
             }
         }
         out.usage = Usage::thread().since(&u0);
+        out.window_cpu_ns = window.finish();
         out
     }
 }

@@ -146,6 +146,8 @@ pub struct JobRun {
     last_submit_ns: u64,
     /// The end of the hybrid sleep of this wait, while it lasts.
     sleep_until: Option<u64>,
+    /// The run was stopped: issue nothing more, wait for what is in flight.
+    stopped: bool,
 }
 
 impl JobRun {
@@ -164,8 +166,18 @@ impl JobRun {
             waiting: false,
             last_submit_ns: 0,
             sleep_until: None,
+            stopped: false,
             plan,
         }
+    }
+
+    /// The run is stopped at `now_ns` (Ctrl-C): the job issues nothing more and ends once
+    /// its I/Os in flight are reaped, as fio's jobs do on SIGINT. Returns true when this
+    /// cut it short (it still had I/Os to issue).
+    pub fn stop(&mut self, now_ns: u64) -> bool {
+        let cut = !self.issuing_over(now_ns);
+        self.stopped = true;
+        cut
     }
 
     /// A blocked hybrid job before it polls at `now_ns`: the deadline of the sleep its
@@ -190,7 +202,8 @@ impl JobRun {
     }
 
     fn issuing_over(&self, now_ns: u64) -> bool {
-        self.plan.limit_ios.is_some_and(|n| self.issued >= n)
+        self.stopped
+            || self.plan.limit_ios.is_some_and(|n| self.issued >= n)
             || self
                 .plan
                 .limit_ns
@@ -198,7 +211,12 @@ impl JobRun {
     }
 
     fn in_window(&self, now_ns: u64) -> bool {
-        now_ns >= self.start_ns + self.plan.ramp_ns
+        now_ns >= self.window_start()
+    }
+
+    /// When its measured window opens: its start plus its ramp_time.
+    pub fn window_start(&self) -> u64 {
+        self.start_ns + self.plan.ramp_ns
     }
 
     /// fio's cur_depth: queued plus in flight.

@@ -4,6 +4,7 @@
 //! thread (the fio task's wake-up) and competes with it for the core.
 
 use crate::clock::now_ns;
+use crate::cpu_time::WindowCpu;
 use crate::shared::{CpuShared, Reaped};
 use crate::softirq::{SoftirqContextOps, SoftirqShared};
 use crate::trace::{Event, Recorder, Role};
@@ -21,6 +22,8 @@ pub struct KsoftirqdResult {
     pub runs: u64,
     /// Completions it reaped.
     pub completions: u64,
+    /// Its CPU time within the measured window.
+    pub window_cpu_ns: u64,
 }
 
 /// The poll side of a softirq run in ksoftirqd.
@@ -44,6 +47,7 @@ impl SoftirqContextOps for InThread<'_> {
             .poll_cq(weight, |cqe| cids.push(cqe.command_id));
         if n > 0 {
             self.completions += u64::from(n);
+            let _under_way = self.cpu.begin_delivery();
             self.cpu.inbox.post(Reaped {
                 queue,
                 command_ids: cids,
@@ -68,9 +72,16 @@ impl SoftirqContextOps for InThread<'_> {
 }
 
 /// run_ksoftirqd until `soft` is stopped: sleep until woken with work, run one
-/// invocation, cond_resched() (sched_yield) while work remains.
-pub fn run(soft: &SoftirqShared, cpu: &CpuShared, rec: &mut Recorder) -> KsoftirqdResult {
+/// invocation, cond_resched() (sched_yield) while work remains. The measured window
+/// opens at `window_start`.
+pub fn run(
+    soft: &SoftirqShared,
+    cpu: &CpuShared,
+    rec: &mut Recorder,
+    window_start: u64,
+) -> KsoftirqdResult {
     let u0 = Usage::thread();
+    let mut window = WindowCpu::new(window_start);
     let mut out = KsoftirqdResult::default();
     loop {
         soft.ksoftirqd
@@ -82,6 +93,8 @@ pub fn run(soft: &SoftirqShared, cpu: &CpuShared, rec: &mut Recorder) -> Ksoftir
             continue;
         }
         let t = now_ns();
+        window.observe(t);
+        cpu.account(t, Role::Ksoftirqd, SliceKind::Ksoftirqd);
         rec.slice(t, cpu.index, Role::Ksoftirqd, SliceKind::Ksoftirqd);
         let mut ops = InThread {
             cpu,
@@ -91,6 +104,7 @@ pub fn run(soft: &SoftirqShared, cpu: &CpuShared, rec: &mut Recorder) -> Ksoftir
         let r = soft.handle(SoftirqContext::Ksoftirqd, &mut ops);
         out.completions += ops.completions;
         let end = now_ns();
+        cpu.account(end, Role::Ksoftirqd, SliceKind::Idle);
         rec.slice(end, cpu.index, Role::Ksoftirqd, SliceKind::Idle);
         if r.ran {
             out.runs += 1;
@@ -100,5 +114,6 @@ pub fn run(soft: &SoftirqShared, cpu: &CpuShared, rec: &mut Recorder) -> Ksoftir
         std::thread::yield_now();
     }
     out.usage = Usage::thread().since(&u0);
+    out.window_cpu_ns = window.finish();
     out
 }

@@ -6,6 +6,7 @@
 //! program is measured, not assumed.
 
 use crate::clock::now_ns;
+use crate::cpu_time::WindowCpu;
 use crate::shared::CpuShared;
 use crate::trace::{Event, Recorder, Role};
 use crate::usage::Usage;
@@ -36,6 +37,8 @@ pub struct KworkerResult {
     pub busy_ns: u64,
     /// Decision to program, per work item.
     pub delay: Latency,
+    /// Its CPU time within the measured window.
+    pub window_cpu_ns: u64,
 }
 
 /// The moderators of one CPU thread and its kworker's queue.
@@ -123,14 +126,23 @@ impl Moderation {
     }
 
     /// The kworker's loop (worker_thread): sleep until work is queued, then program each
-    /// level into its queue (the device takes it on its next pass) and acknowledge.
-    pub fn run_kworker(&self, cpu: &CpuShared, rec: &mut Recorder) -> KworkerResult {
+    /// level into its queue (the device takes it on its next pass) and acknowledge. The
+    /// measured window opens at `window_start`.
+    pub fn run_kworker(
+        &self,
+        cpu: &CpuShared,
+        rec: &mut Recorder,
+        window_start: u64,
+    ) -> KworkerResult {
         let u0 = Usage::thread();
+        let mut window = WindowCpu::new(window_start);
         let mut out = KworkerResult::default();
         loop {
             self.notifier
                 .wait(|| self.stop.load(SeqCst) || self.has_work());
             let t = now_ns();
+            window.observe(t);
+            cpu.account(t, Role::Kworker, SliceKind::Sys);
             rec.slice(t, cpu.index, Role::Kworker, SliceKind::Sys);
             while let Some(w) = lock(&self.work).pop_front() {
                 cpu.queues[w.queue].request_coalescing(w.profile.usec, w.profile.count);
@@ -150,12 +162,14 @@ impl Moderation {
             }
             let end = now_ns();
             out.busy_ns += end - t;
+            cpu.account(end, Role::Kworker, SliceKind::Idle);
             rec.slice(end, cpu.index, Role::Kworker, SliceKind::Idle);
             if self.stop.load(SeqCst) && !self.has_work() {
                 break;
             }
         }
         out.usage = Usage::thread().since(&u0);
+        out.window_cpu_ns = window.finish();
         out
     }
 }

@@ -20,6 +20,7 @@ pub mod wake;
 
 mod config;
 mod cpu;
+mod cpu_time;
 mod fio_options;
 mod irq;
 mod irq_thread;
@@ -31,11 +32,14 @@ mod report;
 mod run;
 mod sched;
 mod softirq;
+mod stop;
 mod trace;
 mod usage;
+mod wake_audit;
 
 pub use config::{RtConfig, check_policy};
 pub use live::{LiveCounters, LiveSnapshot};
 pub use media::{Media, MediaModel};
 pub use run::{run, run_observed};
+pub use stop::StopFlag;
 pub use trace::DEFAULT_EVENT_LIMIT as TRACE_EVENT_LIMIT;

@@ -3,6 +3,7 @@
 
 use crate::config::RtConfig;
 use crate::cpu::CpuResult;
+use crate::cpu_time::settle;
 use crate::ctrl::VectorCounters;
 use crate::job::JobStats;
 use crate::media::Media;
@@ -10,6 +11,7 @@ use crate::topology::Topology;
 use crate::usage::Usage;
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::JobSpec;
+use irqlab_report::observe::SliceKind;
 use irqlab_report::{
     CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, Engine, HostMeasures, JobReport,
     Latency, RunReport, VectorReport, pci_address,
@@ -23,12 +25,17 @@ pub struct Measured {
     /// getrusage(RUSAGE_SELF) over the run: every thread, controllers included.
     pub usage: Usage,
     pub pinned: bool,
+    /// When the measured window opens (monotonic ns): the run's start plus the shortest
+    /// ramp_time. It ends when the last CPU thread ends.
+    pub window_start: u64,
     pub host_cpus: usize,
     /// The media as the platform line shows it (a file says O_DIRECT or why not).
     pub media: String,
     /// Time the controller threads spent off their CPUs (they spin: any gap is the
     /// host taking the CPU away), summed over the threads.
     pub controller_off_cpu_ns: u64,
+    /// CPU threads found asleep next to work whose delivery had ended (must stay 0).
+    pub lost_wakeups: u64,
 }
 
 fn merge_dir(into: &mut DirReport, from: &DirReport, window_ns: u64) {
@@ -125,35 +132,37 @@ fn kernel_threads_usage(r: &CpuResult) -> [Usage; 3] {
     [r.irq_thread.usage, r.ksoftirqd.usage, r.kworker.usage]
 }
 
-/// Per CPU thread, what the report's CPU row shows. While the CPU thread is halted its
-/// kernel threads may run on its core: when they are pinned together, that time is not
-/// idle.
-fn cpu_reports(cpus: &[CpuResult], pinned: bool) -> Vec<CpuReport> {
-    cpus.iter()
-        .map(|r| CpuReport {
-            cpu: r.index,
-            // The handler time was spent in user mode on this thread: show it apart.
-            usr_ns: r.usage.usr_ns.saturating_sub(r.hardirq_ns + r.softirq_ns),
-            // The kworker runs kernel work (programming the device).
-            sys_ns: r.usage.sys_ns + r.kworker.usage.cpu_ns(),
-            hardirq_ns: r.hardirq_ns,
-            softirq_ns: r.softirq_ns,
-            ksoftirqd_ns: r.ksoftirqd.busy_ns,
-            irq_thread_ns: r.irq_thread.busy_ns,
-            idle_ns: if pinned {
-                r.idle_ns
-                    .saturating_sub(r.ksoftirqd.busy_ns + r.irq_thread.busy_ns + r.kworker.busy_ns)
-            } else {
-                r.idle_ns
-            },
-            ctx_switches: r.usage.ctx()
-                + kernel_threads_usage(r).iter().map(Usage::ctx).sum::<u64>(),
-            hardirqs: r.hardirqs,
-            pmn: r.pmn,
-            ksoftirqd_wakeups: r.ksoftirqd_wakeups,
-            ..CpuReport::default()
+/// Per CPU thread, its row over the measured window (which ends at `window_end`) and
+/// the time the host stole from it: the CPU's clock time by kind ([`crate::cpu_time`])
+/// settled against the CPU time its threads got ([`settle`]). Row and stolen time add
+/// up to the window exactly.
+fn cpu_reports(cpus: &[CpuResult], window_end: u64) -> (Vec<CpuReport>, Vec<u64>) {
+    let mut stolen = Vec::new();
+    let rows = cpus
+        .iter()
+        .map(|r| {
+            let (kept, lost) = settle(&r.time.over(window_end), r.window_cpu_ns);
+            stolen.push(lost);
+            CpuReport {
+                cpu: r.index,
+                usr_ns: kept.get(SliceKind::Usr),
+                // Polling the CQs, the kworker's work items, the halt's system calls.
+                sys_ns: kept.get(SliceKind::Sys),
+                hardirq_ns: kept.get(SliceKind::HardIrq),
+                softirq_ns: kept.get(SliceKind::SoftIrq),
+                ksoftirqd_ns: kept.get(SliceKind::Ksoftirqd),
+                irq_thread_ns: kept.get(SliceKind::IrqThread),
+                idle_ns: kept.get(SliceKind::Idle),
+                ctx_switches: r.usage.ctx()
+                    + kernel_threads_usage(r).iter().map(Usage::ctx).sum::<u64>(),
+                hardirqs: r.hardirqs,
+                pmn: r.pmn,
+                ksoftirqd_wakeups: r.ksoftirqd_wakeups,
+                ..CpuReport::default()
+            }
         })
-        .collect()
+        .collect();
+    (rows, stolen)
 }
 
 fn vector_reports(
@@ -282,7 +291,15 @@ pub fn build_report(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let job_reports = job_reports(jobs, &clones, end_ns.saturating_sub(m.wall_ns));
-    let duration_ns = job_reports.iter().map(|j| j.runtime_ns).max().unwrap_or(0);
+    // The measured window: from the shortest ramp's end to the last CPU thread's end.
+    let window_end = cpus
+        .iter()
+        .map(|c| c.time.closed_at)
+        .max()
+        .unwrap_or(0)
+        .max(m.window_start);
+    let duration_ns = window_end - m.window_start;
+    let (cpu_rows, cpu_stolen_ns) = cpu_reports(cpus, window_end);
     let media = &m.media;
     let platform = format!(
         "this host ({} CPUs): {} CPU thread(s), {} controller thread(s), {}, media {}",
@@ -392,9 +409,13 @@ pub fn build_report(
         ("stale_raises".into(), dev_sum(|v| v.stale_raises) as f64),
         ("cq_full_stalls".into(), dev_sum(|v| v.cq_full) as f64),
         ("unknown_cqes".into(), sum(|c| c.unknown_cqes) as f64),
+        ("lost_wakeups".into(), m.lost_wakeups as f64),
         ("submit_overflow".into(), sum(|c| c.overflow) as f64),
     ];
     extra.extend(mechanism_counters(policy, cpus));
+    if cpus.iter().any(|c| c.interrupted) {
+        extra.push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+    }
     RunReport {
         engine: Engine::RealThreads,
         platform,
@@ -405,7 +426,7 @@ pub fn build_report(
         global_options: irqlab_fio::global_options(jobs),
         jobs: job_reports,
         disks: Vec::new(),
-        cpus: cpu_reports(cpus, m.pinned),
+        cpus: cpu_rows,
         vectors: vector_reports(policy, topo, cpus, counters),
         measured: Some(HostMeasures {
             wall_ns: m.wall_ns,
@@ -414,6 +435,7 @@ pub fn build_report(
             involuntary_ctx: m.usage.involuntary_ctx,
             usr_ns: m.usage.usr_ns,
             sys_ns: m.usage.sys_ns,
+            cpu_stolen_ns,
         }),
         extra,
     }

@@ -3,7 +3,7 @@
 
 use crate::clock::now_ns;
 use crate::config::{RtConfig, check_policy};
-use crate::cpu::{CpuResult, CpuThread};
+use crate::cpu::{CpuResult, CpuThread, RunClock};
 use crate::ctrl::{Backend, Controller, VectorCounters, run_controllers};
 use crate::file_media::{FileTarget, UringMedia};
 use crate::job::JobRun;
@@ -14,6 +14,7 @@ use crate::shared::{CpuShared, QueueShared};
 use crate::topology::{Placement, Topology};
 use crate::trace::{Recorder, TraceSpec, replay};
 use crate::usage::Usage;
+use crate::wake_audit::WakeAudit;
 use irqlab_core::gsim::{GsimGlobal, GsimParams};
 use irqlab_core::remapped::DeliveryPath;
 use irqlab_core::{Delivery, ModeratorKind, Policy};
@@ -21,7 +22,7 @@ use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
 use irqlab_report::observe::Observer;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier, Mutex};
 
 /// Runs `jobs` under `policy` on real threads and reports what was measured.
@@ -184,24 +185,34 @@ fn run_traced(
     let cpu_pin = |i: usize| cfg.pin.then(|| host[i % host.len()]);
     let ctrl_pin = |t: usize| cfg.pin.then(|| host[(cfg.cpu_threads + t) % host.len()]);
 
+    // The measured window opens after the shortest ramp_time: the CPU rows cover it.
+    let min_ramp = topo
+        .cpus
+        .iter()
+        .flat_map(|c| c.clones.iter())
+        .map(|c| c.plan.ramp_ns)
+        .min()
+        .unwrap_or(0);
     let abort = AtomicBool::new(false);
     let stop = AtomicBool::new(false);
     let running = AtomicUsize::new(cpus.len());
     let barrier = Barrier::new(cpus.len() + ctrl_threads.len() + 1);
+    let start_cell = AtomicU64::new(0);
     let mut pin_errors: Vec<String> = Vec::new();
     let mut media_errors: Vec<String> = Vec::new();
     let mut records: Vec<Recorder> = Vec::new();
     let mut ctrl_off_cpu_ns = 0;
+    let mut audit = WakeAudit::default();
     let u0 = Usage::process();
     let mut t0 = 0;
     let (cpu_results, ctrl_counters, stalled) = std::thread::scope(|s| {
         let mut ctrl_handles = Vec::new();
         for (t, mut ctrls) in ctrl_threads.into_iter().enumerate() {
-            let (barrier, stop) = (&barrier, &stop);
+            let (barrier, stop, start_cell) = (&barrier, &stop, &start_cell);
             let pin = ctrl_pin(t);
             ctrl_handles.push(s.spawn(move || {
                 let pinned = pin.map(pin_current).transpose().err();
-                barrier.wait();
+                release(barrier, start_cell);
                 let off_cpu = run_controllers(&mut ctrls, stop);
                 let counters: Vec<_> = ctrls.iter().flat_map(Controller::counters).collect();
                 let errors: Vec<String> =
@@ -212,16 +223,23 @@ fn run_traced(
         }
         let mut cpu_handles = Vec::new();
         for (i, shared) in cpus.iter().enumerate() {
-            let (barrier, abort, running) = (&barrier, &abort, &running);
+            let (barrier, abort, running, start_cell) = (&barrier, &abort, &running, &start_cell);
             let shared = shared.clone();
             let plans = topo.cpus[i].clones.clone();
             let pin = cpu_pin(i);
             let seed = cfg.seed;
             let policy = *policy;
             let gsim = gsim.clone();
+            let stop = cfg.stop.clone();
             cpu_handles.push(s.spawn(move || {
                 let pinned = pin.map(pin_current).transpose().err();
-                barrier.wait();
+                let run_start = release(barrier, start_cell);
+                let clock = RunClock {
+                    start: run_start,
+                    window_start: run_start + min_ramp,
+                };
+                // As in fio, a job's runtime counts from when its thread starts it: on a
+                // loaded host that can be well after the run's start.
                 let start = now_ns();
                 let jobs = plans
                     .into_iter()
@@ -233,17 +251,17 @@ fn run_traced(
                         JobRun::new(c.plan, slot as u32, s, start)
                     })
                     .collect();
-                let result = CpuThread::new(shared, policy, jobs, gsim, spec).map(|t| t.run(abort));
+                let result = CpuThread::new(shared, policy, jobs, gsim, spec, clock)
+                    .map(|t| t.run(abort, &stop));
                 running.fetch_sub(1, SeqCst);
                 (result, pinned)
             }));
         }
-        barrier.wait();
-        t0 = now_ns();
+        t0 = release(&barrier, &start_cell);
         if let Some(live) = &cfg.live {
             live.mark_start(t0);
         }
-        let stalled = watch(&cpus, &running, &abort, cfg.stall_timeout_ns);
+        let stalled = watch(&cpus, &running, &abort, cfg.stall_timeout_ns, &mut audit);
         let mut cpu_results = Vec::new();
         for h in cpu_handles {
             let (r, pinned) = h
@@ -309,12 +327,29 @@ fn run_traced(
             wakeups,
             usage,
             pinned: cfg.pin && pin_errors.is_empty(),
+            window_start: t0 + min_ramp,
             host_cpus: host.len(),
             controller_off_cpu_ns: ctrl_off_cpu_ns,
+            lost_wakeups: audit.lost(),
             media: file.map_or_else(|| cfg.media.describe(), |f| f.describe()),
         },
     );
     Ok((report, trace))
+}
+
+/// Waits at the start barrier and returns the run's start: the time the last thread
+/// arrived (it reads the clock; the others wait for it), the same for every thread.
+fn release(barrier: &Barrier, start: &AtomicU64) -> u64 {
+    if barrier.wait().is_leader() {
+        start.store(now_ns().max(1), Release);
+    }
+    loop {
+        let t = start.load(Acquire);
+        if t != 0 {
+            return t;
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// I/Os the run completes when every clone is bounded by I/O count alone.
@@ -329,13 +364,14 @@ fn expected_ios(topo: &Topology) -> Option<u64> {
         .sum()
 }
 
-/// Waits for the CPU threads; aborts them when no CQ head doorbell moved for `timeout_ns`.
-/// Returns whether it had to abort.
+/// Waits for the CPU threads, auditing their sleeps for lost wake-ups; aborts them when
+/// no CQ head doorbell moved for `timeout_ns`. Returns whether it had to abort.
 fn watch(
     cpus: &[Arc<CpuShared>],
     running: &AtomicUsize,
     abort: &AtomicBool,
     timeout_ns: u64,
+    audit: &mut WakeAudit,
 ) -> bool {
     let progress = || -> u64 {
         cpus.iter()
@@ -347,6 +383,7 @@ fn watch(
     let mut since = now_ns();
     while running.load(SeqCst) > 0 {
         std::thread::sleep(std::time::Duration::from_millis(20));
+        audit.check(cpus);
         let p = progress();
         if p != last {
             last = p;

@@ -2,12 +2,15 @@
 //! `DeliveryPath`: a remapped IRTE or a posted descriptor) with its local APIC's IRR, and
 //! each queue pair with its MSI-X mask bit and the coalescing a moderator programs.
 
+use crate::cpu_time::TimeLedger;
 use crate::topology::QueuePlan;
+use crate::trace::Role;
 use crate::wake::Notifier;
 use irqlab_core::nvme::{CoalesceParams, QueuePair};
 use irqlab_core::posted::{FIRST_EXTERNAL_VECTOR, NR_PIR_WORDS, vector_bit};
 use irqlab_core::remapped::{Deliver, DeliveryPath};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use irqlab_report::observe::SliceKind;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, PoisonError};
 
 /// The local APIC's IRR for device vectors under remapped delivery: a second message of
@@ -135,6 +138,23 @@ pub struct CpuShared {
     pub live: CpuLive,
     /// Completions its irq thread and ksoftirqd reaped for its jobs.
     pub inbox: Inbox,
+    /// Where the CPU's time goes, when kernel threads share it with the CPU thread (a CPU
+    /// thread alone keeps its ledger to itself).
+    pub(crate) time: Mutex<TimeLedger>,
+    /// Deliveries under way: work being published for this CPU and not yet followed by
+    /// its notification or kick (what the lost-wake-up audit must not mistake for one).
+    delivering: AtomicUsize,
+}
+
+/// A delivery to a CPU under way, from before its work is published until after its
+/// notification or kick ([`CpuShared::begin_delivery`]).
+#[must_use = "the delivery lasts as long as the guard"]
+pub struct Delivering<'a>(&'a AtomicUsize);
+
+impl Drop for Delivering<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, SeqCst);
+    }
 }
 
 impl CpuShared {
@@ -148,7 +168,42 @@ impl CpuShared {
             irr: Irr::default(),
             queues,
             inbox: Inbox::default(),
+            // Replaced by the CPU thread when its jobs start.
+            time: Mutex::new(TimeLedger::new(0, u64::MAX)),
+            delivering: AtomicUsize::new(0),
         }
+    }
+
+    /// Marks a delivery under way: hold the guard from before the work is published
+    /// (a PIR or IRR bit, an inbox batch) until its notification or kick is issued.
+    pub fn begin_delivery(&self) -> Delivering<'_> {
+        self.delivering.fetch_add(1, SeqCst);
+        Delivering(&self.delivering)
+    }
+
+    /// Deliveries under way now.
+    pub fn deliveries_under_way(&self) -> usize {
+        self.delivering.load(SeqCst)
+    }
+
+    /// Work that a notification or kick of this CPU thread stands for: a vector in its
+    /// IRR or PIR, or completions in its inbox. A halted CPU thread with such work and no
+    /// delivery under way missed a wake-up.
+    pub fn has_pending_work(&self) -> bool {
+        let pir = self
+            .path
+            .as_ref()
+            .and_then(DeliveryPath::pi_desc)
+            .is_some_and(|d| d.has_pending());
+        pir || self.irr.any() || self.inbox.has_work()
+    }
+
+    /// One of the CPU's threads starts doing `kind` at `now` (see [`crate::cpu_time`]).
+    pub(crate) fn account(&self, now: u64, role: Role, kind: SliceKind) {
+        self.time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set(now, role, kind);
     }
 
     /// Whether this CPU's deliveries are posted MSI notifications (the PMN row).
@@ -164,6 +219,7 @@ impl CpuShared {
         let Some(path) = &self.path else {
             return false;
         };
+        let _under_way = self.begin_delivery();
         let Some(note) = path.deliver(vector) else {
             return false;
         };

@@ -199,9 +199,10 @@ pub fn replay(
     dropped
 }
 
-/// The threads of one emulated CPU: what each does, and which became busy last.
+/// The threads of one emulated CPU: what each does, and which became busy last. The
+/// trace's lane and the CPU row's time ([`crate::cpu_time`]) both follow it.
 #[derive(Clone, Debug)]
-struct Lane {
+pub(crate) struct Lane {
     kinds: [SliceKind; ROLES],
     /// Busy roles, the most recently busy last.
     busy: Vec<Role>,
@@ -219,8 +220,13 @@ impl Default for Lane {
 }
 
 impl Lane {
+    /// What the CPU runs now: the kind of the last busy role, or idle.
+    pub(crate) fn shown(&self) -> SliceKind {
+        self.shown
+    }
+
     /// `role` now does `kind`; returns what the lane shows when that changed.
-    fn set(&mut self, role: Role, kind: SliceKind) -> Option<SliceKind> {
+    pub(crate) fn set(&mut self, role: Role, kind: SliceKind) -> Option<SliceKind> {
         let was = self.kinds[role as usize];
         self.kinds[role as usize] = kind;
         match (was == SliceKind::Idle, kind == SliceKind::Idle) {

@@ -33,6 +33,8 @@ pub struct Notifier {
     wakeups: AtomicU64,
     /// Times the thread really blocked in futex wait.
     sleeps: AtomicU64,
+    /// Calls to kick (work published for `ready()`).
+    kicks: AtomicU64,
 }
 
 /// Why [`Notifier::wait`] returned.
@@ -80,6 +82,7 @@ impl Notifier {
     /// handed over: the wake-up of the fio task), without raising a notification.
     /// Returns true when the thread was halted and this call woke it.
     pub fn kick(&self) -> bool {
+        self.kicks.fetch_add(1, Relaxed);
         let old = self.word.fetch_or(KICKED, SeqCst);
         if old & SLEEPING == 0 {
             return false;
@@ -174,6 +177,10 @@ impl Notifier {
 
     pub fn sleeps(&self) -> u64 {
         self.sleeps.load(Relaxed)
+    }
+
+    pub fn kicks(&self) -> u64 {
+        self.kicks.load(Relaxed)
     }
 }
 

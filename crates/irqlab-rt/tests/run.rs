@@ -389,3 +389,85 @@ fn live_counters_end_at_the_report_counts() {
     let again = run(&job(""), &policy(Delivery::Remapped), &c).unwrap_err();
     assert!(again.contains("one per run"), "{again}");
 }
+
+#[test]
+fn every_cpu_row_adds_up_to_the_measured_window() {
+    // Two CPU threads, 20 ms of ramp_time then 30 ms measured. Each row (usr, sys,
+    // hardirq, softirq, ksoftirqd, irqthread, idle) plus the time the host stole from it
+    // is the window to the ns, whichever threads the policy adds to the CPU.
+    let jobs = irqlab_fio::parse_str(
+        "[global]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=16\niodepth_batch_submit=4\n\
+         time_based\nruntime=30ms\nramp_time=20ms\n[a]\nfilename=/dev/nvme0n1\n\
+         [b]\nfilename=/dev/nvme1n1\n",
+        Path::new("t.fio"),
+    )
+    .unwrap();
+    let c = RtConfig {
+        cpu_threads: 2,
+        controller_threads: 2,
+        ..cfg()
+    };
+    let irq_poll = HandlerStyle::IrqPoll {
+        budget: 1,
+        weight: 1,
+    };
+    for p in [
+        policy(Delivery::Remapped),
+        policy(Delivery::Posted { max_loop: 3 }),
+        policy(Delivery::Polled),
+        policy(Delivery::Hybrid),
+        Policy {
+            handler: HandlerStyle::Threaded,
+            ..policy(Delivery::Remapped)
+        },
+        Policy {
+            handler: irq_poll,
+            ..policy(Delivery::Remapped)
+        },
+        Policy {
+            moderator: ModeratorKind::NetDim,
+            reap_after_submit: true,
+            ..policy(Delivery::Posted { max_loop: 3 })
+        },
+        Policy {
+            moderator: ModeratorKind::Gsim,
+            ..policy(Delivery::Remapped)
+        },
+    ] {
+        let r = run(&jobs, &p, &c).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        let w = r.duration_ns;
+        assert!(
+            w >= 30_000_000,
+            "{p:?}: the window is the 30 ms runtime: {w}"
+        );
+        for j in &r.jobs {
+            assert!(
+                j.runtime_ns <= w,
+                "{p:?}: job windows lie in the CPU window"
+            );
+        }
+        let stolen = &r.measured.as_ref().unwrap().cpu_stolen_ns;
+        assert_eq!(stolen.len(), 2);
+        for c in &r.cpus {
+            let row = [
+                c.usr_ns,
+                c.sys_ns,
+                c.hardirq_ns,
+                c.softirq_ns,
+                c.ksoftirqd_ns,
+                c.irq_thread_ns,
+                c.idle_ns,
+                stolen[c.cpu],
+            ];
+            assert_eq!(row.iter().sum::<u64>(), w, "{p:?}: CPU {} {row:?}", c.cpu);
+            // Each policy's own column shows, whatever the host took.
+            let own = match (p.delivery, p.handler) {
+                (Delivery::Polled | Delivery::Hybrid, _) => c.sys_ns,
+                (_, HandlerStyle::Threaded) => c.irq_thread_ns,
+                (_, HandlerStyle::IrqPoll { .. }) => c.softirq_ns,
+                _ => c.hardirq_ns,
+            };
+            assert!(own > 0, "{p:?}: CPU {} {row:?}", c.cpu);
+        }
+    }
+}

@@ -3,13 +3,14 @@
 //! progress bar on a terminal for runs longer than a second) and traced by its tracers
 //! (`--trace`, `--timeline`).
 
-use crate::CmdResult;
 use crate::output::{OutputArgs, OutputFormat, emit};
 use clap::Args;
 use irqlab_inputs::PolicyArgs;
 use irqlab_observe::{ObserveError, RtObserveArgs, dropped_events_warning, run_with_observers};
-use irqlab_rt::{Media, MediaModel, RtConfig};
+use irqlab_rt::{Media, MediaModel, RtConfig, StopFlag};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Args)]
 pub struct RtArgs {
@@ -75,13 +76,33 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{s}': expected a size such as 64m, 1g or 1048576"))
 }
 
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    Complete,
+    /// Ctrl-C stopped it; the report so far was printed.
+    Interrupted,
+}
+
+/// SIGINT sets the returned flag, which the CPU threads check between job steps (the
+/// jobs then stop issuing and reap what is in flight); a second SIGINT ends the process
+/// at once (exit 130), as an impatient user expects.
+fn stop_on_ctrl_c() -> Result<StopFlag, String> {
+    use signal_hook::consts::SIGINT;
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, Arc::clone(&flag))
+        .and_then(|_| signal_hook::flag::register(SIGINT, Arc::clone(&flag)))
+        .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
+    Ok(StopFlag::new(flag))
+}
+
 /// `--irqtop` seconds (e.g. 0.5) as ns.
 /// Wall-time intervals shorter than 1 ms would measure the monitor thread, not the run.
 fn parse_interval(s: &str) -> Result<u64, ObserveError> {
     irqlab_observe::parse_seconds(s, 1e-3)
 }
 
-pub fn main(args: RtArgs) -> CmdResult {
+pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
     let jobs = irqlab_inputs::JobSource::Path(args.job.clone()).jobs()?;
     if !(args.media_latency_us.is_finite() && args.media_latency_us >= 0.0) {
         return Err(format!(
@@ -102,6 +123,7 @@ pub fn main(args: RtArgs) -> CmdResult {
         seed: args.seed,
         lazy_wake: args.lazy_wake,
         media_size: args.media_size,
+        stop: stop_on_ctrl_c()?,
         ..RtConfig::default()
     };
     let policy = args.policy.policy();
@@ -116,7 +138,15 @@ pub fn main(args: RtArgs) -> CmdResult {
     if let Some(warning) = dropped_events_warning(&report) {
         eprintln!("irqlab: {warning}");
     }
-    emit(&report, &args.output)
+    emit(&report, &args.output)?;
+    if report.flag(irqlab_report::EXTRA_INTERRUPTED) {
+        let wall_ms = report.measured.as_ref().map_or(0, |m| m.wall_ns) as f64 / 1e6;
+        eprintln!(
+            "irqlab: interrupted (Ctrl-C) at {wall_ms:.3} ms of wall time: the report covers the run up to then"
+        );
+        return Ok(RunEnd::Interrupted);
+    }
+    Ok(RunEnd::Complete)
 }
 
 #[cfg(test)]

@@ -47,7 +47,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => cmd_run::main(args),
-        Command::Rt(args) => cmd_rt::main(args),
+        Command::Rt(args) => match cmd_rt::main(args) {
+            // After a Ctrl-C the report so far was printed: exit as a shell does on SIGINT.
+            Ok(cmd_rt::RunEnd::Interrupted) => return ExitCode::from(130),
+            Ok(cmd_rt::RunEnd::Complete) => Ok(()),
+            Err(e) => Err(e),
+        },
         Command::Sweep(args) => cmd_sweep::main(args),
         Command::Demo(args) => cmd_demo::main(args),
         Command::Reproduce(args) => cmd_reproduce::main(args),
