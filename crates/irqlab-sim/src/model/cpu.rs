@@ -3,7 +3,7 @@
 //! tick, softirq at irq_exit and in ksoftirqd, and a per-CPU scheduler.
 
 use super::state::*;
-use crate::engine::Event;
+use crate::engine::{CpuId, Event, QueueId};
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
@@ -81,7 +81,7 @@ impl<O: Observer> Sim<'_, O> {
         self.q.push(
             self.now + ns,
             Event::CpuStep {
-                cpu: c as u32,
+                cpu: CpuId::new(c),
                 epoch,
             },
         );
@@ -773,7 +773,12 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         let at = self.now + cpu_ns + self.costs.mmio_flight;
-        self.q.push(at, Event::CqDoorbell { queue: q as u32 });
+        self.q.push(
+            at,
+            Event::CqDoorbell {
+                queue: QueueId::new(q),
+            },
+        );
     }
 
     // ---------------------------------------------------------------- tick
@@ -781,7 +786,7 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn tick(&mut self, c: usize) {
         if !self.draining {
             let next = self.now + self.costs.tick_period;
-            self.q.push(next, Event::Tick { cpu: c as u32 });
+            self.q.push(next, Event::Tick { cpu: CpuId::new(c) });
         }
         // NOHZ idle: an idle CPU's tick is stopped.
         if self.cpus[c].mode == Mode::Idle {
@@ -837,7 +842,7 @@ impl<O: Observer> Sim<'_, O> {
         self.q.push(
             at.max(self.now),
             Event::GsimTimer {
-                cpu: c as u32,
+                cpu: CpuId::new(c),
                 epoch,
             },
         );

@@ -23,7 +23,7 @@
 //! IOMMU's later posts to that CPU only set PIR bits: a busy path coalesces.
 
 use super::state::*;
-use crate::engine::Event;
+use crate::engine::{Event, PortId};
 use crate::observer::Observer;
 use irqlab_core::posted::vector_bit;
 
@@ -49,8 +49,12 @@ impl<O: Observer> Sim<'_, O> {
         port.engine_busy = true;
         port.engine_msi = (v as u32, notify);
         let at = self.now + port.msi_ns + work;
-        self.q
-            .push(at.max(self.now + 1), Event::EngineDone { port: p as u32 });
+        self.q.push(
+            at.max(self.now + 1),
+            Event::EngineDone {
+                port: PortId::new(p),
+            },
+        );
         true
     }
 

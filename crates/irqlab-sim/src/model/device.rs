@@ -4,7 +4,7 @@
 //! posted writes, and the IOMMU's remapped or posted handling of each MSI.
 
 use super::state::*;
-use crate::engine::Event;
+use crate::engine::{CpuId, Event, IoId, PortId, VectorId};
 use crate::observer::Observer;
 use irqlab_core::nvme::{CoalesceParams, Hint, MsixAction, Quiet};
 
@@ -60,7 +60,12 @@ impl<O: Observer> Sim<'_, O> {
         } else {
             dev.write_time.draw(&mut dev.rng)
         };
-        self.q.push(self.now + t, Event::ServiceDone { io });
+        self.q.push(
+            self.now + t,
+            Event::ServiceDone {
+                io: IoId::new(io as usize),
+            },
+        );
     }
 
     /// Media service of `io` ended: the unit takes its next command, and the completion
@@ -144,7 +149,7 @@ impl<O: Observer> Sim<'_, O> {
             MsixAction::ArmTimer { deadline_ns, epoch } => self.q.push(
                 deadline_ns,
                 Event::CoalesceTimer {
-                    vector: v as u32,
+                    vector: VectorId::new(v),
                     epoch,
                 },
             ),
@@ -181,7 +186,10 @@ impl<O: Observer> Sim<'_, O> {
             // A CQ on the target machine: its NIC's MSI-X reaches the target CPU directly.
             self.vectors[v].messages += 1;
             self.obs.message(self.now, v);
-            let (cpu, vec) = (self.vectors[v].cpu, self.vectors[v].idt);
+            let (cpu, vec) = (
+                CpuId::new(self.vectors[v].cpu as usize),
+                self.vectors[v].idt,
+            );
             self.q
                 .push(self.now + lat.max(1), Event::Notify { cpu, vec });
             return;
@@ -257,8 +265,12 @@ impl<O: Observer> Sim<'_, O> {
         if m.on_event(now, n, bytes).is_some() {
             // schedule_work(&dim->work): the level reaches the device later.
             let at = now + self.costs.moderation_program;
-            self.q
-                .push(at, Event::ModeratorProgram { vector: v as u32 });
+            self.q.push(
+                at,
+                Event::ModeratorProgram {
+                    vector: VectorId::new(v),
+                },
+            );
         }
     }
 
@@ -397,8 +409,12 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         port.busy = true;
-        self.q
-            .push(self.now + dur.max(1), Event::PortDone { port: p as u32 });
+        self.q.push(
+            self.now + dur.max(1),
+            Event::PortDone {
+                port: PortId::new(p),
+            },
+        );
     }
 
     /// Port time of one completion: its data (reads, or DSA fills) and its CQE.

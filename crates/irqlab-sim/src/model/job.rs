@@ -9,7 +9,7 @@
 
 use super::fio_job::{calls_bucket, depth_bucket};
 use super::state::*;
-use crate::engine::Event;
+use crate::engine::{Event, JobId, QueueId};
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::nvme::{NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, Sqe};
 use irqlab_fio::IoEngine;
@@ -322,7 +322,12 @@ impl<O: Observer> Sim<'_, O> {
             if let Some(next) = self.fio.waves.get(self.fio.current_wave) {
                 for &jj in next {
                     let at = now.max(self.jobs[jj as usize].fio.startdelay_ns);
-                    self.q.push(at, Event::JobStart { job: jj });
+                    self.q.push(
+                        at,
+                        Event::JobStart {
+                            job: JobId::new(jj as usize),
+                        },
+                    );
                 }
             }
         }
@@ -339,7 +344,7 @@ impl<O: Observer> Sim<'_, O> {
         job.end = job.fio.total_ns.map(|t| now + t);
         if job.ramp_end > now {
             self.q
-                .push(job.ramp_end, Event::JobRampEnd { job: j as u32 });
+                .push(job.ramp_end, Event::JobRampEnd { job: JobId::new(j) });
         }
         let t = job.thread as usize;
         self.wake_thread(t, None);
@@ -450,8 +455,13 @@ impl<O: Observer> Sim<'_, O> {
         } else {
             arrival
         };
-        self.q
-            .push(start + dev.fetch_ns, Event::SqFetched { queue: q, count });
+        self.q.push(
+            start + dev.fetch_ns,
+            Event::SqFetched {
+                queue: QueueId::new(q as usize),
+                count,
+            },
+        );
     }
 
     /// Ming Lei's 2019 patch: after bd->last on a queue shared by several CPUs,

@@ -8,6 +8,7 @@ mod cpu;
 mod delivery;
 mod device;
 mod fio_job;
+pub(crate) mod ids;
 mod job;
 mod parts;
 mod report;
@@ -19,7 +20,7 @@ pub(crate) use build::build;
 pub(crate) use parts::{Partition, run_parts};
 pub(crate) use state::Sim;
 
-use crate::engine::Event;
+use crate::engine::{CpuId, Event, JobId};
 use crate::observer::Observer;
 
 impl<O: Observer> Sim<'_, O> {
@@ -49,7 +50,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             self.jobs_live += 1;
             let f = &self.jobs[j].fio;
-            let job = j as u32;
+            let job = JobId::new(j);
             if self.threads[self.jobs[j].thread as usize].start_runnable {
                 if f.measure_from > 0 {
                     self.q.push(f.measure_from, Event::JobRampEnd { job });
@@ -61,7 +62,7 @@ impl<O: Observer> Sim<'_, O> {
         for c in 0..self.cpus.len() {
             if mine(&|p| p.cpu(c)) {
                 let first = self.costs.tick_period;
-                self.q.push(first, Event::Tick { cpu: c as u32 });
+                self.q.push(first, Event::Tick { cpu: CpuId::new(c) });
             }
         }
         for t in 0..self.threads.len() {
@@ -126,28 +127,28 @@ impl<O: Observer> Sim<'_, O> {
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::CpuStep { cpu, epoch } => {
-                let c = cpu as usize;
+                let c = cpu.ix();
                 if self.cpus[c].epoch == epoch && self.cpus[c].stepping {
                     self.cpus[c].stepping = false;
                     self.step_done(c);
                 }
             }
-            Event::SqFetched { queue, count } => self.sq_fetched(queue as usize, count),
-            Event::ServiceDone { io } => self.service_done(io),
-            Event::TargetResponse { io } => self.deliver_completion(io),
-            Event::PortDone { port } => self.port_done(port as usize),
-            Event::Notify { cpu, vec } => self.notify(cpu as usize, vec),
-            Event::Tick { cpu } => self.tick(cpu as usize),
-            Event::CqDoorbell { queue } => self.cq_doorbell_arrives(queue as usize),
-            Event::CoalesceTimer { vector, epoch } => self.coalesce_timer(vector as usize, epoch),
-            Event::ThreadTimer { thread, epoch } => self.thread_timer(thread as usize, epoch),
-            Event::GsimTimer { cpu, epoch } => self.gsim_timer(cpu as usize, epoch),
-            Event::ModeratorProgram { vector } => self.moderator_program(vector as usize),
-            Event::EngineDone { port } => self.engine_done(port as usize),
+            Event::SqFetched { queue, count } => self.sq_fetched(queue.ix(), count),
+            Event::ServiceDone { io } => self.service_done(io.ix() as u32),
+            Event::TargetResponse { io } => self.deliver_completion(io.ix() as u32),
+            Event::PortDone { port } => self.port_done(port.ix()),
+            Event::Notify { cpu, vec } => self.notify(cpu.ix(), vec),
+            Event::Tick { cpu } => self.tick(cpu.ix()),
+            Event::CqDoorbell { queue } => self.cq_doorbell_arrives(queue.ix()),
+            Event::CoalesceTimer { vector, epoch } => self.coalesce_timer(vector.ix(), epoch),
+            Event::ThreadTimer { thread, epoch } => self.thread_timer(thread.ix(), epoch),
+            Event::GsimTimer { cpu, epoch } => self.gsim_timer(cpu.ix(), epoch),
+            Event::ModeratorProgram { vector } => self.moderator_program(vector.ix()),
+            Event::EngineDone { port } => self.engine_done(port.ix()),
             Event::Delivered => self.delivered(),
             Event::RampEnd => self.open_window(),
-            Event::JobStart { job } => self.start_job(job as usize),
-            Event::JobRampEnd { job } => self.job_ramp_end(job as usize),
+            Event::JobStart { job } => self.start_job(job.ix()),
+            Event::JobRampEnd { job } => self.job_ramp_end(job.ix()),
         }
     }
 }

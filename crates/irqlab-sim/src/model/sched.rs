@@ -18,7 +18,7 @@
 //! interrupt to user mode or to a spinning poll loop, otherwise when the kernel step ends.
 
 use super::state::*;
-use crate::engine::Event;
+use crate::engine::{CpuId, Event, ThreadId};
 use crate::observer::{Observer, SliceKind};
 use crate::platform::Scheduler;
 
@@ -124,7 +124,7 @@ impl<O: Observer> Sim<'_, O> {
         self.q.push(
             at,
             Event::Notify {
-                cpu: c as u32,
+                cpu: CpuId::new(c),
                 vec: RESCHEDULE_VECTOR,
             },
         );
@@ -320,7 +320,7 @@ impl<O: Observer> Sim<'_, O> {
                     self.q.push(
                         self.now + ns,
                         Event::ThreadTimer {
-                            thread: t as u32,
+                            thread: ThreadId::new(t),
                             epoch,
                         },
                     );

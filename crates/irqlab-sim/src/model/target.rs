@@ -13,7 +13,7 @@
 use super::build::{VectorSpec, add_vector, new_cpu};
 use super::state::*;
 use crate::SimError;
-use crate::engine::Event;
+use crate::engine::{Event, IoId};
 use crate::observer::Observer;
 use crate::platform::{Platform, RdmaTarget};
 use crate::rng::ServiceTime;
@@ -76,7 +76,12 @@ impl<O: Observer> Sim<'_, O> {
         let q = self.ios[io as usize].queue as usize;
         let d = self.queues[q].device as usize;
         let at = self.now + self.devices[d].response_ns.max(1);
-        self.q.push(at, Event::TargetResponse { io });
+        self.q.push(
+            at,
+            Event::TargetResponse {
+                io: IoId::new(io as usize),
+            },
+        );
     }
 }
 

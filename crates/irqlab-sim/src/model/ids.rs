@@ -1,0 +1,82 @@
+//! Typed ids of the model's components. Each is an index into its arena in `Sim`
+//! (`cpus`, `threads`, `jobs`, `devices`, `queues`, `vectors`, `ports`, `ios`), so a
+//! stored reference or an event payload cannot mix up a queue and a vector.
+//!
+//! An id is stored as its index + 1 in a `NonZeroU32`: `Option<Id>` is then 4 bytes, as
+//! the `u32::MAX` sentinels it replaces were, and events stay small.
+
+use std::fmt;
+use std::num::NonZeroU32;
+
+macro_rules! id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(NonZeroU32);
+
+        impl $name {
+            /// The id of arena entry `ix`.
+            #[inline(always)]
+            pub fn new(ix: usize) -> Self {
+                debug_assert!(ix < u32::MAX as usize, "{} index out of range", stringify!($name));
+                $name(NonZeroU32::MIN.saturating_add(ix as u32))
+            }
+
+            /// The arena index.
+            #[inline(always)]
+            pub fn ix(self) -> usize {
+                (self.0.get() - 1) as usize
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.ix())
+            }
+        }
+    };
+}
+
+id!(
+    /// A CPU (`Sim::cpus`): the host's, then the NVMe over RDMA targets' cores.
+    CpuId
+);
+id!(
+    /// A thread (`Sim::threads`): job threads, irq threads and ksoftirqd.
+    ThreadId
+);
+id!(
+    /// A fio job clone (`Sim::jobs`).
+    JobId
+);
+id!(
+    /// A queue pair (`Sim::queues`).
+    QueueId
+);
+id!(
+    /// A device's MSI-X vector (`Sim::vectors`); not an IDT vector number.
+    VectorId
+);
+id!(
+    /// A root port (`Sim::ports`).
+    PortId
+);
+id!(
+    /// An I/O in flight (`Sim::ios`).
+    IoId
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_keep_options_small() {
+        for ix in [0, 1, 41, 1 << 20, u32::MAX as usize - 1] {
+            assert_eq!(VectorId::new(ix).ix(), ix);
+        }
+        assert!(QueueId::new(3) < QueueId::new(4));
+        assert_eq!(format!("{:?}", CpuId::new(7)), "CpuId(7)");
+        assert_eq!(std::mem::size_of::<Option<IoId>>(), 4);
+    }
+}
