@@ -4,6 +4,7 @@
 //! job threads, ksoftirqd and irq threads, and checks every request against the machine.
 
 use super::fio_job::{DiskAcct, FioJob, FioRun};
+use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, ThreadId, VectorId};
 use super::state::*;
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
@@ -141,7 +142,7 @@ pub(crate) fn new_cpu(
         soft_active: false,
         soft_phase: SoftPhase::Begin,
         reaping: Vec::with_capacity(256),
-        vec_of_idt: vec![u32::MAX; 256],
+        vec_of_idt: vec![None; 256],
         next_idt: FIRST_DEVICE_VECTOR,
         // A polled run's interrupt-driven queues (jobs without hipri) take remapped MSIs.
         path: DeliveryPath::for_delivery(delivery, c as u32)
@@ -154,7 +155,7 @@ pub(crate) fn new_cpu(
         }),
         irq_poll: IrqPollCpu::default(),
         iop_vector: Vec::new(),
-        ksoftirqd: 0,
+        ksoftirqd: None,
         flood: irqlab_core::flood::FloodDetector::default(),
         gsim: gsim_global.map(|g| GsimCpu::new(g, 0)),
         gsim_epoch: 0,
@@ -171,7 +172,7 @@ pub(crate) fn new_cpu(
 /// What [`add_vector`] needs to know about one MSI-X vector.
 pub(crate) struct VectorSpec<'g> {
     pub name: String,
-    pub queue: u32,
+    pub queue: QueueId,
     pub cpu: usize,
     pub rule: MsiRule,
     pub group: &'g crate::platform::DeviceGroup,
@@ -189,7 +190,7 @@ pub(crate) fn add_vector(
     threads: &mut Vec<Thread>,
     policy: &Policy,
     p: &Platform,
-) -> Result<u32, SimError> {
+) -> Result<VectorId, SimError> {
     let cpu = spec.cpu;
     let cpu_s = &mut cpus[cpu];
     let idt = cpu_s.next_idt;
@@ -200,8 +201,8 @@ pub(crate) fn add_vector(
         )));
     }
     cpu_s.next_idt += 1;
-    let v = vectors.len() as u32;
-    cpu_s.vec_of_idt[idt as usize] = v;
+    let v = VectorId::new(vectors.len());
+    cpu_s.vec_of_idt[idt as usize] = Some(v);
     let iop = match policy.handler {
         HandlerStyle::IrqPoll { weight, .. } => {
             let id = cpu_s
@@ -219,7 +220,7 @@ pub(crate) fn add_vector(
         threads.push(Thread {
             vruntime: 0,
             kind: ThreadKind::IrqThread(v),
-            cpu: cpu as u32,
+            cpu: CpuId::new(cpu),
             state: TState::Blocked,
             left: 0,
             step_kind: SliceKind::IrqThread,
@@ -231,7 +232,7 @@ pub(crate) fn add_vector(
             wakeups: 0,
             completing: false,
         });
-        Some(threads.len() as u32 - 1)
+        Some(ThreadId::new(threads.len() - 1))
     } else {
         None
     };
@@ -253,7 +254,7 @@ pub(crate) fn add_vector(
     vectors.push(Vector {
         name: spec.name,
         queue: spec.queue,
-        cpu: cpu as u32,
+        cpu: CpuId::new(cpu),
         idt,
         msix: MsixVector::new(irq, spec.rule),
         moderator,
@@ -453,8 +454,7 @@ pub(crate) fn build<'a, O: Observer>(
             notify_slots: rp.notify_slots,
             notify_inflight: 0,
             notify_stalled: false,
-            engine_busy: false,
-            engine_msi: (0, false),
+            engine_msi: None,
             engine_stalled: false,
             busy_ns: 0,
             stalled_ns: 0,
@@ -466,7 +466,7 @@ pub(crate) fn build<'a, O: Observer>(
     let mut queues: Vec<Queue> = Vec::new();
     let mut vectors: Vec<Vector> = Vec::new();
     // queue_of[device][0 = irq set, 1 = poll set][cpu]
-    let mut queue_of: Vec<[Vec<u32>; 2]> = Vec::new();
+    let mut queue_of: Vec<[Vec<QueueId>; 2]> = Vec::new();
     let mut dev_ix = 0usize;
     // The group of each device, for its submitter costs.
     let mut group_of: Vec<&crate::platform::DeviceGroup> = Vec::new();
@@ -477,11 +477,12 @@ pub(crate) fn build<'a, O: Observer>(
         // nvme_irq: nvme_poll_cq rings the doorbell, then nvme_pci_complete_batch runs.
         let complete_ns =
             (g.kind == crate::platform::DeviceKind::Nvme).then_some(p.kernel.complete_io_ns);
-        let port = p
-            .root_ports
-            .iter()
-            .position(|rp| rp.name == g.port)
-            .expect("validated port") as u32;
+        let port = PortId::new(
+            p.root_ports
+                .iter()
+                .position(|rp| rp.name == g.port)
+                .expect("validated port"),
+        );
         for _ in 0..g.count {
             let name = &names[dev_ix];
             let nq = if g.queues == 0 {
@@ -528,12 +529,12 @@ pub(crate) fn build<'a, O: Observer>(
             let wants_irq = clones
                 .iter()
                 .any(|c| !c.polled && c.devices.contains(&dev_ix));
-            let mut sets: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
+            let mut sets: [Vec<QueueId>; 2] = [Vec::new(), Vec::new()];
             for (set, wanted) in [(0usize, wants_irq), (1, wants_poll)] {
                 if !wanted {
                     continue;
                 }
-                let first_q = queues.len() as u32;
+                let first_q = queues.len();
                 for q in 0..nq {
                     let qid = (set * nq + q + 1) as u16;
                     let qp = QueuePair::new(qid, qid, g.queue_depth)
@@ -552,7 +553,7 @@ pub(crate) fn build<'a, O: Observer>(
                         let v = add_vector(
                             VectorSpec {
                                 name: format!("{name}q{}", q + 1),
-                                queue: first_q + q as u32,
+                                queue: QueueId::new(first_q + q),
                                 cpu,
                                 rule: msi_rule,
                                 group: g,
@@ -569,13 +570,13 @@ pub(crate) fn build<'a, O: Observer>(
                         None
                     };
                     queues.push(Queue {
-                        device: dev_ix as u32,
+                        device: DeviceId::new(dev_ix),
                         vector,
                         doorbell,
                         cqe_ns,
                         complete_ns,
                         qp,
-                        tags: vec![u32::MAX; g.queue_depth as usize],
+                        tags: vec![None; g.queue_depth as usize],
                         // Command ids 0..queue_depth (65536 entries use every u16).
                         free_tags: (0..g.queue_depth).rev().map(|t| t as u16).collect(),
                         cqes_in_flight: 0,
@@ -588,7 +589,7 @@ pub(crate) fn build<'a, O: Observer>(
                     });
                 }
                 sets[set] = (0..ncpu)
-                    .map(|c| first_q + (c * nq / ncpu) as u32)
+                    .map(|c| QueueId::new(first_q + c * nq / ncpu))
                     .collect();
             }
             queue_of.push(sets);
@@ -614,18 +615,18 @@ pub(crate) fn build<'a, O: Observer>(
     // ---- threads: jobs, ksoftirqd ----
     let mut jobs = Vec::new();
     let mut depth_per_queue = vec![0u64; queues.len()];
-    let mut waves: Vec<Vec<u32>> = vec![Vec::new(); nwaves];
+    let mut waves: Vec<Vec<JobId>> = vec![Vec::new(); nwaves];
     for (ji, c) in clones.iter().enumerate() {
         let s = &specs[c.spec];
         let set = if c.polled { 1 } else { 0 };
-        let jq: Vec<u32> = c.devices.iter().map(|&d| queue_of[d][set][c.cpu]).collect();
+        let jq: Vec<QueueId> = c.devices.iter().map(|&d| queue_of[d][set][c.cpu]).collect();
         let depth = u64::from(s.effective_iodepth());
         for &q in &jq {
-            depth_per_queue[q as usize] += depth;
+            depth_per_queue[q.ix()] += depth;
         }
         let seed_override = override_randseed.then_some(seed);
         let mut fio = FioJob::new(s, ji as u32 + 1, c.wave, seed_override, seed);
-        waves[c.wave as usize].push(ji as u32);
+        waves[c.wave as usize].push(JobId::new(ji));
         // Jobs of the first wave start at their startdelay; later waves when the one
         // before is over (job.rs job_exit).
         // (Their first events are scheduled by Sim::start.)
@@ -635,8 +636,8 @@ pub(crate) fn build<'a, O: Observer>(
         }
         threads.push(Thread {
             vruntime: 0,
-            kind: ThreadKind::Job(ji as u32),
-            cpu: c.cpu as u32,
+            kind: ThreadKind::Job(JobId::new(ji)),
+            cpu: CpuId::new(c.cpu),
             state: TState::Blocked,
             left: 0,
             step_kind: SliceKind::Usr,
@@ -649,9 +650,9 @@ pub(crate) fn build<'a, O: Observer>(
             completing: false,
         });
         if c.polled {
-            let tid = threads.len() as u32 - 1;
+            let tid = ThreadId::new(threads.len() - 1);
             for &q in &jq {
-                queues[q as usize].spinners.push(tid);
+                queues[q.ix()].spinners.push(tid);
             }
         }
         let iodepth = s.effective_iodepth();
@@ -671,7 +672,7 @@ pub(crate) fn build<'a, O: Observer>(
             name,
             groupid: c.groupid,
             options: s.job_options(),
-            thread: threads.len() as u32 - 1,
+            thread: ThreadId::new(threads.len() - 1),
             engine: s.ioengine,
             submitter,
             usr_io,
@@ -714,15 +715,16 @@ pub(crate) fn build<'a, O: Observer>(
         if d > cap {
             return Err(SimError::Config(format!(
                 "{} I/Os may be in flight on a queue of {} with room for {cap}: lower iodepth or numjobs, or raise devices.N.queue_depth",
-                d, names[queues[q].device as usize]
+                d,
+                names[queues[q].device.ix()]
             )));
         }
     }
     for (c, cpu) in cpus.iter_mut().enumerate() {
         threads.push(Thread {
             vruntime: 0,
-            kind: ThreadKind::Ksoftirqd(c as u32),
-            cpu: c as u32,
+            kind: ThreadKind::Ksoftirqd(CpuId::new(c)),
+            cpu: CpuId::new(c),
             state: TState::Blocked,
             left: 0,
             step_kind: SliceKind::Ksoftirqd,
@@ -734,14 +736,14 @@ pub(crate) fn build<'a, O: Observer>(
             wakeups: 0,
             completing: false,
         });
-        cpu.ksoftirqd = threads.len() as u32 - 1;
+        cpu.ksoftirqd = Some(ThreadId::new(threads.len() - 1));
     }
     let njobs = jobs.len();
     // Every job ends by its runtime, so each wave does soon after and the run after the
     // last; size-limited jobs have no such bound.
     let wave_span = |w: usize| -> Option<u64> {
         waves[w].iter().try_fold(0u64, |m, &ji| {
-            let f = &jobs[ji as usize].fio;
+            let f = &jobs[ji.ix()].fio;
             f.total_ns.map(|t| m.max(f.startdelay_ns.saturating_add(t)))
         })
     };
@@ -813,10 +815,10 @@ pub(crate) fn queue_names<O: Observer>(sim: &Sim<'_, O>) -> Vec<String> {
     sim.queues
         .iter()
         .map(|q| {
-            let d = q.device as usize;
+            let d = q.device.ix();
             per_dev[d] += 1;
             match q.vector {
-                Some(v) => sim.vectors[v as usize].name.clone(),
+                Some(v) => sim.vectors[v.ix()].name.clone(),
                 None => format!("{}q{}", sim.devices[d].name, per_dev[d]),
             }
         })

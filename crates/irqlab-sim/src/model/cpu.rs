@@ -2,8 +2,9 @@
 //! the posted MSI demux, the threaded primary handler, the budgeted irq_poll variant), the
 //! tick, softirq at irq_exit and in ksoftirqd, and a per-CPU scheduler.
 
+use super::ids::{CpuId, IoId, QueueId, ThreadId, VectorId};
 use super::state::*;
-use crate::engine::{CpuId, Event, QueueId};
+use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
@@ -45,13 +46,13 @@ impl<O: Observer> Sim<'_, O> {
             SliceKind::Usr | SliceKind::Sys | SliceKind::Ksoftirqd | SliceKind::IrqThread
         ) && let Some(t) = cpu.current
         {
-            self.threads[t as usize].vruntime += dt;
+            self.threads[t.ix()].vruntime += dt;
         }
         if matches!(cpu.kind, SliceKind::Usr | SliceKind::Sys)
             && let Some(t) = cpu.current
-            && let ThreadKind::Job(j) = self.threads[t as usize].kind
+            && let ThreadKind::Job(j) = self.threads[t.ix()].kind
         {
-            let job = &mut self.jobs[j as usize];
+            let job = &mut self.jobs[j.ix()];
             if cpu.kind == SliceKind::Usr {
                 job.usr += dt;
             } else {
@@ -112,17 +113,17 @@ impl<O: Observer> Sim<'_, O> {
                 if self.irr_pending(c) {
                     self.take_interrupt(c);
                 } else if let Some(t) = self.cpus[c].current {
-                    self.run_thread(c, t as usize);
+                    self.run_thread(c, t.ix());
                 }
             }
             Mode::Thread => {
                 let Some(t) = self.cpus[c].current else {
                     return;
                 };
-                let th = &mut self.threads[t as usize];
+                let th = &mut self.threads[t.ix()];
                 th.left = 0;
                 th.spinning = false;
-                self.advance_thread(c, t as usize);
+                self.advance_thread(c, t.ix());
             }
             Mode::Idle => {}
         }
@@ -144,9 +145,8 @@ impl<O: Observer> Sim<'_, O> {
         let cpu = &mut self.cpus[c];
         if cpu.irr[w] & b != 0 {
             // Already pending in the IRR: the two messages become one interrupt.
-            let v = cpu.vec_of_idt[vec as usize];
-            if v != u32::MAX {
-                self.vectors[v as usize].merged += 1;
+            if let Some(v) = cpu.vec_of_idt[vec as usize] {
+                self.vectors[v.ix()].merged += 1;
             }
             return;
         }
@@ -162,7 +162,7 @@ impl<O: Observer> Sim<'_, O> {
                 // The interrupted thread keeps what its step had left.
                 let left = self.cancel_step(c);
                 if let Some(t) = self.cpus[c].current {
-                    let th = &mut self.threads[t as usize];
+                    let th = &mut self.threads[t.ix()];
                     if !th.spinning {
                         th.left = left;
                     }
@@ -248,14 +248,10 @@ impl<O: Observer> Sim<'_, O> {
                         self.eoi_and_exit(c);
                     }
                     POSTED_MSI_NOTIFICATION_VECTOR => self.pir_round(c),
-                    _ => {
-                        let v = self.cpus[c].vec_of_idt[idt as usize];
-                        if v == u32::MAX {
-                            self.eoi_and_exit(c);
-                        } else {
-                            self.start_vector(c, v as usize);
-                        }
-                    }
+                    _ => match self.cpus[c].vec_of_idt[idt as usize] {
+                        Some(v) => self.start_vector(c, v.ix()),
+                        None => self.eoi_and_exit(c),
+                    },
                 }
             }
             IrqPhase::Tick => {
@@ -265,15 +261,15 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::Hrtimer => {
                 let woken = std::mem::take(&mut self.cpus[c].hrtimer_wake);
                 for &t in &woken {
-                    self.wake_thread(t as usize, Some(c));
+                    self.wake_thread(t.ix(), Some(c));
                 }
                 self.cpus[c].hrtimer_wake = woken;
                 self.cpus[c].hrtimer_wake.clear();
                 self.eoi_and_exit(c);
             }
             IrqPhase::Reap => {
-                let v = self.cpus[c].irq.vector as usize;
-                let q = self.vectors[v].queue as usize;
+                let v = self.cpus[c].irq.running_vector();
+                let q = self.vectors[v].queue.ix();
                 // NVMe: nvme_poll_cq keeps polling; the batch completes after the doorbell.
                 let batched = self.queues[q].complete_ns.is_some();
                 if batched || !self.complete_reaped(c, IrqPhase::Reap) {
@@ -291,23 +287,23 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             IrqPhase::Doorbell => {
-                let v = self.cpus[c].irq.vector as usize;
-                let q = self.vectors[v].queue as usize;
+                let v = self.cpus[c].irq.running_vector();
+                let q = self.vectors[v].queue.ix();
                 self.queues[q].cq_locked = false;
                 self.ring_cq_doorbell(q);
                 self.vector_done(c);
             }
             IrqPhase::Primary => {
-                let v = self.cpus[c].irq.vector as usize;
-                let q = self.vectors[v].queue as usize;
+                let v = self.cpus[c].irq.running_vector();
+                let q = self.vectors[v].queue.ix();
                 let mut woke = 0;
                 if self.queues[q].qp.cqe_pending() {
                     // IRQ_WAKE_THREAD: __irq_wake_thread sets RUNTHREAD and wakes it.
                     self.vectors[v].thread_pending = true;
                     if let Some(t) = self.vectors[v].thread
-                        && self.threads[t as usize].state == TState::Blocked
+                        && self.threads[t.ix()].state == TState::Blocked
                     {
-                        self.wake_thread(t as usize, Some(c));
+                        self.wake_thread(t.ix(), Some(c));
                         woke = 1;
                     }
                 }
@@ -342,7 +338,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.obs.irq_counted(self.now, c, Some(v));
         let frame = &mut self.cpus[c].irq;
-        frame.vector = v as u32;
+        frame.vector = Some(VectorId::new(v));
         frame.reaped = 0;
         // --flood-detection: a flooded CPU sends a rescue-thread vector's work to its thread.
         let rescue = self.policy.flood_detection
@@ -360,7 +356,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.hard(c, IrqPhase::Primary, self.costs.poll_check);
             }
             _ => {
-                let q = self.vectors[v].queue as usize;
+                let q = self.vectors[v].queue.ix();
                 self.queues[q].cq_locked = true;
                 self.reap_more(c);
             }
@@ -370,8 +366,8 @@ impl<O: Observer> Sim<'_, O> {
     /// nvme_poll_cq in the hardirq handler: reap what is visible, in steps, until the
     /// phase tag says nothing is pending (or the irq_poll budget is spent).
     fn reap_more(&mut self, c: usize) {
-        let v = self.cpus[c].irq.vector as usize;
-        let q = self.vectors[v].queue as usize;
+        let v = self.cpus[c].irq.running_vector();
+        let q = self.vectors[v].queue.ix();
         let reaped = self.cpus[c].irq.reaped;
         let budget_left = match self.policy.handler {
             HandlerStyle::IrqPoll { budget, .. } => budget.saturating_sub(reaped),
@@ -422,7 +418,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Completes the requests the running handler reaped. If that woke threads, starts
     /// the waker's Wakeups step, which continues at `then`, and returns true.
     fn complete_reaped(&mut self, c: usize, then: IrqPhase) -> bool {
-        let v = self.cpus[c].irq.vector as usize;
+        let v = self.cpus[c].irq.running_vector();
         let mut list = std::mem::take(&mut self.cpus[c].reaping);
         let woke = self.complete_list(c, v, &mut list);
         self.cpus[c].reaping = list;
@@ -444,7 +440,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// nvme_pci_complete_batch is over: nvme_irq returns.
     fn batch_done(&mut self, c: usize) {
-        let v = self.cpus[c].irq.vector as usize;
+        let v = self.cpus[c].irq.running_vector();
         let reaped = self.cpus[c].irq.reaped;
         self.handler_returned(c, v, reaped);
         self.irq_poll_if_pending(c, v);
@@ -455,7 +451,7 @@ impl<O: Observer> Sim<'_, O> {
     /// completing the batch, `if (nvme_cqe_pending(nvmeq)) { disable_irq_nosync(irq);
     /// irq_poll_sched(&nvmeq->iop); }`: entries that arrived meanwhile go to IRQ_POLL.
     fn irq_poll_if_pending(&mut self, c: usize, v: usize) {
-        let q = self.vectors[v].queue as usize;
+        let q = self.vectors[v].queue.ix();
         let Some(id) = self.vectors[v].iop else {
             return;
         };
@@ -532,11 +528,9 @@ impl<O: Observer> Sim<'_, O> {
         match next {
             Some(x) => {
                 frame.next_vec = u16::from(x) + 1;
-                let v = self.cpus[c].vec_of_idt[x as usize];
-                if v == u32::MAX {
-                    self.dispatch_next(c);
-                } else {
-                    self.start_vector(c, v as usize);
+                match self.cpus[c].vec_of_idt[x as usize] {
+                    Some(v) => self.start_vector(c, v.ix()),
+                    None => self.dispatch_next(c),
                 }
             }
             None => self.pir_round(c),
@@ -611,20 +605,20 @@ impl<O: Observer> Sim<'_, O> {
         match self.cpus[c].soft_phase {
             SoftPhase::Poll { vector, work } => {
                 let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
-                let woke = self.complete_list(c, vector as usize, &mut list);
+                let woke = self.complete_list(c, vector.ix(), &mut list);
                 self.cpus[c].soft_reaping = list;
                 if woke > 0 {
                     self.cpus[c].soft_phase = SoftPhase::Wakeups { vector, work };
                     return Some(woke * self.costs.wakeup);
                 }
-                let unmask = self.finish_poll(c, vector as usize, work);
+                let unmask = self.finish_poll(c, vector.ix(), work);
                 self.cpus[c].soft_phase = SoftPhase::Begin;
                 if unmask > 0 {
                     return Some(unmask);
                 }
             }
             SoftPhase::Wakeups { vector, work } => {
-                let unmask = self.finish_poll(c, vector as usize, work);
+                let unmask = self.finish_poll(c, vector.ix(), work);
                 self.cpus[c].soft_phase = SoftPhase::Begin;
                 if unmask > 0 {
                     return Some(unmask);
@@ -639,7 +633,7 @@ impl<O: Observer> Sim<'_, O> {
             // Inside the IRQ_POLL action: irq_poll_softirq's loop.
             if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll(j) {
                 let v = cpu.iop_vector[id.0];
-                let q = self.vectors[v as usize].queue as usize;
+                let q = self.vectors[v.ix()].queue.ix();
                 let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
                 let n = self.poll_queue(q, weight, &mut list);
                 self.cpus[c].soft_reaping = list;
@@ -672,7 +666,8 @@ impl<O: Observer> Sim<'_, O> {
                 SoftirqStep::Run(_) => {}
                 SoftirqStep::Done => return None,
                 SoftirqStep::WakeKsoftirqd => {
-                    let t = self.cpus[c].ksoftirqd as usize;
+                    let t = self.cpus[c].ksoftirqd.expect("every CPU has its ksoftirqd");
+                    let t = t.ix();
                     if self.threads[t].state == TState::Blocked {
                         // wakeup_softirqd: only a sleeping ksoftirqd is woken (and counted).
                         if self.measuring {
@@ -690,7 +685,7 @@ impl<O: Observer> Sim<'_, O> {
     /// did less than its weight, irq_poll_complete() and enable_irq(). Returns the CPU time
     /// of unmasking the vector, when it had been masked.
     fn finish_poll(&mut self, c: usize, v: usize, work: u32) -> u64 {
-        let q = self.vectors[v].queue as usize;
+        let q = self.vectors[v].queue.ix();
         // NVMe rang it when the poll began (soft_next); idxd and ib_cq ring after.
         if work > 0 && self.queues[q].complete_ns.is_none() {
             self.ring_cq_doorbell(q);
@@ -712,12 +707,14 @@ impl<O: Observer> Sim<'_, O> {
 
     /// nvme_poll_cq on queue `q` with a budget: pops visible CQEs (phase tags), frees their
     /// tags, and appends the I/Os to `out`. Returns how many.
-    pub(crate) fn poll_queue(&mut self, q: usize, budget: u32, out: &mut Vec<u32>) -> u32 {
+    pub(crate) fn poll_queue(&mut self, q: usize, budget: u32, out: &mut Vec<IoId>) -> u32 {
         let queue = &mut self.queues[q];
         let tags = &mut queue.tags;
         let free = &mut queue.free_tags;
         let n = queue.qp.poll_cq(budget, |cqe| {
-            let io = tags[cqe.command_id as usize];
+            let io = tags[cqe.command_id as usize]
+                .take()
+                .expect("a CQE's command id names a request in flight");
             free.push(cqe.command_id);
             out.push(io);
         });
@@ -727,33 +724,29 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Completes the reaped I/Os in `list` (blk_mq_end_request, event post, wake-up) on
     /// CPU `c`, counting them on vector `v`. Returns how many wake-ups it made.
-    pub(crate) fn complete_list(&mut self, c: usize, v: usize, list: &mut Vec<u32>) -> u64 {
-        if v < self.vectors.len() {
-            if self.measuring {
-                self.vectors[v].completions += list.len() as u64;
-            }
-            if self.vectors[v].moderator.is_some() {
-                let bytes: u64 = list
-                    .iter()
-                    .map(|&io| u64::from(self.ios[io as usize].bytes))
-                    .sum();
-                self.vectors[v].bytes_since += bytes;
-            }
+    pub(crate) fn complete_list(&mut self, c: usize, v: usize, list: &mut Vec<IoId>) -> u64 {
+        if self.measuring {
+            self.vectors[v].completions += list.len() as u64;
         }
-        if v < self.vectors.len() {
-            let q = self.vectors[v].queue as usize;
-            if self.queues[q].local_irq_ns.is_some() {
-                // nvmet-rdma: each received command is answered, nothing completes here.
-                for &io in list.iter() {
-                    self.target_respond(io);
-                }
-                list.clear();
-                return 0;
+        if self.vectors[v].moderator.is_some() {
+            let bytes: u64 = list
+                .iter()
+                .map(|&io| u64::from(self.ios[io.ix()].bytes))
+                .sum();
+            self.vectors[v].bytes_since += bytes;
+        }
+        let q = self.vectors[v].queue.ix();
+        if self.queues[q].local_irq_ns.is_some() {
+            // nvmet-rdma: each received command is answered, nothing completes here.
+            for &io in list.iter() {
+                self.target_respond(io);
             }
+            list.clear();
+            return 0;
         }
         let mut woke = 0;
         for &io in list.iter() {
-            if self.complete_io(io as usize, c) {
+            if self.complete_io(io, c) {
                 woke += 1;
             }
         }
@@ -806,8 +799,8 @@ impl<O: Observer> Sim<'_, O> {
         if th.timer_gen != epoch || th.state != TState::Blocked {
             return;
         }
-        let c = th.cpu as usize;
-        self.cpus[c].hrtimer_wake.push(t as u32);
+        let c = th.cpu.ix();
+        self.cpus[c].hrtimer_wake.push(ThreadId::new(t));
         self.notify(c, HRTIMER_VECTOR);
     }
 
@@ -874,12 +867,12 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn spin_check(&mut self, c: usize, t: usize) {
         let found = match self.threads[t].kind {
             ThreadKind::Job(j) => {
-                let job = &self.jobs[j as usize];
+                let job = &self.jobs[j.ix()];
                 job.ready.len() as u32 >= job.waiting_for
                     || job
                         .queues
                         .iter()
-                        .any(|&q| self.queues[q as usize].qp.cqe_pending())
+                        .any(|&q| self.queues[q.ix()].qp.cqe_pending())
             }
             _ => true,
         };
@@ -895,7 +888,7 @@ impl<O: Observer> Sim<'_, O> {
     /// A CQE was posted on queue `q`: spinning pollers notice it one poll later.
     pub(crate) fn poke_spinners(&mut self, q: usize) {
         for i in 0..self.queues[q].spinners.len() {
-            let t = self.queues[q].spinners[i] as usize;
+            let t = self.queues[q].spinners[i].ix();
             self.poke_thread(t);
         }
     }
@@ -903,10 +896,10 @@ impl<O: Observer> Sim<'_, O> {
     /// Thread `t`, if it is spinning on its CPU right now, finds work one poll later.
     pub(crate) fn poke_thread(&mut self, t: usize) {
         let th = &self.threads[t];
-        let c = th.cpu as usize;
+        let c = th.cpu.ix();
         if th.spinning
             && th.state == TState::Running
-            && self.cpus[c].current == Some(t as u32)
+            && self.cpus[c].current == Some(ThreadId::new(t))
             && self.cpus[c].mode == Mode::Thread
             && !self.cpus[c].stepping
         {
@@ -950,7 +943,7 @@ impl<O: Observer> Sim<'_, O> {
     /// irq_thread: while RUNTHREAD is set, run nvme_irq as the thread function (poll
     /// every pending CQE, ring the CQ doorbell once, complete the batch), then sleep.
     pub(crate) fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
-        let q = self.vectors[v].queue as usize;
+        let q = self.vectors[v].queue.ix();
         let inline = self.queues[q].complete_ns.is_none();
         if (self.threads[t].completing || inline) && !self.threads[t].reaping.is_empty() {
             self.threads[t].completing = false;

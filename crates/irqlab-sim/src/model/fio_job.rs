@@ -4,6 +4,7 @@
 //! bandwidth and IOPS samples (bwavgtime/iopsavgtime) and the log files. The job loop in
 //! `job.rs` asks it what to issue; the report reads its counters.
 
+use super::ids::JobId;
 use crate::rng::Stream;
 use irqlab_fio::seeds::{self, RAND_BS_READ, RAND_BS_WRITE, RAND_MIX, RAND_START_DELAY};
 use irqlab_fio::{BlockSizes, JobSpec, RateClock, ThinkTime};
@@ -503,7 +504,7 @@ impl DiskAcct {
 #[derive(Default)]
 pub(crate) struct FioRun {
     /// The jobs of each wave, in job order.
-    pub waves: Vec<Vec<u32>>,
+    pub waves: Vec<Vec<JobId>>,
     pub wave_left: Vec<usize>,
     pub current_wave: usize,
     pub disks: Vec<DiskAcct>,

@@ -50,6 +50,10 @@ id!(
     JobId
 );
 id!(
+    /// A device (`Sim::devices`): an NVMe controller, a DSA or an RDMA NIC.
+    DeviceId
+);
+id!(
     /// A queue pair (`Sim::queues`).
     QueueId
 );

@@ -8,8 +8,9 @@
 //! start after their startdelay or stonewall wave (backend.c run_threads).
 
 use super::fio_job::{calls_bucket, depth_bucket};
+use super::ids::{IoId, JobId, QueueId};
 use super::state::*;
-use crate::engine::{Event, JobId, QueueId};
+use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::nvme::{NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, Sqe};
 use irqlab_fio::IoEngine;
@@ -150,10 +151,10 @@ impl<O: Observer> Sim<'_, O> {
                         continue;
                     }
                     let mut list =
-                        std::mem::take(&mut self.threads[self.jobs[j].thread as usize].reaping);
+                        std::mem::take(&mut self.threads[self.jobs[j].thread.ix()].reaping);
                     let (mut n, mut reap_ns) = (0, 0);
                     for i in 0..self.jobs[j].queues.len() {
-                        let q = self.jobs[j].queues[i] as usize;
+                        let q = self.jobs[j].queues[i].ix();
                         if self.queues[q].qp.cqe_pending() {
                             let got = self.poll_queue(q, u32::MAX, &mut list);
                             n += got;
@@ -161,7 +162,7 @@ impl<O: Observer> Sim<'_, O> {
                             self.ring_cq_doorbell(q);
                         }
                     }
-                    self.threads[self.jobs[j].thread as usize].reaping = list;
+                    self.threads[self.jobs[j].thread.ix()].reaping = list;
                     if n == 0 {
                         return ThreadStep::Spin;
                     }
@@ -321,13 +322,8 @@ impl<O: Observer> Sim<'_, O> {
             self.fio.current_wave += 1;
             if let Some(next) = self.fio.waves.get(self.fio.current_wave) {
                 for &jj in next {
-                    let at = now.max(self.jobs[jj as usize].fio.startdelay_ns);
-                    self.q.push(
-                        at,
-                        Event::JobStart {
-                            job: JobId::new(jj as usize),
-                        },
-                    );
+                    let at = now.max(self.jobs[jj.ix()].fio.startdelay_ns);
+                    self.q.push(at, Event::JobStart { job: jj });
                 }
             }
         }
@@ -346,7 +342,7 @@ impl<O: Observer> Sim<'_, O> {
             self.q
                 .push(job.ramp_end, Event::JobRampEnd { job: JobId::new(j) });
         }
-        let t = job.thread as usize;
+        let t = job.thread.ix();
         self.wake_thread(t, None);
     }
 
@@ -368,7 +364,7 @@ impl<O: Observer> Sim<'_, O> {
     /// (bd->last), so the controller fetches them after the MMIO flight.
     fn submit_batch(&mut self, j: usize, k: u32) {
         let now = self.now;
-        let mut touched: [(u32, u32); 4] = [(u32::MAX, 0); 4];
+        let mut touched: [(Option<QueueId>, u32); 4] = [(None, 0); 4];
         for i in 0..k {
             let job = &mut self.jobs[j];
             let q = job.queues[job.next_file];
@@ -379,20 +375,13 @@ impl<O: Observer> Sim<'_, O> {
             let last = i + 1 == k || next_q != q;
             let hints = if last { SQE_HINT_BARRIER } else { 0 };
             let start = job.batch_start;
-            let queue = &mut self.queues[q as usize];
+            let queue = &mut self.queues[q.ix()];
             let Some(tag) = queue.free_tags.pop() else {
                 debug_assert!(false, "no free tag: the depth check failed");
                 continue;
             };
-            let io = match self.free_ios.pop() {
-                Some(io) => io,
-                None => {
-                    self.ios.push(Io::default());
-                    self.ios.len() as u32 - 1
-                }
-            };
-            self.ios[io as usize] = Io {
-                job: j as u32,
+            let rec = Io {
+                job: JobId::new(j),
                 queue: q,
                 tag,
                 read,
@@ -402,27 +391,39 @@ impl<O: Observer> Sim<'_, O> {
                 submitted: now,
                 unit: 0,
             };
-            let d = queue.device as usize;
+            let io = match self.free_ios.pop() {
+                Some(io) => {
+                    self.ios[io.ix()] = rec;
+                    io
+                }
+                None => {
+                    self.ios.push(rec);
+                    IoId::new(self.ios.len() - 1)
+                }
+            };
+            let d = queue.device.ix();
             self.fio.disks[d].submit(now, self.measuring);
-            queue.tags[tag as usize] = io;
+            queue.tags[tag as usize] = Some(io);
             let _ = queue.qp.submit(
                 Sqe {
                     command_id: tag,
                     opcode: if read { NVME_CMD_READ } else { NVME_CMD_WRITE },
                     hints,
-                    data: io,
+                    data: io.ix() as u32,
                 },
                 last,
             );
-            if let Some(slot) = touched.iter_mut().find(|s| s.0 == q || s.0 == u32::MAX) {
-                slot.0 = q;
+            if let Some(slot) = touched.iter_mut().find(|s| s.0.is_none_or(|t| t == q)) {
+                slot.0 = Some(q);
                 slot.1 += 1;
             } else {
                 self.schedule_fetch(q, 1);
             }
         }
-        for &(q, n) in touched.iter().filter(|s| s.0 != u32::MAX) {
-            self.schedule_fetch(q, n);
+        for &(q, n) in &touched {
+            if let Some(q) = q {
+                self.schedule_fetch(q, n);
+            }
         }
         let job = &mut self.jobs[j];
         job.outstanding += k;
@@ -444,8 +445,8 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The SQ tail doorbell reaches the device; its fetch engine serves doorbells in
     /// arrival order, one at a time when it has an occupancy (`fetch_busy_ns`).
-    fn schedule_fetch(&mut self, q: u32, count: u32) {
-        let d = self.queues[q as usize].device as usize;
+    fn schedule_fetch(&mut self, q: QueueId, count: u32) {
+        let d = self.queues[q.ix()].device.ix();
         let dev = &mut self.devices[d];
         let arrival = self.now + self.costs.mmio_flight;
         let start = if dev.fetch_busy_ns > 0 {
@@ -455,24 +456,19 @@ impl<O: Observer> Sim<'_, O> {
         } else {
             arrival
         };
-        self.q.push(
-            start + dev.fetch_ns,
-            Event::SqFetched {
-                queue: QueueId::new(q as usize),
-                count,
-            },
-        );
+        self.q
+            .push(start + dev.fetch_ns, Event::SqFetched { queue: q, count });
     }
 
     /// Ming Lei's 2019 patch: after bd->last on a queue shared by several CPUs,
     /// spin_trylock the CQ lock and reap what is there. Returns the CQEs taken.
     /// Returns the CQEs reaped and their CPU time.
     fn reap_after_submit(&mut self, _c: usize, j: usize) -> (u32, u64) {
-        let t = self.jobs[j].thread as usize;
+        let t = self.jobs[j].thread.ix();
         let mut list = std::mem::take(&mut self.threads[t].reaping);
         let (mut n, mut ns) = (0, 0);
         for i in 0..self.jobs[j].queues.len() {
-            let q = self.jobs[j].queues[i] as usize;
+            let q = self.jobs[j].queues[i].ix();
             let queue = &self.queues[q];
             if !queue.shared || queue.cq_locked || !queue.qp.cqe_pending() {
                 continue;
@@ -488,21 +484,21 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Completes the CQEs the job's thread reaped itself (polling, reap after submit).
     fn finish_thread_reap(&mut self, c: usize, j: usize) -> u64 {
-        let t = self.jobs[j].thread as usize;
+        let t = self.jobs[j].thread.ix();
         let mut list = std::mem::take(&mut self.threads[t].reaping);
         let mut woke = 0;
         for &io in &list {
-            let rec = self.ios[io as usize];
-            if rec.job as usize == j && self.jobs[j].hybrid {
+            let rec = self.ios[io.ix()];
+            if rec.job.ix() == j && self.jobs[j].hybrid {
                 let rt = self.now - rec.submitted;
                 self.jobs[j].hybrid_poll.observe(rt);
             }
-            if let Some(v) = self.queues[rec.queue as usize].vector
+            if let Some(v) = self.queues[rec.queue.ix()].vector
                 && self.measuring
             {
-                self.vectors[v as usize].completions += 1;
+                self.vectors[v.ix()].completions += 1;
             }
-            if self.complete_io(io as usize, c) {
+            if self.complete_io(io, c) {
                 woke += 1;
             }
         }
@@ -514,10 +510,10 @@ impl<O: Observer> Sim<'_, O> {
     /// The kernel completed `io` (blk_mq_end_request → aio_complete / io_uring CQE):
     /// it is ready for the job's reap. Wakes the job if enough are ready. Returns whether
     /// it woke a thread.
-    pub(crate) fn complete_io(&mut self, io: usize, c: usize) -> bool {
+    pub(crate) fn complete_io(&mut self, io: IoId, c: usize) -> bool {
         self.totals.completed += 1;
-        let rec = self.ios[io];
-        let d = self.queues[rec.queue as usize].device as usize;
+        let rec = self.ios[io.ix()];
+        let d = self.queues[rec.queue.ix()].device.ix();
         self.fio.disks[d].complete(
             self.now,
             self.measuring,
@@ -525,11 +521,11 @@ impl<O: Observer> Sim<'_, O> {
             u64::from(rec.bytes),
             self.now - rec.submitted,
         );
-        let j = rec.job as usize;
+        let j = rec.job.ix();
         let job = &mut self.jobs[j];
-        job.ready.push_back(io as u32);
+        job.ready.push_back(io);
         let enough = job.ready.len() as u32 >= job.waiting_for;
-        let t = job.thread as usize;
+        let t = job.thread.ix();
         if job.phase == JobPhase::Wait && enough {
             if self.threads[t].state == TState::Blocked {
                 self.wake_thread(t, Some(c));
@@ -551,7 +547,7 @@ impl<O: Observer> Sim<'_, O> {
                 break;
             };
             got += 1;
-            let rec = self.ios[io as usize];
+            let rec = self.ios[io.ix()];
             self.free_ios.push(io);
             self.totals.reaped += 1;
             let job = &mut self.jobs[j];

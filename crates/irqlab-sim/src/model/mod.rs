@@ -20,8 +20,9 @@ pub(crate) use build::build;
 pub(crate) use parts::{Partition, run_parts};
 pub(crate) use state::Sim;
 
-use crate::engine::{CpuId, Event, JobId};
+use crate::engine::Event;
 use crate::observer::Observer;
+use ids::{CpuId, JobId};
 
 impl<O: Observer> Sim<'_, O> {
     /// Runs until every job has finished and the machine is quiet.
@@ -40,7 +41,7 @@ impl<O: Observer> Sim<'_, O> {
         let vector_names: Vec<String> = self
             .vectors
             .iter()
-            .map(|v| names[v.queue as usize].clone())
+            .map(|v| names[v.queue.ix()].clone())
             .collect();
         self.obs.start(&vector_names, self.cpus.len());
         self.jobs_live = 0;
@@ -51,7 +52,7 @@ impl<O: Observer> Sim<'_, O> {
             self.jobs_live += 1;
             let f = &self.jobs[j].fio;
             let job = JobId::new(j);
-            if self.threads[self.jobs[j].thread as usize].start_runnable {
+            if self.threads[self.jobs[j].thread.ix()].start_runnable {
                 if f.measure_from > 0 {
                     self.q.push(f.measure_from, Event::JobRampEnd { job });
                 }
@@ -134,8 +135,8 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             Event::SqFetched { queue, count } => self.sq_fetched(queue.ix(), count),
-            Event::ServiceDone { io } => self.service_done(io.ix() as u32),
-            Event::TargetResponse { io } => self.deliver_completion(io.ix() as u32),
+            Event::ServiceDone { io } => self.service_done(io),
+            Event::TargetResponse { io } => self.deliver_completion(io),
             Event::PortDone { port } => self.port_done(port.ix()),
             Event::Notify { cpu, vec } => self.notify(cpu.ix(), vec),
             Event::Tick { cpu } => self.tick(cpu.ix()),

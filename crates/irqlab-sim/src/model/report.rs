@@ -164,8 +164,8 @@ impl<O: Observer> Sim<'_, O> {
             .queues
             .iter()
             .map(|q| {
-                per_dev[q.device as usize] += 1;
-                per_dev[q.device as usize]
+                per_dev[q.device.ix()] += 1;
+                per_dev[q.device.ix()]
             })
             .collect();
         let mut vectors: Vec<VectorReport> = self
@@ -181,8 +181,8 @@ impl<O: Observer> Sim<'_, O> {
                     CHIP_REMAPPED
                 }
                 .to_string(),
-                device: pci_address(self.queues[v.queue as usize].device as usize),
-                hwirq: entry[v.queue as usize],
+                device: pci_address(self.queues[v.queue.ix()].device.ix()),
+                hwirq: entry[v.queue.ix()],
                 messages: v.messages,
                 per_cpu: v.per_cpu.clone(),
                 device_coalesced: v.device_coalesced,
@@ -197,7 +197,7 @@ impl<O: Observer> Sim<'_, O> {
                 vectors.push(VectorReport {
                     name: names[qi].clone(),
                     chip: CHIP_POLLED.into(),
-                    device: pci_address(q.device as usize),
+                    device: pci_address(q.device.ix()),
                     hwirq: entry[qi],
                     messages: 0,
                     per_cpu: vec![0; self.cpus.len()],

@@ -11,9 +11,10 @@
 //! and moderation saves CPU on both.
 
 use super::build::{VectorSpec, add_vector, new_cpu};
+use super::ids::{DeviceId, IoId, QueueId};
 use super::state::*;
 use crate::SimError;
-use crate::engine::{Event, IoId};
+use crate::engine::Event;
 use crate::observer::Observer;
 use crate::platform::{Platform, RdmaTarget};
 use crate::rng::ServiceTime;
@@ -23,20 +24,20 @@ use irqlab_core::nvme::{Hint, MsiRule, NVME_CMD_READ, QueuePair, Sqe};
 impl<O: Observer> Sim<'_, O> {
     /// Host command `io` reached target queue `tq`: the receive completion is posted in
     /// the target's CQ, and the CQ's interrupt rule decides about a message.
-    pub(crate) fn target_receive(&mut self, tq: usize, io: u32) {
+    pub(crate) fn target_receive(&mut self, tq: usize, io: IoId) {
         let queue = &mut self.queues[tq];
         let Some(tag) = queue.free_tags.pop() else {
             debug_assert!(false, "target queue full: the depth check failed");
             return;
         };
-        queue.tags[tag as usize] = io;
+        queue.tags[tag as usize] = Some(io);
         // The NIC fills the receive queue and its CQ; the SQ side is the host's.
         let _ = queue.qp.submit(
             Sqe {
                 command_id: tag,
                 opcode: NVME_CMD_READ,
                 hints: 0,
-                data: io,
+                data: io.ix() as u32,
             },
             true,
         );
@@ -46,7 +47,7 @@ impl<O: Observer> Sim<'_, O> {
         let Some(v) = queue.vector else {
             return;
         };
-        let v = v as usize;
+        let v = v.ix();
         // A target CQ's completion is not held by an MSI-X mask: the model masks host
         // vectors only.
         let (now, unacked) = (self.now, self.unacked(tq));
@@ -64,7 +65,7 @@ impl<O: Observer> Sim<'_, O> {
         if queue.local_irq_ns.is_none() {
             return u64::from(n) * queue.cqe_ns;
         }
-        let dev = &mut self.devices[queue.device as usize];
+        let dev = &mut self.devices[queue.device.ix()];
         match &dev.command_time {
             Some(t) => (0..n).map(|_| t.draw(&mut dev.rng)).sum(),
             None => u64::from(n) * queue.cqe_ns,
@@ -72,16 +73,11 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// The target answered command `io`: the data and completion capsule reach the host.
-    pub(crate) fn target_respond(&mut self, io: u32) {
-        let q = self.ios[io as usize].queue as usize;
-        let d = self.queues[q].device as usize;
+    pub(crate) fn target_respond(&mut self, io: IoId) {
+        let q = self.ios[io.ix()].queue.ix();
+        let d = self.queues[q].device.ix();
         let at = self.now + self.devices[d].response_ns.max(1);
-        self.q.push(
-            at,
-            Event::TargetResponse {
-                io: IoId::new(io as usize),
-            },
-        );
+        self.q.push(at, Event::TargetResponse { io });
     }
 }
 
@@ -145,11 +141,11 @@ fn add_target(
         ));
     }
     let host_queues: Vec<usize> = (0..m.queues.len())
-        .filter(|&q| m.queues[q].device as usize == dev_ix && m.queues[q].vector.is_some())
+        .filter(|&q| m.queues[q].device.ix() == dev_ix && m.queues[q].vector.is_some())
         .collect();
     let name = format!("{}-target", m.names[dev_ix]);
     for (i, &hq) in host_queues.iter().enumerate() {
-        let tq = m.queues.len() as u32;
+        let tq = QueueId::new(m.queues.len());
         let depth = m.queues[hq].qp.sq.q_depth();
         let qid = (i + 1) as u16;
         let qp = QueuePair::new(qid, qid, depth)
@@ -171,13 +167,13 @@ fn add_target(
             p,
         )?;
         m.queues.push(Queue {
-            device: dev_ix as u32,
+            device: DeviceId::new(dev_ix),
             vector: Some(v),
             doorbell: true,
             cqe_ns: t.command_ns,
             complete_ns: None,
             qp,
-            tags: vec![u32::MAX; depth as usize],
+            tags: vec![None; depth as usize],
             free_tags: (0..depth).rev().map(|x| x as u16).collect(),
             cqes_in_flight: 0,
             shared: false,
