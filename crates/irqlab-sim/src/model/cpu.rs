@@ -481,7 +481,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Tells a tracer how many PIR bits CPU `c` has pending (free without one).
     pub(crate) fn report_pir_pending(&mut self, c: usize) {
         if self.obs.wants_counters() {
-            let bits: u32 = self.cpus[c].pir_shadow.iter().map(|w| w.count_ones()).sum();
+            let bits = self.cpus[c].pir_pending();
             self.obs
                 .counter(self.now, "pir_pending", c, f64::from(bits));
         }
@@ -496,15 +496,12 @@ impl<O: Observer> Sim<'_, O> {
         };
         match demux.next_round(pi) {
             Some(snap) => {
-                let words = snap.words();
-                for (s, w) in cpu.pir_shadow.iter_mut().zip(words) {
-                    *s &= !w;
-                }
+                let missed = cpu.harvest_pir(snap.words());
                 cpu.irq.snapshot = Some(snap);
                 cpu.irq.next_vec = 0;
                 // arch/x86/kernel/irq.c handle_pending_pir: the IOMMU's atomic update
                 // evicts the line from this CPU; an untouched line is read from L1.
-                let cost = if std::mem::take(&mut cpu.pid_dirty) {
+                let cost = if missed {
                     self.costs.pir_round
                 } else {
                     self.costs.pir_round_clean

@@ -26,7 +26,6 @@ use super::ids::{PortId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
-use irqlab_core::posted::vector_bit;
 
 impl<O: Observer> Sim<'_, O> {
     /// The MSI of vector `v` at port `p`'s FIFO head goes to the port's engine. False: the
@@ -88,17 +87,12 @@ impl<O: Observer> Sim<'_, O> {
     /// unless already set (`PiDesc::post`). Returns whether a notification is due.
     fn post_msi(&mut self, v: usize) -> bool {
         let c = self.vectors[v].cpu.ix();
-        let idt = self.vectors[v].idt;
-        let cpu = &mut self.cpus[c];
-        let (w, b) = vector_bit(idt as u8);
-        if cpu.pir_shadow[w] & b != 0 {
+        let posted = self.cpus[c].post_interrupt(self.vectors[v].idt);
+        if posted.merged {
             self.vectors[v].merged += 1;
         }
-        cpu.pir_shadow[w] |= b;
-        cpu.pid_dirty = true;
-        let notify = cpu.path.pi_desc().is_some_and(|pi| pi.post(idt as u8));
         self.report_pir_pending(c);
-        notify
+        posted.notify
     }
 
     /// Whether vector `v`'s IRTE is in posted format (its CPU's delivery path).

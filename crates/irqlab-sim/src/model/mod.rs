@@ -128,10 +128,8 @@ impl<O: Observer> Sim<'_, O> {
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::CpuStep { cpu, epoch } => {
-                let c = cpu.ix();
-                if self.cpus[c].epoch == epoch && self.cpus[c].stepping {
-                    self.cpus[c].stepping = false;
-                    self.step_done(c);
+                if self.cpus[cpu.ix()].end_step(epoch) {
+                    self.step_done(cpu.ix());
                 }
             }
             Event::SqFetched { queue, count } => self.sq_fetched(queue.ix(), count),

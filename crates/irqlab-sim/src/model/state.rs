@@ -8,7 +8,7 @@ use crate::rng::{ServiceTime, Stream};
 use irqlab_core::Policy;
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
 use irqlab_core::nvme::{MsixVector, QueuePair};
-use irqlab_core::posted::{Demux, PirSnapshot};
+use irqlab_core::posted::{Demux, NR_PIR_WORDS, PirSnapshot, vector_bit};
 use irqlab_core::remapped::DeliveryPath;
 use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
@@ -202,7 +202,7 @@ pub(crate) struct Cpu {
     /// descriptor the IOMMU updates (irqlab-core remapped::DeliveryPath).
     pub path: DeliveryPath,
     /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
-    pub pir_shadow: [u64; 4],
+    pub pir_shadow: [u64; NR_PIR_WORDS],
     /// The IOMMU wrote the descriptor's line since the last harvest, so the next round's
     /// read misses in this CPU's cache.
     pub pid_dirty: bool,
@@ -230,6 +230,56 @@ pub(crate) struct Cpu {
     /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
     pub hrtimer_wake: Vec<ThreadId>,
     pub stats: CpuStats,
+}
+
+/// What the IOMMU's post of one MSI into a CPU's posted-interrupt descriptor did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Posted {
+    /// The vector's PIR bit was already set: the message merged with a pending one.
+    pub merged: bool,
+    /// ON was clear: a notification to the CPU is due.
+    pub notify: bool,
+}
+
+impl Cpu {
+    /// The CpuStep event of `epoch` came due: true when it ends the step in progress (a
+    /// stale one's step was preempted or replaced).
+    #[inline]
+    pub fn end_step(&mut self, epoch: u32) -> bool {
+        let current = self.epoch == epoch && self.stepping;
+        if current {
+            self.stepping = false;
+        }
+        current
+    }
+
+    /// The IOMMU posts IDT vector `idt` into this CPU's descriptor: the PIR bit, then ON
+    /// unless already set (the hardware's pi_test_and_set_pir and pi_test_and_set_on,
+    /// arch/x86/include/asm/posted_intr.h). Its atomic update takes the descriptor's line
+    /// away from this CPU's cache.
+    pub fn post_interrupt(&mut self, idt: u16) -> Posted {
+        let (w, b) = vector_bit(idt as u8);
+        let merged = self.pir_shadow[w] & b != 0;
+        self.pir_shadow[w] |= b;
+        self.pid_dirty = true;
+        let notify = self.path.pi_desc().is_some_and(|pi| pi.post(idt as u8));
+        Posted { merged, notify }
+    }
+
+    /// handle_pending_pir took `words` out of the PIR (arch/x86/kernel/irq.c,
+    /// pi_harvest_pir). Returns whether the IOMMU wrote the descriptor since the last
+    /// harvest, so that this read missed in the CPU's cache.
+    pub fn harvest_pir(&mut self, words: [u64; NR_PIR_WORDS]) -> bool {
+        for (s, w) in self.pir_shadow.iter_mut().zip(words) {
+            *s &= !w;
+        }
+        std::mem::take(&mut self.pid_dirty)
+    }
+
+    /// PIR bits posted and not yet harvested.
+    pub fn pir_pending(&self) -> u32 {
+        self.pir_shadow.iter().map(|w| w.count_ones()).sum()
+    }
 }
 
 /// What a thread is.
@@ -624,4 +674,55 @@ pub(crate) struct Sim<'a, O: Observer> {
     /// Stonewall waves, disk accounting and global options (model/fio_job.rs).
     pub fio: super::fio_job::FioRun,
     pub obs: &'a mut O,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::Platform;
+    use irqlab_core::Delivery;
+
+    fn cpu(delivery: Delivery) -> Cpu {
+        let text = include_str!("../../../../platforms/example.toml");
+        let p = Platform::from_toml(text, "example.toml", &[]).expect("example platform");
+        let costs = Costs {
+            hz: 1000,
+            ..Costs::default()
+        };
+        super::super::build::new_cpu(0, &p, &costs, delivery, None)
+    }
+
+    #[test]
+    fn posting_sets_pir_bits_and_notifies_only_while_on_is_clear() {
+        let mut c = cpu(Delivery::Posted { max_loop: 3 });
+        let first = c.post_interrupt(0x21);
+        assert_eq!((first.merged, first.notify), (false, true));
+        let other = c.post_interrupt(0x22);
+        assert_eq!((other.merged, other.notify), (false, false));
+        let again = c.post_interrupt(0x21);
+        assert_eq!((again.merged, again.notify), (true, false));
+        assert_eq!(c.pir_pending(), 2);
+        let (w, b) = vector_bit(0x21);
+        let mut words = [0; NR_PIR_WORDS];
+        words[w] = b;
+        assert!(c.harvest_pir(words), "the IOMMU's posts dirtied the line");
+        assert_eq!(c.pir_pending(), 1);
+        assert!(!c.harvest_pir([0; NR_PIR_WORDS]), "nothing posted since");
+    }
+
+    #[test]
+    fn a_remapped_cpu_has_no_descriptor_to_notify_through() {
+        let mut c = cpu(Delivery::Remapped);
+        assert!(!c.post_interrupt(0x21).notify);
+    }
+
+    #[test]
+    fn only_the_current_step_ends() {
+        let mut c = cpu(Delivery::Remapped);
+        c.epoch = 3;
+        c.stepping = true;
+        assert!(!c.end_step(2), "a stale step event");
+        assert!(c.end_step(3));
+        assert!(!c.end_step(3), "the step already ended");
+    }
 }
