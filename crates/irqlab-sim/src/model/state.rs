@@ -321,6 +321,33 @@ pub(crate) struct Thread {
     pub completing: bool,
 }
 
+impl Thread {
+    /// A blocked thread of `kind` on CPU `cpu`: irq threads are SCHED_FIFO, job threads
+    /// and ksoftirqd SCHED_OTHER.
+    pub fn new(kind: ThreadKind, cpu: CpuId) -> Thread {
+        let (step_kind, fifo) = match kind {
+            ThreadKind::Job(_) => (SliceKind::Usr, false),
+            ThreadKind::Ksoftirqd(_) => (SliceKind::Ksoftirqd, false),
+            ThreadKind::IrqThread(_) => (SliceKind::IrqThread, true),
+        };
+        Thread {
+            kind,
+            cpu,
+            state: TState::Blocked,
+            vruntime: 0,
+            left: 0,
+            step_kind,
+            spinning: false,
+            fifo,
+            timer_gen: 0,
+            start_runnable: false,
+            reaping: Vec::new(),
+            wakeups: 0,
+            completing: false,
+        }
+    }
+}
+
 /// What a thread does next, returned by its logic when a step ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ThreadStep {
@@ -487,13 +514,6 @@ pub(crate) struct Device {
     pub command_time: Option<ServiceTime>,
 }
 
-impl Queue {
-    /// CPU time to reap and complete one entry, wherever the completion runs.
-    pub fn reap_ns(&self) -> u64 {
-        self.cqe_ns + self.complete_ns.unwrap_or(0)
-    }
-}
-
 pub(crate) struct Queue {
     pub device: DeviceId,
     pub vector: Option<VectorId>,
@@ -523,6 +543,37 @@ pub(crate) struct Queue {
     /// CQ's interrupts reach its CPU after this latency, not through the host's ports.
     pub local_irq_ns: Option<u64>,
     pub completions: u64,
+}
+
+impl Queue {
+    /// An empty, unshared queue pair of `device`, every command id free, its entries
+    /// handled at `cqe_ns` each and acknowledged by a CQ head doorbell.
+    pub fn new(device: DeviceId, vector: Option<VectorId>, qp: QueuePair, cqe_ns: u64) -> Queue {
+        let depth = qp.sq.q_depth();
+        Queue {
+            device,
+            vector,
+            doorbell: true,
+            cqe_ns,
+            complete_ns: None,
+            qp,
+            tags: vec![None; depth as usize],
+            // Command ids 0..depth (65536 entries use every u16).
+            free_tags: (0..depth).rev().map(|t| t as u16).collect(),
+            cqes_in_flight: 0,
+            shared: false,
+            cq_locked: false,
+            spinners: Vec::new(),
+            target: None,
+            local_irq_ns: None,
+            completions: 0,
+        }
+    }
+
+    /// CPU time to reap and complete one entry, wherever the completion runs.
+    pub fn reap_ns(&self) -> u64 {
+        self.cqe_ns + self.complete_ns.unwrap_or(0)
+    }
 }
 
 pub(crate) struct Vector {
@@ -593,6 +644,20 @@ pub(crate) struct DeliveryUnit {
     pub delivered: u64,
     pub busy_ns: u64,
     pub busy_since: u64,
+}
+
+impl DeliveryUnit {
+    /// An idle unit taking `service_ns` per notification.
+    pub fn idle(service_ns: u64) -> DeliveryUnit {
+        DeliveryUnit {
+            service_ns,
+            busy: false,
+            queue: VecDeque::new(),
+            delivered: 0,
+            busy_ns: 0,
+            busy_since: 0,
+        }
+    }
 }
 
 pub(crate) struct Port {

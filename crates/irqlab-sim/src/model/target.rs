@@ -10,15 +10,15 @@
 //! where it is the device's completion. Both machines therefore pay per-interrupt costs,
 //! and moderation saves CPU on both.
 
-use super::build::{VectorSpec, add_vector, new_cpu};
+use super::build::{Inputs, Machine, VectorSpec, add_vector, new_cpu};
 use super::ids::{DeviceId, IoId, QueueId};
 use super::state::*;
 use crate::SimError;
 use crate::engine::Event;
 use crate::observer::Observer;
-use crate::platform::{Platform, RdmaTarget};
+use crate::platform::RdmaTarget;
 use crate::rng::ServiceTime;
-use irqlab_core::Policy;
+use irqlab_core::gsim::GsimGlobal;
 use irqlab_core::nvme::{Hint, MsiRule, NVME_CMD_READ, QueuePair, Sqe};
 
 impl<O: Observer> Sim<'_, O> {
@@ -85,49 +85,35 @@ impl<O: Observer> Sim<'_, O> {
 /// cores (after the host's CPUs) and one target queue per host queue, its vector on a
 /// target core round robin.
 pub(crate) fn add_targets(
-    p: &Platform,
-    policy: &Policy,
-    costs: &Costs,
-    gsim_global: Option<&irqlab_core::gsim::GsimGlobal>,
-    machine: &mut Machine<'_>,
+    inp: &Inputs<'_>,
+    gsim: Option<&GsimGlobal>,
+    m: &mut Machine,
 ) -> Result<(), SimError> {
     let mut dev_ix = 0usize;
-    for g in &p.devices {
+    for g in &inp.p.devices {
         for _ in 0..g.count {
             if let Some(t) = &g.target {
-                add_target(t, g, dev_ix, p, policy, costs, gsim_global, machine)?;
+                add_target(t, g, dev_ix, inp, gsim, m)?;
             }
             dev_ix += 1;
         }
     }
-    let ncpu = machine.cpus.len();
-    for v in machine.vectors.iter_mut() {
+    let ncpu = m.cpus.len();
+    for v in m.vectors.iter_mut() {
         v.per_cpu.resize(ncpu, 0);
     }
     Ok(())
 }
 
-/// The parts of the model the build hands over while it assembles the machine.
-pub(crate) struct Machine<'a> {
-    pub cpus: &'a mut Vec<Cpu>,
-    pub queues: &'a mut Vec<Queue>,
-    pub vectors: &'a mut Vec<Vector>,
-    pub threads: &'a mut Vec<Thread>,
-    pub devices: &'a mut Vec<Device>,
-    pub names: &'a [String],
-}
-
-#[allow(clippy::too_many_arguments)]
 fn add_target(
     t: &RdmaTarget,
     g: &crate::platform::DeviceGroup,
     dev_ix: usize,
-    p: &Platform,
-    policy: &Policy,
-    costs: &Costs,
-    gsim_global: Option<&irqlab_core::gsim::GsimGlobal>,
-    m: &mut Machine<'_>,
+    inp: &Inputs<'_>,
+    gsim: Option<&GsimGlobal>,
+    m: &mut Machine,
 ) -> Result<(), SimError> {
+    let (p, policy) = (inp.p, inp.policy);
     m.devices[dev_ix].response_ns = t.network_ns;
     m.devices[dev_ix].command_time = Some(ServiceTime::new(t.command_ns, g.service_cv));
     let first_core = m.cpus.len();
@@ -135,53 +121,33 @@ fn add_target(
         m.cpus.push(new_cpu(
             first_core + k,
             p,
-            costs,
+            &inp.costs,
             policy.delivery,
-            gsim_global,
+            gsim,
         ));
     }
     let host_queues: Vec<usize> = (0..m.queues.len())
         .filter(|&q| m.queues[q].device.ix() == dev_ix && m.queues[q].vector.is_some())
         .collect();
-    let name = format!("{}-target", m.names[dev_ix]);
+    let name = format!("{}-target", inp.names[dev_ix]);
     for (i, &hq) in host_queues.iter().enumerate() {
         let tq = QueueId::new(m.queues.len());
         let depth = m.queues[hq].qp.sq.q_depth();
         let qid = (i + 1) as u16;
         let qp = QueuePair::new(qid, qid, depth)
             .map_err(|e| SimError::Platform(format!("{name}: {e}")))?;
-        let cpu = first_core + i % t.cores;
-        let v = add_vector(
-            VectorSpec {
-                name: format!("{name}q{qid}"),
-                queue: tq,
-                cpu,
-                rule: MsiRule::UntilDoorbell,
-                group: g,
-                rescue_thread: false,
-            },
-            m.cpus,
-            m.vectors,
-            m.threads,
-            policy,
-            p,
-        )?;
+        let spec = VectorSpec {
+            name: format!("{name}q{qid}"),
+            queue: tq,
+            cpu: first_core + i % t.cores,
+            rule: MsiRule::UntilDoorbell,
+            group: g,
+            rescue_thread: false,
+        };
+        let v = add_vector(spec, m, policy, p)?;
         m.queues.push(Queue {
-            device: DeviceId::new(dev_ix),
-            vector: Some(v),
-            doorbell: true,
-            cqe_ns: t.command_ns,
-            complete_ns: None,
-            qp,
-            tags: vec![None; depth as usize],
-            free_tags: (0..depth).rev().map(|x| x as u16).collect(),
-            cqes_in_flight: 0,
-            shared: false,
-            cq_locked: false,
-            spinners: Vec::new(),
-            completions: 0,
-            target: None,
             local_irq_ns: Some(t.interrupt_ns),
+            ..Queue::new(DeviceId::new(dev_ix), Some(v), qp, t.command_ns)
         });
         m.queues[hq].target = Some(tq);
     }
