@@ -42,39 +42,32 @@ impl<O: Observer> Sim<'_, O> {
         )
     }
 
-    /// The job's thread finished its step on CPU `c`: what next?
+    /// The job's thread finished its step on CPU `c`: what next? One arm per phase of
+    /// fio's loop; an arm returns None when the next phase starts at once.
     pub(crate) fn job_advance(&mut self, c: usize, j: usize) -> ThreadStep {
         let (submit_call, submit_io, reap_call, reap_io) = self.engine_costs(j);
         loop {
-            match self.jobs[j].phase {
-                JobPhase::Start => {
-                    if let Some(step) = self.decide(j, reap_call) {
-                        return step;
-                    }
-                }
+            let next = match self.jobs[j].phase {
+                JobPhase::Start => self.decide(j, reap_call),
                 JobPhase::Usr { k } => {
                     self.jobs[j].phase = JobPhase::Submit { k };
                     let ns = submit_call + u64::from(k) * submit_io + self.costs.sq_doorbell;
-                    return ThreadStep::Run {
-                        ns,
-                        kind: SliceKind::Sys,
-                    };
+                    Some(ThreadStep::sys(ns))
                 }
                 JobPhase::Submit { k } => {
                     self.submit_batch(j, k);
-                    if self.policy.reap_after_submit && !self.jobs[j].polled {
-                        let (n, reap_ns) = self.reap_after_submit(c, j);
-                        if n > 0 {
-                            self.jobs[j].phase = JobPhase::SubmitReap;
-                            let ns = reap_ns + self.costs.cq_doorbell;
-                            return ThreadStep::Run {
-                                ns,
-                                kind: SliceKind::Sys,
-                            };
-                        }
-                    }
-                    if let Some(step) = self.decide(j, reap_call) {
-                        return step;
+                    // Ming Lei's 2019 patch: after bd->last on a queue shared by several
+                    // CPUs, spin_trylock the CQ lock and reap what is there.
+                    let (n, reap_ns) = if self.policy.reap_after_submit && !self.jobs[j].polled {
+                        self.reap_own_queues(j, true)
+                    } else {
+                        (0, 0)
+                    };
+                    if n > 0 {
+                        self.jobs[j].phase = JobPhase::SubmitReap;
+                        Some(ThreadStep::sys(reap_ns + self.costs.cq_doorbell))
+                    } else {
+                        self.decide(j, reap_call)
                     }
                 }
                 JobPhase::SubmitReap => {
@@ -82,96 +75,35 @@ impl<O: Observer> Sim<'_, O> {
                     if woke > 0 {
                         // The waker's cost of the wake-ups it did for other jobs.
                         self.jobs[j].phase = JobPhase::Start;
-                        return ThreadStep::Run {
-                            ns: woke * self.costs.wakeup,
-                            kind: SliceKind::Sys,
-                        };
-                    }
-                    if let Some(step) = self.decide(j, reap_call) {
-                        return step;
-                    }
-                }
-                JobPhase::ReapCall | JobPhase::Wait => {
-                    let job = &mut self.jobs[j];
-                    let ready = job.ready.len() as u32;
-                    if ready >= job.waiting_for {
-                        let n = ready.min(job.complete_max).max(1);
-                        job.phase = JobPhase::Collect { n };
-                        job.waiting_for = 0;
-                        let ns = u64::from(n) * reap_io;
-                        if ns > 0 {
-                            return ThreadStep::Run {
-                                ns,
-                                kind: SliceKind::Sys,
-                            };
-                        }
-                    } else if job.polled {
-                        // io_uring hybrid IOPOLL: sleep half the fastest completion.
-                        if job.hybrid
-                            && let Some(wake_at) = job.hybrid_poll.sleep_until(
-                                self.now,
-                                job.last_submit,
-                                self.costs.hrtimer,
-                            )
-                        {
-                            job.phase = JobPhase::HybridSleep;
-                            return ThreadStep::Sleep {
-                                ns: wake_at - self.now,
-                            };
-                        }
-                        job.phase = JobPhase::Poll;
+                        Some(ThreadStep::sys(woke * self.costs.wakeup))
                     } else {
-                        job.phase = JobPhase::Wait;
-                        return ThreadStep::Block;
+                        self.decide(j, reap_call)
                     }
                 }
+                JobPhase::ReapCall | JobPhase::Wait => self.wait_for_events(j, reap_io),
                 JobPhase::HybridSleep => {
                     self.jobs[j].phase = JobPhase::Poll;
+                    None
                 }
                 JobPhase::ThinkSpin { sleep_ns } => {
                     let job = &mut self.jobs[j];
                     if sleep_ns > 0 {
                         job.phase = JobPhase::Pause;
-                        return ThreadStep::Sleep { ns: sleep_ns };
+                        Some(ThreadStep::Sleep { ns: sleep_ns })
+                    } else {
+                        job.phase = JobPhase::Start;
+                        None
                     }
-                    job.phase = JobPhase::Start;
                 }
-                JobPhase::Pause => self.jobs[j].phase = JobPhase::Start,
+                JobPhase::Pause => {
+                    self.jobs[j].phase = JobPhase::Start;
+                    None
+                }
                 JobPhase::Collect { n } => {
                     self.collect(j, n);
-                    if let Some(step) = self.decide(j, reap_call) {
-                        return step;
-                    }
+                    self.decide(j, reap_call)
                 }
-                JobPhase::Poll => {
-                    // Another poller of a shared queue may have reaped our completions.
-                    let job = &mut self.jobs[j];
-                    if job.ready.len() as u32 >= job.waiting_for {
-                        job.phase = JobPhase::ReapCall;
-                        continue;
-                    }
-                    let mut list =
-                        std::mem::take(&mut self.threads[self.jobs[j].thread.ix()].reaping);
-                    let (mut n, mut reap_ns) = (0, 0);
-                    for i in 0..self.jobs[j].queues.len() {
-                        let q = self.jobs[j].queues[i].ix();
-                        if self.queues[q].qp.cqe_pending() {
-                            let got = self.poll_queue(q, u32::MAX, &mut list);
-                            n += got;
-                            reap_ns += u64::from(got) * self.queues[q].reap_ns();
-                            self.ring_cq_doorbell(q);
-                        }
-                    }
-                    self.threads[self.jobs[j].thread.ix()].reaping = list;
-                    if n == 0 {
-                        return ThreadStep::Spin;
-                    }
-                    self.jobs[j].phase = JobPhase::PollReap;
-                    return ThreadStep::Run {
-                        ns: reap_ns + self.costs.cq_doorbell,
-                        kind: SliceKind::Sys,
-                    };
-                }
+                JobPhase::Poll => self.poll_step(j),
                 JobPhase::PollReap => {
                     self.finish_thread_reap(c, j);
                     let job = &mut self.jobs[j];
@@ -180,10 +112,60 @@ impl<O: Observer> Sim<'_, O> {
                     } else {
                         JobPhase::Poll
                     };
+                    None
                 }
-                JobPhase::Done => return ThreadStep::Exit,
+                JobPhase::Done => Some(ThreadStep::Exit),
+            };
+            if let Some(step) = next {
+                return step;
             }
         }
+    }
+
+    /// The reap call (io_getevents, io_uring_enter with min_complete): collect when
+    /// enough completions are ready; otherwise block until they are, or poll (a hybrid
+    /// ring first sleeps).
+    fn wait_for_events(&mut self, j: usize, reap_io: u64) -> Option<ThreadStep> {
+        let (now, hrtimer) = (self.now, self.costs.hrtimer);
+        let job = &mut self.jobs[j];
+        let ready = job.ready.len() as u32;
+        if ready >= job.waiting_for {
+            let n = ready.min(job.complete_max).max(1);
+            job.phase = JobPhase::Collect { n };
+            job.waiting_for = 0;
+            let ns = u64::from(n) * reap_io;
+            return (ns > 0).then_some(ThreadStep::sys(ns));
+        }
+        if !job.polled {
+            job.phase = JobPhase::Wait;
+            return Some(ThreadStep::Block);
+        }
+        // io_uring hybrid IOPOLL: sleep half the fastest completion.
+        if job.hybrid
+            && let Some(wake_at) = job.hybrid_poll.sleep_until(now, job.last_submit, hrtimer)
+        {
+            job.phase = JobPhase::HybridSleep;
+            return Some(ThreadStep::Sleep { ns: wake_at - now });
+        }
+        job.phase = JobPhase::Poll;
+        None
+    }
+
+    /// One look at the job's completion queues while it polls: reap what is there, or
+    /// spin until a CQE appears.
+    fn poll_step(&mut self, j: usize) -> Option<ThreadStep> {
+        // Another poller of a shared queue may have reaped our completions.
+        let job = &mut self.jobs[j];
+        if job.ready.len() as u32 >= job.waiting_for {
+            job.phase = JobPhase::ReapCall;
+            return None;
+        }
+        let (n, reap_ns) = self.reap_own_queues(j, false);
+        if n == 0 {
+            return Some(ThreadStep::Spin);
+        }
+        self.jobs[j].phase = JobPhase::PollReap;
+        Some(ThreadStep::sys(reap_ns + self.costs.cq_doorbell))
     }
 
     /// The top of fio's loop: stop, think, submit a batch (as the rate clock allows),
@@ -255,13 +237,7 @@ impl<O: Observer> Sim<'_, O> {
         let job = &mut self.jobs[j];
         job.phase = JobPhase::ReapCall;
         job.hybrid_poll.start_wait();
-        if reap_call > 0 {
-            return Some(ThreadStep::Run {
-                ns: reap_call,
-                kind: SliceKind::Sys,
-            });
-        }
-        None
+        (reap_call > 0).then_some(ThreadStep::sys(reap_call))
     }
 
     /// Up to `k` I/Os the job issues now (directions, sizes), or when the rate clock lets
@@ -460,17 +436,19 @@ impl<O: Observer> Sim<'_, O> {
             .push(start + dev.fetch_ns, Event::SqFetched { queue: q, count });
     }
 
-    /// Ming Lei's 2019 patch: after bd->last on a queue shared by several CPUs,
-    /// spin_trylock the CQ lock and reap what is there. Returns the CQEs taken.
-    /// Returns the CQEs reaped and their CPU time.
-    fn reap_after_submit(&mut self, _c: usize, j: usize) -> (u32, u64) {
+    /// The job's thread reaps its queues' CQs itself, ringing each one's doorbell: a
+    /// polled wait, or with `trylock_shared` the reap after submit, which takes only
+    /// queues shared by several CPUs whose cq_lock is free. Returns the CQEs reaped and
+    /// their CPU time.
+    fn reap_own_queues(&mut self, j: usize, trylock_shared: bool) -> (u32, u64) {
         let t = self.jobs[j].thread.ix();
         let mut list = std::mem::take(&mut self.threads[t].reaping);
         let (mut n, mut ns) = (0, 0);
         for i in 0..self.jobs[j].queues.len() {
             let q = self.jobs[j].queues[i].ix();
             let queue = &self.queues[q];
-            if !queue.shared || queue.cq_locked || !queue.qp.cqe_pending() {
+            let locked_out = trylock_shared && (!queue.shared || queue.cq_locked);
+            if locked_out || !queue.qp.cqe_pending() {
                 continue;
             }
             let got = self.poll_queue(q, u32::MAX, &mut list);

@@ -367,6 +367,16 @@ pub(crate) enum ThreadStep {
     Exit,
 }
 
+impl ThreadStep {
+    /// A step of `ns` in the kernel (a system call's work).
+    pub fn sys(ns: u64) -> ThreadStep {
+        ThreadStep::Run {
+            ns,
+            kind: SliceKind::Sys,
+        }
+    }
+}
+
 /// Where a fio job thread is in its loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum JobPhase {
