@@ -234,26 +234,11 @@ impl<O: Observer> Sim<'_, O> {
         self.step(c, ns, SliceKind::HardIrq);
     }
 
+    /// The hardirq step in progress ended: the handler's next step, by phase.
     fn irq_step(&mut self, c: usize) {
         let phase = self.cpus[c].irq.phase;
         match phase {
-            IrqPhase::Entry => {
-                let idt = self.cpus[c].irq.idt;
-                match idt {
-                    LOCAL_TIMER_VECTOR => self.hard(c, IrqPhase::Tick, self.costs.tick),
-                    HRTIMER_VECTOR => self.hard(c, IrqPhase::Hrtimer, self.costs.hrtimer),
-                    RESCHEDULE_VECTOR => {
-                        // scheduler_ipi(): the wake-up was queued by the sender.
-                        self.cpus[c].need_resched = true;
-                        self.eoi_and_exit(c);
-                    }
-                    POSTED_MSI_NOTIFICATION_VECTOR => self.pir_round(c),
-                    _ => match self.cpus[c].vec_of_idt[idt as usize] {
-                        Some(v) => self.start_vector(c, v.ix()),
-                        None => self.eoi_and_exit(c),
-                    },
-                }
-            }
+            IrqPhase::Entry => self.irq_entered(c),
             IrqPhase::Tick => {
                 self.tick_work(c);
                 self.eoi_and_exit(c);
@@ -293,30 +278,53 @@ impl<O: Observer> Sim<'_, O> {
                 self.ring_cq_doorbell(q);
                 self.vector_done(c);
             }
-            IrqPhase::Primary => {
-                let v = self.cpus[c].irq.running_vector();
-                let q = self.vectors[v].queue.ix();
-                let mut woke = 0;
-                if self.queues[q].qp.cqe_pending() {
-                    // IRQ_WAKE_THREAD: __irq_wake_thread sets RUNTHREAD and wakes it.
-                    self.vectors[v].thread_pending = true;
-                    if let Some(t) = self.vectors[v].thread
-                        && self.threads[t.ix()].state == TState::Blocked
-                    {
-                        self.wake_thread(t.ix(), Some(c));
-                        woke = 1;
-                    }
-                }
-                if woke > 0 {
-                    self.cpus[c].irq.after_wakeups = IrqPhase::Primary;
-                    self.hard(c, IrqPhase::Wakeups, self.costs.wakeup);
-                } else {
-                    self.vector_done(c);
-                }
-            }
+            IrqPhase::Primary => self.primary_handler_returned(c),
             IrqPhase::PirRound => self.dispatch_next(c),
             IrqPhase::Mask => self.vector_done(c),
             IrqPhase::Exit => self.irq_exit(c),
+        }
+    }
+
+    /// Interrupt entry is over: the IDT vector's handler runs (the timer, hrtimer,
+    /// reschedule and posted-notification sysvecs, or common_interrupt's device vector).
+    fn irq_entered(&mut self, c: usize) {
+        let idt = self.cpus[c].irq.idt;
+        match idt {
+            LOCAL_TIMER_VECTOR => self.hard(c, IrqPhase::Tick, self.costs.tick),
+            HRTIMER_VECTOR => self.hard(c, IrqPhase::Hrtimer, self.costs.hrtimer),
+            RESCHEDULE_VECTOR => {
+                // scheduler_ipi(): the wake-up was queued by the sender.
+                self.cpus[c].need_resched = true;
+                self.eoi_and_exit(c);
+            }
+            POSTED_MSI_NOTIFICATION_VECTOR => self.pir_round(c),
+            _ => match self.cpus[c].vec_of_idt[idt as usize] {
+                Some(v) => self.start_vector(c, v.ix()),
+                None => self.eoi_and_exit(c),
+            },
+        }
+    }
+
+    /// A threaded vector's primary handler checked its CQ: with entries pending it
+    /// returns IRQ_WAKE_THREAD (__irq_wake_thread sets RUNTHREAD and wakes the thread).
+    fn primary_handler_returned(&mut self, c: usize) {
+        let v = self.cpus[c].irq.running_vector();
+        let q = self.vectors[v].queue.ix();
+        let mut woke = false;
+        if self.queues[q].qp.cqe_pending() {
+            self.vectors[v].thread_pending = true;
+            if let Some(t) = self.vectors[v].thread
+                && self.threads[t.ix()].state == TState::Blocked
+            {
+                self.wake_thread(t.ix(), Some(c));
+                woke = true;
+            }
+        }
+        if woke {
+            self.cpus[c].irq.after_wakeups = IrqPhase::Primary;
+            self.hard(c, IrqPhase::Wakeups, self.costs.wakeup);
+        } else {
+            self.vector_done(c);
         }
     }
 
@@ -630,24 +638,7 @@ impl<O: Observer> Sim<'_, O> {
             // Inside the IRQ_POLL action: irq_poll_softirq's loop.
             if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll(j) {
                 let v = cpu.iop_vector[id.0];
-                let q = self.vectors[v.ix()].queue.ix();
-                let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
-                let n = self.poll_queue(q, weight, &mut list);
-                self.cpus[c].soft_reaping = list;
-                self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
-                let has_db = self.queues[q].doorbell;
-                let db = if n > 0 && has_db {
-                    self.costs.cq_doorbell
-                } else {
-                    0
-                };
-                if db > 0 && self.queues[q].complete_ns.is_some() {
-                    // nvme_process_cq rings the doorbell before the requests complete.
-                    let scan = self.costs.irq_poll_call + u64::from(n) * self.queues[q].cqe_ns;
-                    self.ring_cq_doorbell_in(q, scan + db);
-                }
-                let per = self.queues[q].reap_ns();
-                return Some((self.costs.irq_poll_call + u64::from(n) * per + db).max(1));
+                return Some(self.irq_poll_call(c, v, weight));
             }
             let cpu = &mut self.cpus[c];
             if let Ok((rearm, _, _)) = cpu.irq_poll.finish()
@@ -663,18 +654,45 @@ impl<O: Observer> Sim<'_, O> {
                 SoftirqStep::Run(_) => {}
                 SoftirqStep::Done => return None,
                 SoftirqStep::WakeKsoftirqd => {
-                    let t = self.cpus[c].ksoftirqd.expect("every CPU has its ksoftirqd");
-                    let t = t.ix();
-                    if self.threads[t].state == TState::Blocked {
-                        // wakeup_softirqd: only a sleeping ksoftirqd is woken (and counted).
-                        if self.measuring {
-                            self.cpus[c].stats.ksoftirqd_wakeups += 1;
-                        }
-                        self.wake_thread(t, Some(c));
-                    }
+                    self.wakeup_softirqd(c);
                     return None;
                 }
             }
+        }
+    }
+
+    /// One irq_poll poll call of vector `v` (the driver's poll function, up to `weight`
+    /// CQEs): the CQEs it reaps go to the CPU's softirq list. Returns its CPU time.
+    fn irq_poll_call(&mut self, c: usize, v: VectorId, weight: u32) -> u64 {
+        let q = self.vectors[v.ix()].queue.ix();
+        let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+        let n = self.poll_queue(q, weight, &mut list);
+        self.cpus[c].soft_reaping = list;
+        self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
+        let has_db = self.queues[q].doorbell;
+        let db = if n > 0 && has_db {
+            self.costs.cq_doorbell
+        } else {
+            0
+        };
+        if db > 0 && self.queues[q].complete_ns.is_some() {
+            // nvme_process_cq rings the doorbell before the requests complete.
+            let scan = self.costs.irq_poll_call + u64::from(n) * self.queues[q].cqe_ns;
+            self.ring_cq_doorbell_in(q, scan + db);
+        }
+        let per = self.queues[q].reap_ns();
+        (self.costs.irq_poll_call + u64::from(n) * per + db).max(1)
+    }
+
+    /// wakeup_softirqd: the softirq limits were hit; only a sleeping ksoftirqd is woken
+    /// (and counted).
+    fn wakeup_softirqd(&mut self, c: usize) {
+        let t = self.cpus[c].ksoftirqd.expect("every CPU has its ksoftirqd");
+        if self.threads[t.ix()].state == TState::Blocked {
+            if self.measuring {
+                self.cpus[c].stats.ksoftirqd_wakeups += 1;
+            }
+            self.wake_thread(t.ix(), Some(c));
         }
     }
 
