@@ -7,7 +7,7 @@
 //! quiesce the queue and sleep (io_u.c rate_ddir, backend.c handle_thinktime); jobs
 //! start after their startdelay or stonewall wave (backend.c run_threads).
 
-use super::fio_job::{calls_bucket, depth_bucket};
+use super::fio_job::{Planned, calls_bucket, depth_bucket};
 use super::ids::{IoId, JobId, QueueId};
 use super::state::*;
 use crate::engine::Event;
@@ -340,6 +340,7 @@ impl<O: Observer> Sim<'_, O> {
     /// (bd->last), so the controller fetches them after the MMIO flight.
     fn submit_batch(&mut self, j: usize, k: u32) {
         let now = self.now;
+        // The queues this batch rang, and how many SQEs each fetch brings.
         let mut touched: [(Option<QueueId>, u32); 4] = [(None, 0); 4];
         for i in 0..k {
             let job = &mut self.jobs[j];
@@ -347,48 +348,10 @@ impl<O: Observer> Sim<'_, O> {
             job.next_file = (job.next_file + 1) % job.queues.len();
             let next_q = job.queues[job.next_file];
             let planned = job.fio.batch[i as usize];
-            let read = planned.ddir == 0;
             let last = i + 1 == k || next_q != q;
-            let hints = if last { SQE_HINT_BARRIER } else { 0 };
-            let start = job.batch_start;
-            let queue = &mut self.queues[q.ix()];
-            let Some(tag) = queue.free_tags.pop() else {
-                debug_assert!(false, "no free tag: the depth check failed");
+            if !self.queue_command(j, q, planned, last) {
                 continue;
-            };
-            let rec = Io {
-                job: JobId::new(j),
-                queue: q,
-                tag,
-                read,
-                bytes: planned.bytes as u32,
-                hints,
-                start,
-                submitted: now,
-                unit: 0,
-            };
-            let io = match self.free_ios.pop() {
-                Some(io) => {
-                    self.ios[io.ix()] = rec;
-                    io
-                }
-                None => {
-                    self.ios.push(rec);
-                    IoId::new(self.ios.len() - 1)
-                }
-            };
-            let d = queue.device.ix();
-            self.fio.disks[d].submit(now, self.measuring);
-            queue.tags[tag as usize] = Some(io);
-            let _ = queue.qp.submit(
-                Sqe {
-                    command_id: tag,
-                    opcode: if read { NVME_CMD_READ } else { NVME_CMD_WRITE },
-                    hints,
-                    data: io.ix() as u32,
-                },
-                last,
-            );
+            }
             if let Some(slot) = touched.iter_mut().find(|s| s.0.is_none_or(|t| t == q)) {
                 slot.0 = Some(q);
                 slot.1 += 1;
@@ -417,6 +380,54 @@ impl<O: Observer> Sim<'_, O> {
             job.fio.submit_hist[calls_bucket(k)] += 1;
             job.fio.submit_calls += 1;
         }
+    }
+
+    /// Job `j` puts one command into queue `q`'s SQ: a free tag, the I/O's record and its
+    /// SQE (`last`: bd->last, the SQE hint that closes a batch). False when no tag is free.
+    fn queue_command(&mut self, j: usize, q: QueueId, planned: Planned, last: bool) -> bool {
+        let now = self.now;
+        let read = planned.ddir == 0;
+        let hints = if last { SQE_HINT_BARRIER } else { 0 };
+        let start = self.jobs[j].batch_start;
+        let queue = &mut self.queues[q.ix()];
+        let Some(tag) = queue.free_tags.pop() else {
+            debug_assert!(false, "no free tag: the depth check failed");
+            return false;
+        };
+        let rec = Io {
+            job: JobId::new(j),
+            queue: q,
+            tag,
+            read,
+            bytes: planned.bytes as u32,
+            hints,
+            start,
+            submitted: now,
+            unit: 0,
+        };
+        let io = match self.free_ios.pop() {
+            Some(io) => {
+                self.ios[io.ix()] = rec;
+                io
+            }
+            None => {
+                self.ios.push(rec);
+                IoId::new(self.ios.len() - 1)
+            }
+        };
+        let d = queue.device.ix();
+        self.fio.disks[d].submit(now, self.measuring);
+        queue.tags[tag as usize] = Some(io);
+        let _ = queue.qp.submit(
+            Sqe {
+                command_id: tag,
+                opcode: if read { NVME_CMD_READ } else { NVME_CMD_WRITE },
+                hints,
+                data: io.ix() as u32,
+            },
+            last,
+        );
+        true
     }
 
     /// The SQ tail doorbell reaches the device; its fetch engine serves doorbells in
