@@ -1,7 +1,13 @@
 //! The model: state of every CPU, thread, job, device, queue, vector and root port, and
-//! the event loop that moves them. Behaviour lives in the sibling files: `cpu` (interrupt
-//! entry, handlers, softirq, scheduler), `device` (controller, root port, IOMMU), `job`
-//! (the fio job loop), `build` (topology from platform and jobs), `report`.
+//! the event loop that moves them. The sibling files:
+//! - `state`: each component's state, one arena per kind in `Sim`; `ids`: their typed ids.
+//! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
+//!   per-CPU scheduler and the threads' steps.
+//! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
+//!   port's IOMMU engine and the socket's delivery unit; `target`: NVMe over RDMA targets.
+//! - `job`: the fio job loop; `fio_job`: fio's per-job and run-wide state.
+//! - `build`: the machine from platform, jobs and policy; `report`: the measured window
+//!   and the report; `parts`: independent parts of a machine on threads.
 
 mod build;
 mod cpu;
