@@ -2,30 +2,29 @@
 //! (`cpus`, `threads`, `jobs`, `devices`, `queues`, `vectors`, `ports`, `ios`), so a
 //! stored reference or an event payload cannot mix up a queue and a vector.
 //!
-//! An id is stored as its index + 1 in a `NonZeroU32`: `Option<Id>` is then 4 bytes, as
-//! the `u32::MAX` sentinels it replaces were, and events stay small.
+//! An id is a `u32`, so events stay small and `ix` costs nothing; an absent reference is
+//! an `Option<Id>` (8 bytes) where the model used to keep a `u32::MAX` sentinel.
 
 use std::fmt;
-use std::num::NonZeroU32;
 
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(NonZeroU32);
+        pub struct $name(u32);
 
         impl $name {
             /// The id of arena entry `ix`.
             #[inline(always)]
             pub fn new(ix: usize) -> Self {
                 debug_assert!(ix < u32::MAX as usize, "{} index out of range", stringify!($name));
-                $name(NonZeroU32::MIN.saturating_add(ix as u32))
+                $name(ix as u32)
             }
 
             /// The arena index.
             #[inline(always)]
             pub fn ix(self) -> usize {
-                (self.0.get() - 1) as usize
+                self.0 as usize
             }
         }
 
@@ -75,12 +74,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_round_trip_and_keep_options_small() {
+    fn ids_round_trip() {
         for ix in [0, 1, 41, 1 << 20, u32::MAX as usize - 1] {
             assert_eq!(VectorId::new(ix).ix(), ix);
         }
         assert!(QueueId::new(3) < QueueId::new(4));
         assert_eq!(format!("{:?}", CpuId::new(7)), "CpuId(7)");
-        assert_eq!(std::mem::size_of::<Option<IoId>>(), 4);
     }
 }
