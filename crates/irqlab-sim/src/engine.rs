@@ -1,45 +1,47 @@
 //! The event queue: a binary heap ordered by (time in ns, sequence number), so events at
 //! the same time run in the order they were scheduled and a run replays exactly.
 
-/// Everything that can happen at a point in virtual time. Payloads are arena indices, so
-/// an event is a few bytes and nothing is allocated per event.
+pub use crate::model::ids::{CpuId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
+
+/// Everything that can happen at a point in virtual time. Payloads are typed arena ids
+/// (model/ids.rs), so an event is a few bytes and nothing is allocated per event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// The current step of a CPU ended (ignored when `epoch` is stale: the step was
     /// preempted or replaced).
-    CpuStep { cpu: u32, epoch: u32 },
+    CpuStep { cpu: CpuId, epoch: u32 },
     /// The controller fetched `count` SQEs of a queue after the doorbell.
-    SqFetched { queue: u32, count: u32 },
+    SqFetched { queue: QueueId, count: u32 },
     /// A device command's media service ended.
-    ServiceDone { io: u32 },
+    ServiceDone { io: IoId },
     /// An NVMe over RDMA target's response (RDMA WRITE and SEND) reached the host NIC.
-    TargetResponse { io: u32 },
+    TargetResponse { io: IoId },
     /// The write at the head of a root port's FIFO finished.
-    PortDone { port: u32 },
+    PortDone { port: PortId },
     /// An interrupt message reaches a CPU's local APIC (`vec` is the IDT vector).
-    Notify { cpu: u32, vec: u16 },
+    Notify { cpu: CpuId, vec: u16 },
     /// A CPU's periodic timer tick is due.
-    Tick { cpu: u32 },
+    Tick { cpu: CpuId },
     /// A CQ head doorbell write reaches the controller.
-    CqDoorbell { queue: u32 },
+    CqDoorbell { queue: QueueId },
     /// A device coalescing timer expires (feature 08h aggregation time).
-    CoalesceTimer { vector: u32, epoch: u32 },
+    CoalesceTimer { vector: VectorId, epoch: u32 },
     /// A thread's hrtimer sleep ends (hybrid polling).
-    ThreadTimer { thread: u32, epoch: u32 },
+    ThreadTimer { thread: ThreadId, epoch: u32 },
     /// A CPU's GSIM moderation timer fires.
-    GsimTimer { cpu: u32, epoch: u32 },
+    GsimTimer { cpu: CpuId, epoch: u32 },
     /// A root port's IOMMU engine finished handling an MSI (remapped or posted).
-    EngineDone { port: u32 },
+    EngineDone { port: PortId },
     /// The delivery unit finished sending the notification at the head of its queue.
     Delivered,
     /// A moderator's requested level reaches the device (after the work item).
-    ModeratorProgram { vector: u32 },
+    ModeratorProgram { vector: VectorId },
     /// The ramp time is over: statistics start.
     RampEnd,
     /// A job's startdelay passed or its stonewall wave began.
-    JobStart { job: u32 },
+    JobStart { job: JobId },
     /// A job that started late ends its ramp_time: its statistics start.
-    JobRampEnd { job: u32 },
+    JobRampEnd { job: JobId },
 }
 
 /// A deterministic future-event list: a calendar queue. The slots form a ring that
@@ -309,18 +311,18 @@ mod tests {
     #[test]
     fn same_time_events_pop_in_schedule_order() {
         let mut q = EventQueue::new();
-        q.push(10, Event::Tick { cpu: 2 });
-        q.push(5, Event::Tick { cpu: 9 });
-        q.push(10, Event::Tick { cpu: 1 });
-        q.push(10, Event::Tick { cpu: 3 });
+        q.push(10, Event::Tick { cpu: CpuId::new(2) });
+        q.push(5, Event::Tick { cpu: CpuId::new(9) });
+        q.push(10, Event::Tick { cpu: CpuId::new(1) });
+        q.push(10, Event::Tick { cpu: CpuId::new(3) });
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
             vec![
-                (5, Event::Tick { cpu: 9 }),
-                (10, Event::Tick { cpu: 2 }),
-                (10, Event::Tick { cpu: 1 }),
-                (10, Event::Tick { cpu: 3 }),
+                (5, Event::Tick { cpu: CpuId::new(9) }),
+                (10, Event::Tick { cpu: CpuId::new(2) }),
+                (10, Event::Tick { cpu: CpuId::new(1) }),
+                (10, Event::Tick { cpu: CpuId::new(3) }),
             ]
         );
         assert_eq!(q.popped(), 4);
@@ -350,7 +352,9 @@ mod tests {
                     _ => rnd() % 5_000_000,
                 };
                 seq += 1;
-                let ev = Event::Tick { cpu: step };
+                let ev = Event::Tick {
+                    cpu: CpuId::new(step as usize),
+                };
                 q.push(now + d, ev);
                 h.push(Entry {
                     time: now + d,
@@ -367,5 +371,11 @@ mod tests {
             assert_eq!(q.pop(), Some((e.time, e.ev)));
         }
         assert!(q.pop().is_none() && q.is_empty());
+    }
+
+    /// A queue slot is a 16-byte key and the event: ids must not make events bigger.
+    #[test]
+    fn events_stay_small() {
+        assert!(std::mem::size_of::<Event>() <= 16);
     }
 }

@@ -3,6 +3,7 @@
 //! one outstanding message until the CQ head doorbell), the root port's ordered FIFO of
 //! posted writes, and the IOMMU's remapped or posted handling of each MSI.
 
+use super::ids::{DeviceId, IoId, PortId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
@@ -11,23 +12,24 @@ use irqlab_core::nvme::{CoalesceParams, Hint, MsixAction, Quiet};
 impl<O: Observer> Sim<'_, O> {
     /// The controller fetched `count` SQEs of queue `q`.
     pub(crate) fn sq_fetched(&mut self, q: usize, count: u32) {
-        let d = self.queues[q].device as usize;
+        let d = self.queues[q].device.ix();
         for _ in 0..count {
             let Some(sqe) = self.queues[q].qp.fetch() else {
                 break;
             };
-            let io = self.queues[q].tags[sqe.command_id as usize];
+            let io = self.queues[q].tags[sqe.command_id as usize]
+                .expect("a fetched SQE's command id names its request");
             self.media_take(d, io);
         }
     }
 
     /// A fetched command goes to the media: any free unit (a shared pool), or on striped
     /// media the unit its LBA maps to (uniform for random I/O), FIFO behind that unit.
-    fn media_take(&mut self, d: usize, io: u32) {
-        let q = self.ios[io as usize].queue as usize;
+    fn media_take(&mut self, d: usize, io: IoId) {
+        let q = self.ios[io.ix()].queue.ix();
         if let Some(tq) = self.queues[q].target {
             // NVMe over RDMA: the command capsule reached the target's CPUs.
-            self.target_receive(tq as usize, io);
+            self.target_receive(tq.ix(), io);
             return;
         }
         let dev = &mut self.devices[d];
@@ -40,7 +42,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         let u = dev.rng.below(dev.unit_busy.len() as u64) as usize;
-        self.ios[io as usize].unit = u as u32;
+        self.ios[io.ix()].unit = u as u32;
         if dev.unit_busy[u] {
             dev.unit_wait[u].push_back(io);
         } else {
@@ -49,13 +51,13 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// One of the device's internal servers takes command `io`.
-    fn start_service(&mut self, d: usize, io: u32) {
+    fn start_service(&mut self, d: usize, io: IoId) {
         let dev = &mut self.devices[d];
         dev.busy += 1;
         if !dev.unit_busy.is_empty() {
-            dev.unit_busy[self.ios[io as usize].unit as usize] = true;
+            dev.unit_busy[self.ios[io.ix()].unit as usize] = true;
         }
-        let t = if self.ios[io as usize].read {
+        let t = if self.ios[io.ix()].read {
             dev.read_time.draw(&mut dev.rng)
         } else {
             dev.write_time.draw(&mut dev.rng)
@@ -66,9 +68,9 @@ impl<O: Observer> Sim<'_, O> {
     /// Media service of `io` ended: the unit takes its next command, and the completion
     /// (data, CQE, then the message decision) goes out if the port has credits; otherwise
     /// the device holds it, in order, until credits return.
-    pub(crate) fn service_done(&mut self, io: u32) {
-        let q = self.ios[io as usize].queue as usize;
-        let d = self.queues[q].device as usize;
+    pub(crate) fn service_done(&mut self, io: IoId) {
+        let q = self.ios[io.ix()].queue.ix();
+        let d = self.queues[q].device.ix();
         let dev = &mut self.devices[d];
         dev.busy -= 1;
         if dev.unit_busy.is_empty() {
@@ -76,7 +78,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.start_service(d, next);
             }
         } else {
-            let u = self.ios[io as usize].unit as usize;
+            let u = self.ios[io.ix()].unit as usize;
             dev.unit_busy[u] = false;
             if let Some(next) = dev.unit_wait[u].pop_front() {
                 self.start_service(d, next);
@@ -87,11 +89,11 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The device has `io`'s completion: data, CQE, then the message decision go out if
     /// the port has credits; otherwise the device holds it, in order, until they return.
-    pub(crate) fn deliver_completion(&mut self, io: u32) {
-        let q = self.ios[io as usize].queue as usize;
-        let d = self.queues[q].device as usize;
+    pub(crate) fn deliver_completion(&mut self, io: IoId) {
+        let q = self.ios[io.ix()].queue.ix();
+        let d = self.queues[q].device.ix();
         let dev = &self.devices[d];
-        let port = dev.port as usize;
+        let port = dev.port.ix();
         if dev.egress.is_empty()
             && dev.msi_wait.is_empty()
             && self.port_room(port, self.completion_credits(io))
@@ -105,17 +107,17 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The device writes `io`'s data and CQE into the root port, then decides about the
     /// vector's message.
-    fn emit_completion(&mut self, io: u32) {
-        let Io { queue, hints, .. } = self.ios[io as usize];
-        let q = queue as usize;
-        let d = self.queues[q].device as usize;
+    fn emit_completion(&mut self, io: IoId) {
+        let Io { queue, hints, .. } = self.ios[io.ix()];
+        let q = queue.ix();
+        let d = self.queues[q].device.ix();
         self.queues[q].cqes_in_flight += 1;
-        let port = self.devices[d].port as usize;
+        let port = self.devices[d].port.ix();
         self.port_push(port, PortItem::Completion { io });
         let Some(v) = self.queues[q].vector else {
             return;
         };
-        let v = v as usize;
+        let v = v.ix();
         let (now, unacked) = (self.now, self.unacked(q));
         let a = self.vectors[v]
             .msix
@@ -144,7 +146,7 @@ impl<O: Observer> Sim<'_, O> {
             MsixAction::ArmTimer { deadline_ns, epoch } => self.q.push(
                 deadline_ns,
                 Event::CoalesceTimer {
-                    vector: v as u32,
+                    vector: VectorId::new(v),
                     epoch,
                 },
             ),
@@ -170,13 +172,13 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The aggregation time of a vector ran out (a stale expiry does nothing).
     pub(crate) fn coalesce_timer(&mut self, v: usize, epoch: u32) {
-        let unacked = self.unacked(self.vectors[v].queue as usize);
+        let unacked = self.unacked(self.vectors[v].queue.ix());
         let a = self.vectors[v].msix.timer_expired(self.now, epoch, unacked);
         self.carry_out(v, a);
     }
 
     fn send_msi(&mut self, v: usize) {
-        let q = self.vectors[v].queue as usize;
+        let q = self.vectors[v].queue.ix();
         if let Some(lat) = self.queues[q].local_irq_ns {
             // A CQ on the target machine: its NIC's MSI-X reaches the target CPU directly.
             self.vectors[v].messages += 1;
@@ -194,15 +196,16 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.vectors[v].messages += 1;
         self.obs.message(self.now, v);
-        let q = self.vectors[v].queue as usize;
-        let d = self.queues[q].device as usize;
-        let port = self.devices[d].port as usize;
+        let q = self.vectors[v].queue.ix();
+        let d = self.queues[q].device.ix();
+        let port = self.devices[d].port.ix();
         // The MSI follows the CQEs already written and goes ahead of completions the
         // device still holds; without a credit it waits in the device too.
         if self.devices[d].msi_wait.is_empty() && self.port_room(port, 1) {
-            self.port_push(port, PortItem::Msi { vector: v as u32 });
+            let vector = VectorId::new(v);
+            self.port_push(port, PortItem::Msi { vector });
         } else {
-            self.devices[d].msi_wait.push_back(v as u32);
+            self.devices[d].msi_wait.push_back(VectorId::new(v));
             self.vectors[v].msi_held = true;
             self.block_device(d);
         }
@@ -214,7 +217,7 @@ impl<O: Observer> Sim<'_, O> {
         let Some(v) = self.queues[q].vector else {
             return;
         };
-        let v = v as usize;
+        let v = v.ix();
         // Masked, the doorbell still acknowledges the message; a raise it owes waits in
         // the MSI-X pending bit until enable_irq.
         let unacked = self.unacked(q);
@@ -228,7 +231,7 @@ impl<O: Observer> Sim<'_, O> {
     /// apic_retrigger_irq), which reaches the local APIC at once.
     /// Returns whether the vector had been masked (an MSI-X table write to undo).
     pub(crate) fn unmask_vector(&mut self, v: usize) -> bool {
-        let q = self.vectors[v].queue as usize;
+        let q = self.vectors[v].queue.ix();
         let (unacked, cqe_pending) = (self.unacked(q), self.queues[q].qp.cqe_pending());
         let vec = &mut self.vectors[v];
         vec.disabled = false;
@@ -238,7 +241,7 @@ impl<O: Observer> Sim<'_, O> {
             if self.measuring {
                 vec.resent += 1;
             }
-            let (c, idt) = (vec.cpu as usize, vec.idt);
+            let (c, idt) = (vec.cpu.ix(), vec.idt);
             self.notify(c, idt);
         }
         self.carry_out(v, a);
@@ -257,8 +260,12 @@ impl<O: Observer> Sim<'_, O> {
         if m.on_event(now, n, bytes).is_some() {
             // schedule_work(&dim->work): the level reaches the device later.
             let at = now + self.costs.moderation_program;
-            self.q
-                .push(at, Event::ModeratorProgram { vector: v as u32 });
+            self.q.push(
+                at,
+                Event::ModeratorProgram {
+                    vector: VectorId::new(v),
+                },
+            );
         }
     }
 
@@ -271,7 +278,7 @@ impl<O: Observer> Sim<'_, O> {
         let p = m.profile();
         let level = m.level();
         let params = CoalesceParams::from_usec_count(u32::from(p.usec), u32::from(p.count));
-        let unacked = self.unacked(self.vectors[v].queue as usize);
+        let unacked = self.unacked(self.vectors[v].queue.ix());
         let a = self.vectors[v].msix.program(params, now, unacked);
         if let Some(m) = self.vectors[v].moderator.as_mut() {
             m.ack();
@@ -286,13 +293,13 @@ impl<O: Observer> Sim<'_, O> {
     /// CQE, but at most half the port's: flow control is per TLP, so a long transfer
     /// streams through a window of credits instead of waiting for an empty port.
     #[inline]
-    fn completion_credits(&self, io: u32) -> u32 {
-        let rec = &self.ios[io as usize];
-        let dev = &self.devices[self.queues[rec.queue as usize].device as usize];
+    fn completion_credits(&self, io: IoId) -> u32 {
+        let rec = &self.ios[io.ix()];
+        let dev = &self.devices[self.queues[rec.queue.ix()].device.ix()];
         if !rec.read && !dev.writes_data {
             return 1;
         }
-        let port = &self.ports[dev.port as usize];
+        let port = &self.ports[dev.port.ix()];
         let tlps = u64::from(rec.bytes).div_ceil(port.mps) + 1;
         tlps.min(u64::from(port.credits.div_ceil(2)).max(1)) as u32
     }
@@ -315,8 +322,8 @@ impl<O: Observer> Sim<'_, O> {
     fn block_device(&mut self, d: usize) {
         if !self.devices[d].blocked {
             self.devices[d].blocked = true;
-            let p = self.devices[d].port as usize;
-            self.ports[p].blocked.push_back(d as u32);
+            let p = self.devices[d].port.ix();
+            self.ports[p].blocked.push_back(DeviceId::new(d));
         }
     }
 
@@ -324,12 +331,12 @@ impl<O: Observer> Sim<'_, O> {
     /// until a write does not fit.
     fn serve_blocked(&mut self, p: usize) {
         while let Some(&d) = self.ports[p].blocked.front() {
-            let d = d as usize;
+            let d = d.ix();
             let dev = &self.devices[d];
             let sent = if let Some(&v) = dev.msi_wait.front() {
                 self.port_room(p, 1) && {
                     self.devices[d].msi_wait.pop_front();
-                    self.vectors[v as usize].msi_held = false;
+                    self.vectors[v.ix()].msi_held = false;
                     self.port_push(p, PortItem::Msi { vector: v });
                     true
                 }
@@ -351,7 +358,7 @@ impl<O: Observer> Sim<'_, O> {
             if dev.egress.is_empty() && dev.msi_wait.is_empty() {
                 dev.blocked = false;
             } else {
-                self.ports[p].blocked.push_back(d as u32);
+                self.ports[p].blocked.push_back(DeviceId::new(d));
             }
         }
     }
@@ -377,7 +384,7 @@ impl<O: Observer> Sim<'_, O> {
         let dur = match item {
             PortItem::Completion { io } => self.completion_write_ns(p, io),
             PortItem::Msi { vector } => {
-                if !self.engine_take(p, vector as usize) {
+                if !self.engine_take(p, vector.ix()) {
                     let port = &mut self.ports[p];
                     if port.stalled_since == 0 {
                         port.stalled_since = self.now.max(1);
@@ -397,14 +404,18 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         port.busy = true;
-        self.q
-            .push(self.now + dur.max(1), Event::PortDone { port: p as u32 });
+        self.q.push(
+            self.now + dur.max(1),
+            Event::PortDone {
+                port: PortId::new(p),
+            },
+        );
     }
 
     /// Port time of one completion: its data (reads, or DSA fills) and its CQE.
-    fn completion_write_ns(&mut self, p: usize, io: u32) -> u64 {
-        let rec = self.ios[io as usize];
-        let d = self.queues[rec.queue as usize].device as usize;
+    fn completion_write_ns(&mut self, p: usize, io: IoId) -> u64 {
+        let rec = self.ios[io.ix()];
+        let d = self.queues[rec.queue.ix()].device.ix();
         let data = rec.read || self.devices[d].writes_data;
         let key = ((d as u64) << 48) | (u64::from(data) << 40) | u64::from(rec.bytes);
         let port = &self.ports[p];
@@ -434,8 +445,8 @@ impl<O: Observer> Sim<'_, O> {
         }
         match item {
             Some(PortItem::Completion { io }) => {
-                let Io { queue, tag, .. } = self.ios[io as usize];
-                let q = queue as usize;
+                let Io { queue, tag, .. } = self.ios[io.ix()];
+                let q = queue.ix();
                 self.queues[q].cqes_in_flight -= 1;
                 // The CQE lands in host memory with the current phase tag.
                 let posted = self.queues[q].qp.complete(tag, 0, 0);

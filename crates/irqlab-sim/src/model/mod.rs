@@ -1,13 +1,20 @@
 //! The model: state of every CPU, thread, job, device, queue, vector and root port, and
-//! the event loop that moves them. Behaviour lives in the sibling files: `cpu` (interrupt
-//! entry, handlers, softirq, scheduler), `device` (controller, root port, IOMMU), `job`
-//! (the fio job loop), `build` (topology from platform and jobs), `report`.
+//! the event loop that moves them. The sibling files:
+//! - `state`: each component's state, one arena per kind in `Sim`; `ids`: their typed ids.
+//! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
+//!   per-CPU scheduler and the threads' steps.
+//! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
+//!   port's IOMMU engine and the socket's delivery unit; `target`: NVMe over RDMA targets.
+//! - `job`: the fio job loop; `fio_job`: fio's per-job and run-wide state.
+//! - `build`: the machine from platform, jobs and policy; `report`: the measured window
+//!   and the report; `parts`: independent parts of a machine on threads.
 
 mod build;
 mod cpu;
 mod delivery;
 mod device;
 mod fio_job;
+pub(crate) mod ids;
 mod job;
 mod parts;
 mod report;
@@ -21,6 +28,7 @@ pub(crate) use state::Sim;
 
 use crate::engine::Event;
 use crate::observer::Observer;
+use ids::{CpuId, JobId};
 
 impl<O: Observer> Sim<'_, O> {
     /// Runs until every job has finished and the machine is quiet.
@@ -39,7 +47,7 @@ impl<O: Observer> Sim<'_, O> {
         let vector_names: Vec<String> = self
             .vectors
             .iter()
-            .map(|v| names[v.queue as usize].clone())
+            .map(|v| names[v.queue.ix()].clone())
             .collect();
         self.obs.start(&vector_names, self.cpus.len());
         self.jobs_live = 0;
@@ -49,8 +57,8 @@ impl<O: Observer> Sim<'_, O> {
             }
             self.jobs_live += 1;
             let f = &self.jobs[j].fio;
-            let job = j as u32;
-            if self.threads[self.jobs[j].thread as usize].start_runnable {
+            let job = JobId::new(j);
+            if self.threads[self.jobs[j].thread.ix()].start_runnable {
                 if f.measure_from > 0 {
                     self.q.push(f.measure_from, Event::JobRampEnd { job });
                 }
@@ -61,7 +69,7 @@ impl<O: Observer> Sim<'_, O> {
         for c in 0..self.cpus.len() {
             if mine(&|p| p.cpu(c)) {
                 let first = self.costs.tick_period;
-                self.q.push(first, Event::Tick { cpu: c as u32 });
+                self.q.push(first, Event::Tick { cpu: CpuId::new(c) });
             }
         }
         for t in 0..self.threads.len() {
@@ -126,28 +134,26 @@ impl<O: Observer> Sim<'_, O> {
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::CpuStep { cpu, epoch } => {
-                let c = cpu as usize;
-                if self.cpus[c].epoch == epoch && self.cpus[c].stepping {
-                    self.cpus[c].stepping = false;
-                    self.step_done(c);
+                if self.cpus[cpu.ix()].end_step(epoch) {
+                    self.step_done(cpu.ix());
                 }
             }
-            Event::SqFetched { queue, count } => self.sq_fetched(queue as usize, count),
+            Event::SqFetched { queue, count } => self.sq_fetched(queue.ix(), count),
             Event::ServiceDone { io } => self.service_done(io),
             Event::TargetResponse { io } => self.deliver_completion(io),
-            Event::PortDone { port } => self.port_done(port as usize),
-            Event::Notify { cpu, vec } => self.notify(cpu as usize, vec),
-            Event::Tick { cpu } => self.tick(cpu as usize),
-            Event::CqDoorbell { queue } => self.cq_doorbell_arrives(queue as usize),
-            Event::CoalesceTimer { vector, epoch } => self.coalesce_timer(vector as usize, epoch),
-            Event::ThreadTimer { thread, epoch } => self.thread_timer(thread as usize, epoch),
-            Event::GsimTimer { cpu, epoch } => self.gsim_timer(cpu as usize, epoch),
-            Event::ModeratorProgram { vector } => self.moderator_program(vector as usize),
-            Event::EngineDone { port } => self.engine_done(port as usize),
+            Event::PortDone { port } => self.port_done(port.ix()),
+            Event::Notify { cpu, vec } => self.notify(cpu.ix(), vec),
+            Event::Tick { cpu } => self.tick(cpu.ix()),
+            Event::CqDoorbell { queue } => self.cq_doorbell_arrives(queue.ix()),
+            Event::CoalesceTimer { vector, epoch } => self.coalesce_timer(vector.ix(), epoch),
+            Event::ThreadTimer { thread, epoch } => self.thread_timer(thread.ix(), epoch),
+            Event::GsimTimer { cpu, epoch } => self.gsim_timer(cpu.ix(), epoch),
+            Event::ModeratorProgram { vector } => self.moderator_program(vector.ix()),
+            Event::EngineDone { port } => self.engine_done(port.ix()),
             Event::Delivered => self.delivered(),
             Event::RampEnd => self.open_window(),
-            Event::JobStart { job } => self.start_job(job as usize),
-            Event::JobRampEnd { job } => self.job_ramp_end(job as usize),
+            Event::JobStart { job } => self.start_job(job.ix()),
+            Event::JobRampEnd { job } => self.job_ramp_end(job.ix()),
         }
     }
 }

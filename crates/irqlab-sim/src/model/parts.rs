@@ -114,56 +114,8 @@ impl Partition {
             return None;
         }
         let n = Nodes::new(sim);
-        let mut uf = UnionFind::new(n.total);
-        for (t, th) in sim.threads.iter().enumerate() {
-            uf.union(n.thread(t), n.cpu(th.cpu as usize));
-        }
-        for (j, job) in sim.jobs.iter().enumerate() {
-            uf.union(n.job(j), n.thread(job.thread as usize));
-            for &q in &job.queues {
-                uf.union(n.job(j), n.queue(q as usize));
-            }
-        }
-        // Only queues a job uses carry traffic (with their NVMe over RDMA target queues);
-        // the others' queues and vectors never change, whichever part holds them.
-        let mut used = vec![false; sim.queues.len()];
-        for job in &sim.jobs {
-            for &q in &job.queues {
-                used[q as usize] = true;
-                if let Some(tq) = sim.queues[q as usize].target {
-                    used[tq as usize] = true;
-                }
-            }
-        }
+        let mut uf = connect(sim, &n);
         let uses_unit = sim.delivery.service_ns > 0;
-        for (q, queue) in sim.queues.iter().enumerate() {
-            if !used[q] {
-                continue;
-            }
-            uf.union(n.queue(q), n.device(queue.device as usize));
-            if let Some(tq) = queue.target {
-                uf.union(n.queue(q), n.queue(tq as usize));
-            }
-            for &t in &queue.spinners {
-                uf.union(n.queue(q), n.thread(t as usize));
-            }
-            let Some(v) = queue.vector else {
-                continue;
-            };
-            let (v, vec) = (v as usize, &sim.vectors[v as usize]);
-            uf.union(n.queue(q), n.vector(v));
-            uf.union(n.vector(v), n.cpu(vec.cpu as usize));
-            if let Some(t) = vec.thread {
-                uf.union(n.vector(v), n.thread(t as usize));
-            }
-            if uses_unit && queue.local_irq_ns.is_none() {
-                // Its MSIs leave through the port's IOMMU for the shared delivery unit.
-                uf.union(n.vector(v), n.delivery);
-            }
-        }
-        for (d, dev) in sim.devices.iter().enumerate() {
-            uf.union(n.device(d), n.port(dev.port as usize));
-        }
         // Parts are numbered in order of their first component, so the numbering (and
         // the merge) does not depend on the union order.
         let roots: Vec<usize> = (0..n.total).map(|x| uf.find(x)).collect();
@@ -171,19 +123,16 @@ impl Partition {
         for x in n.jobs.clone() {
             has_job[roots[x]] = true;
         }
-        let mut label = vec![u32::MAX; n.total];
+        let mut label: Vec<Option<u32>> = vec![None; n.total];
         let mut parts = 0u32;
         for &r in &roots {
-            if has_job[r] && label[r] == u32::MAX {
-                label[r] = parts;
+            if has_job[r] && label[r].is_none() {
+                label[r] = Some(parts);
                 parts += 1;
             }
         }
         // What no job reaches (idle CPUs that only tick, unused queues) rides with part 0.
-        let part = |x: usize| match label[roots[x]] {
-            u32::MAX => 0,
-            l => l,
-        };
+        let part = |x: usize| label[roots[x]].unwrap_or(0);
         if parts < 2 {
             return None;
         }
@@ -241,6 +190,64 @@ impl Partition {
         into.now = into.now.max(from.now);
         into.cut_short |= from.cut_short;
     }
+}
+
+/// Joins every two components of `sim` that can change each other's state: a thread and
+/// its CPU, a job and its thread and queues, and along each queue a job uses its device,
+/// target queue, spinners, vector, the vector's CPU and irq thread, and the delivery
+/// unit its MSIs go through; each device and its root port.
+fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
+    let mut uf = UnionFind::new(n.total);
+    for (t, th) in sim.threads.iter().enumerate() {
+        uf.union(n.thread(t), n.cpu(th.cpu.ix()));
+    }
+    for (j, job) in sim.jobs.iter().enumerate() {
+        uf.union(n.job(j), n.thread(job.thread.ix()));
+        for &q in &job.queues {
+            uf.union(n.job(j), n.queue(q.ix()));
+        }
+    }
+    // Only queues a job uses carry traffic (with their NVMe over RDMA target queues);
+    // the others' queues and vectors never change, whichever part holds them.
+    let mut used = vec![false; sim.queues.len()];
+    for job in &sim.jobs {
+        for &q in &job.queues {
+            used[q.ix()] = true;
+            if let Some(tq) = sim.queues[q.ix()].target {
+                used[tq.ix()] = true;
+            }
+        }
+    }
+    let uses_unit = sim.delivery.service_ns > 0;
+    for (q, queue) in sim.queues.iter().enumerate() {
+        if !used[q] {
+            continue;
+        }
+        uf.union(n.queue(q), n.device(queue.device.ix()));
+        if let Some(tq) = queue.target {
+            uf.union(n.queue(q), n.queue(tq.ix()));
+        }
+        for &t in &queue.spinners {
+            uf.union(n.queue(q), n.thread(t.ix()));
+        }
+        let Some(v) = queue.vector else {
+            continue;
+        };
+        let (v, vec) = (v.ix(), &sim.vectors[v.ix()]);
+        uf.union(n.queue(q), n.vector(v));
+        uf.union(n.vector(v), n.cpu(vec.cpu.ix()));
+        if let Some(t) = vec.thread {
+            uf.union(n.vector(v), n.thread(t.ix()));
+        }
+        if uses_unit && queue.local_irq_ns.is_none() {
+            // Its MSIs leave through the port's IOMMU for the shared delivery unit.
+            uf.union(n.vector(v), n.delivery);
+        }
+    }
+    for (d, dev) in sim.devices.iter().enumerate() {
+        uf.union(n.device(d), n.port(dev.port.ix()));
+    }
+    uf
 }
 
 /// Component indices laid out in one range for the union-find.

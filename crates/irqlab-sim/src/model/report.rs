@@ -77,6 +77,31 @@ impl<O: Observer> Sim<'_, O> {
 
     pub(crate) fn report(&mut self) -> RunReport {
         let duration_ns = self.window_end.saturating_sub(self.window_start);
+        let jobs = self.job_reports();
+        let cpus = self.cpu_reports();
+        let vectors = self.vector_reports();
+        let disks = self.disk_utils(duration_ns);
+        let extra = self.extra_counters(duration_ns);
+        RunReport {
+            engine: Engine::Simulated,
+            platform: self.platform_name.clone(),
+            policy: self.policy.describe(),
+            seed: self.seed,
+            duration_ns,
+            end_ns: self.now,
+            global_options: self.fio.global_options.clone(),
+            jobs,
+            disks,
+            cpus,
+            vectors,
+            measured: None,
+            extra,
+        }
+    }
+
+    /// Each job's statistics over its part of the window (its latency histograms and
+    /// logs move into the report), then group_reporting.
+    fn job_reports(&mut self) -> Vec<JobReport> {
         let dir = |d: &mut DirStats, runtime_ns: u64| {
             let [slat, clat, lat] = match d.lat.take() {
                 Some(b) => *b,
@@ -133,9 +158,12 @@ impl<O: Observer> Sim<'_, O> {
                 }
             })
             .collect();
-        let jobs = irqlab_report::group_reporting(jobs);
-        let cpus = self
-            .cpus
+        irqlab_report::group_reporting(jobs)
+    }
+
+    /// Each CPU's time buckets and counters (its tick lateness moves into the report).
+    fn cpu_reports(&mut self) -> Vec<CpuReport> {
+        self.cpus
             .iter_mut()
             .enumerate()
             .map(|(i, c)| {
@@ -157,15 +185,20 @@ impl<O: Observer> Sim<'_, O> {
                     tick_lateness: s.tick_lateness.take().map_or_else(Latency::new, |b| *b),
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    /// /proc/interrupts as the report shows it: every device vector, then the polled
+    /// queues that completed I/O, as POLLED rows.
+    fn vector_reports(&self) -> Vec<VectorReport> {
         // The MSI-X entry of a queue: its number on its device (nvme0q3 is entry 3).
         let mut per_dev = vec![0u32; self.devices.len()];
         let entry: Vec<u32> = self
             .queues
             .iter()
             .map(|q| {
-                per_dev[q.device as usize] += 1;
-                per_dev[q.device as usize]
+                per_dev[q.device.ix()] += 1;
+                per_dev[q.device.ix()]
             })
             .collect();
         let mut vectors: Vec<VectorReport> = self
@@ -181,8 +214,8 @@ impl<O: Observer> Sim<'_, O> {
                     CHIP_REMAPPED
                 }
                 .to_string(),
-                device: pci_address(self.queues[v.queue as usize].device as usize),
-                hwirq: entry[v.queue as usize],
+                device: pci_address(self.queues[v.queue.ix()].device.ix()),
+                hwirq: entry[v.queue.ix()],
                 messages: v.messages,
                 per_cpu: v.per_cpu.clone(),
                 device_coalesced: v.device_coalesced,
@@ -190,14 +223,13 @@ impl<O: Observer> Sim<'_, O> {
                 moderation: v.moderator.as_ref().map(moderation_report),
             })
             .collect();
-        // Polled queues have no vector; they show as POLLED rows with their completions.
         let names = super::build::queue_names(self);
         for (qi, q) in self.queues.iter().enumerate() {
             if q.vector.is_none() && q.completions > 0 {
                 vectors.push(VectorReport {
                     name: names[qi].clone(),
                     chip: CHIP_POLLED.into(),
-                    device: pci_address(q.device as usize),
+                    device: pci_address(q.device.ix()),
                     hwirq: entry[qi],
                     messages: 0,
                     per_cpu: vec![0; self.cpus.len()],
@@ -207,9 +239,13 @@ impl<O: Observer> Sim<'_, O> {
                 });
             }
         }
+        vectors
+    }
+
+    /// fio's disk statistics of the devices the jobs used.
+    fn disk_utils(&self, duration_ns: u64) -> Vec<DiskUtil> {
         let window_ms = duration_ns / 1_000_000;
-        let disks = self
-            .fio
+        self.fio
             .disks
             .iter()
             .zip(&self.devices)
@@ -228,9 +264,21 @@ impl<O: Observer> Sim<'_, O> {
                 busy_ms: d.busy_ns / 1_000_000,
                 window_ms,
             })
-            .collect();
+            .collect()
+    }
+
+    /// The model's own counters: events, conservation totals, merged and withheld
+    /// messages, the delivery unit, softirq and irq_poll, the busy root ports.
+    fn extra_counters(&self, duration_ns: u64) -> Vec<(String, f64)> {
+        let pct = |ns: u64| {
+            if duration_ns > 0 {
+                100.0 * ns as f64 / duration_ns as f64
+            } else {
+                0.0
+            }
+        };
         let sum = |f: &dyn Fn(&Vector) -> u64| self.vectors.iter().map(f).sum::<u64>();
-        let extra = vec![
+        let mut extra = vec![
             (
                 "events".to_string(),
                 (self.q.popped() + self.merged_events) as f64,
@@ -247,18 +295,10 @@ impl<O: Observer> Sim<'_, O> {
                 "notifications_delivered".to_string(),
                 self.delivery.delivered as f64,
             ),
-            (
-                "delivery_busy_pct".to_string(),
-                if duration_ns > 0 {
-                    100.0 * self.delivery.busy_ns as f64 / duration_ns as f64
-                } else {
-                    0.0
-                },
-            ),
+            ("delivery_busy_pct".to_string(), pct(self.delivery.busy_ns)),
             ("simulated_ns".to_string(), self.now as f64),
             ("cut_short".to_string(), f64::from(u8::from(self.cut_short))),
         ];
-        let mut extra = extra;
         // Over the whole run (the kernel's counters are not reset at the ramp's end).
         let soft = |f: &dyn Fn(&irqlab_core::softirq::SoftirqCounters) -> u64| {
             self.cpus
@@ -279,30 +319,9 @@ impl<O: Observer> Sim<'_, O> {
             if port.busy_ns == 0 && port.stalled_ns == 0 {
                 continue;
             }
-            let pct = |ns: u64| {
-                if duration_ns > 0 {
-                    100.0 * ns as f64 / duration_ns as f64
-                } else {
-                    0.0
-                }
-            };
             extra.push((format!("port{i}_busy_pct"), pct(port.busy_ns)));
             extra.push((format!("port{i}_stalled_pct"), pct(port.stalled_ns)));
         }
-        RunReport {
-            engine: Engine::Simulated,
-            platform: self.platform_name.clone(),
-            policy: self.policy.describe(),
-            seed: self.seed,
-            duration_ns,
-            end_ns: self.now,
-            global_options: self.fio.global_options.clone(),
-            jobs,
-            disks,
-            cpus,
-            vectors,
-            measured: None,
-            extra,
-        }
+        extra
     }
 }

@@ -10,33 +10,34 @@
 //! where it is the device's completion. Both machines therefore pay per-interrupt costs,
 //! and moderation saves CPU on both.
 
-use super::build::{VectorSpec, add_vector, new_cpu};
+use super::build::{Inputs, Machine, VectorSpec, add_vector, new_cpu};
+use super::ids::{DeviceId, IoId, QueueId};
 use super::state::*;
 use crate::SimError;
 use crate::engine::Event;
 use crate::observer::Observer;
-use crate::platform::{Platform, RdmaTarget};
+use crate::platform::RdmaTarget;
 use crate::rng::ServiceTime;
-use irqlab_core::Policy;
+use irqlab_core::gsim::GsimGlobal;
 use irqlab_core::nvme::{Hint, MsiRule, NVME_CMD_READ, QueuePair, Sqe};
 
 impl<O: Observer> Sim<'_, O> {
     /// Host command `io` reached target queue `tq`: the receive completion is posted in
     /// the target's CQ, and the CQ's interrupt rule decides about a message.
-    pub(crate) fn target_receive(&mut self, tq: usize, io: u32) {
+    pub(crate) fn target_receive(&mut self, tq: usize, io: IoId) {
         let queue = &mut self.queues[tq];
         let Some(tag) = queue.free_tags.pop() else {
             debug_assert!(false, "target queue full: the depth check failed");
             return;
         };
-        queue.tags[tag as usize] = io;
+        queue.tags[tag as usize] = Some(io);
         // The NIC fills the receive queue and its CQ; the SQ side is the host's.
         let _ = queue.qp.submit(
             Sqe {
                 command_id: tag,
                 opcode: NVME_CMD_READ,
                 hints: 0,
-                data: io,
+                data: io.ix() as u32,
             },
             true,
         );
@@ -46,7 +47,7 @@ impl<O: Observer> Sim<'_, O> {
         let Some(v) = queue.vector else {
             return;
         };
-        let v = v as usize;
+        let v = v.ix();
         // A target CQ's completion is not held by an MSI-X mask: the model masks host
         // vectors only.
         let (now, unacked) = (self.now, self.unacked(tq));
@@ -64,7 +65,7 @@ impl<O: Observer> Sim<'_, O> {
         if queue.local_irq_ns.is_none() {
             return u64::from(n) * queue.cqe_ns;
         }
-        let dev = &mut self.devices[queue.device as usize];
+        let dev = &mut self.devices[queue.device.ix()];
         match &dev.command_time {
             Some(t) => (0..n).map(|_| t.draw(&mut dev.rng)).sum(),
             None => u64::from(n) * queue.cqe_ns,
@@ -72,9 +73,9 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// The target answered command `io`: the data and completion capsule reach the host.
-    pub(crate) fn target_respond(&mut self, io: u32) {
-        let q = self.ios[io as usize].queue as usize;
-        let d = self.queues[q].device as usize;
+    pub(crate) fn target_respond(&mut self, io: IoId) {
+        let q = self.ios[io.ix()].queue.ix();
+        let d = self.queues[q].device.ix();
         let at = self.now + self.devices[d].response_ns.max(1);
         self.q.push(at, Event::TargetResponse { io });
     }
@@ -84,49 +85,35 @@ impl<O: Observer> Sim<'_, O> {
 /// cores (after the host's CPUs) and one target queue per host queue, its vector on a
 /// target core round robin.
 pub(crate) fn add_targets(
-    p: &Platform,
-    policy: &Policy,
-    costs: &Costs,
-    gsim_global: Option<&irqlab_core::gsim::GsimGlobal>,
-    machine: &mut Machine<'_>,
+    inp: &Inputs<'_>,
+    gsim: Option<&GsimGlobal>,
+    m: &mut Machine,
 ) -> Result<(), SimError> {
     let mut dev_ix = 0usize;
-    for g in &p.devices {
+    for g in &inp.p.devices {
         for _ in 0..g.count {
             if let Some(t) = &g.target {
-                add_target(t, g, dev_ix, p, policy, costs, gsim_global, machine)?;
+                add_target(t, g, dev_ix, inp, gsim, m)?;
             }
             dev_ix += 1;
         }
     }
-    let ncpu = machine.cpus.len();
-    for v in machine.vectors.iter_mut() {
+    let ncpu = m.cpus.len();
+    for v in m.vectors.iter_mut() {
         v.per_cpu.resize(ncpu, 0);
     }
     Ok(())
 }
 
-/// The parts of the model the build hands over while it assembles the machine.
-pub(crate) struct Machine<'a> {
-    pub cpus: &'a mut Vec<Cpu>,
-    pub queues: &'a mut Vec<Queue>,
-    pub vectors: &'a mut Vec<Vector>,
-    pub threads: &'a mut Vec<Thread>,
-    pub devices: &'a mut Vec<Device>,
-    pub names: &'a [String],
-}
-
-#[allow(clippy::too_many_arguments)]
 fn add_target(
     t: &RdmaTarget,
     g: &crate::platform::DeviceGroup,
     dev_ix: usize,
-    p: &Platform,
-    policy: &Policy,
-    costs: &Costs,
-    gsim_global: Option<&irqlab_core::gsim::GsimGlobal>,
-    m: &mut Machine<'_>,
+    inp: &Inputs<'_>,
+    gsim: Option<&GsimGlobal>,
+    m: &mut Machine,
 ) -> Result<(), SimError> {
+    let (p, policy) = (inp.p, inp.policy);
     m.devices[dev_ix].response_ns = t.network_ns;
     m.devices[dev_ix].command_time = Some(ServiceTime::new(t.command_ns, g.service_cv));
     let first_core = m.cpus.len();
@@ -134,53 +121,33 @@ fn add_target(
         m.cpus.push(new_cpu(
             first_core + k,
             p,
-            costs,
+            &inp.costs,
             policy.delivery,
-            gsim_global,
+            gsim,
         ));
     }
     let host_queues: Vec<usize> = (0..m.queues.len())
-        .filter(|&q| m.queues[q].device as usize == dev_ix && m.queues[q].vector.is_some())
+        .filter(|&q| m.queues[q].device.ix() == dev_ix && m.queues[q].vector.is_some())
         .collect();
-    let name = format!("{}-target", m.names[dev_ix]);
+    let name = format!("{}-target", inp.names[dev_ix]);
     for (i, &hq) in host_queues.iter().enumerate() {
-        let tq = m.queues.len() as u32;
+        let tq = QueueId::new(m.queues.len());
         let depth = m.queues[hq].qp.sq.q_depth();
         let qid = (i + 1) as u16;
         let qp = QueuePair::new(qid, qid, depth)
             .map_err(|e| SimError::Platform(format!("{name}: {e}")))?;
-        let cpu = first_core + i % t.cores;
-        let v = add_vector(
-            VectorSpec {
-                name: format!("{name}q{qid}"),
-                queue: tq,
-                cpu,
-                rule: MsiRule::UntilDoorbell,
-                group: g,
-                rescue_thread: false,
-            },
-            m.cpus,
-            m.vectors,
-            m.threads,
-            policy,
-            p,
-        )?;
+        let spec = VectorSpec {
+            name: format!("{name}q{qid}"),
+            queue: tq,
+            cpu: first_core + i % t.cores,
+            rule: MsiRule::UntilDoorbell,
+            group: g,
+            rescue_thread: false,
+        };
+        let v = add_vector(spec, m, policy, p)?;
         m.queues.push(Queue {
-            device: dev_ix as u32,
-            vector: Some(v),
-            doorbell: true,
-            cqe_ns: t.command_ns,
-            complete_ns: None,
-            qp,
-            tags: vec![u32::MAX; depth as usize],
-            free_tags: (0..depth).rev().map(|x| x as u16).collect(),
-            cqes_in_flight: 0,
-            shared: false,
-            cq_locked: false,
-            spinners: Vec::new(),
-            completions: 0,
-            target: None,
             local_irq_ns: Some(t.interrupt_ns),
+            ..Queue::new(DeviceId::new(dev_ix), Some(v), qp, t.command_ns)
         });
         m.queues[hq].target = Some(tq);
     }
