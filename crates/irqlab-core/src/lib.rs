@@ -6,6 +6,7 @@
 pub mod dim;
 pub mod flood;
 pub mod gsim;
+pub mod hybrid;
 pub mod irq_poll;
 pub mod moderator;
 pub mod napi_defer;
@@ -14,6 +15,8 @@ pub mod policy;
 pub mod posted;
 pub mod remapped;
 pub mod softirq;
+mod stop;
 mod sync;
 
 pub use policy::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
+pub use stop::StopFlag;

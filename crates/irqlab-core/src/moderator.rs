@@ -71,6 +71,11 @@ pub struct Moderator {
     kind: ModeratorKind,
     engine: Engine,
     events: u64,
+    /// The level the device runs: the start level, then each acknowledged request.
+    applied: usize,
+    /// Time at each applied level, booked between consecutive events.
+    level_ns: Vec<u64>,
+    last_event_ns: Option<u64>,
 }
 
 impl Moderator {
@@ -113,11 +118,17 @@ impl Moderator {
                 Engine::IrqAm(IrqAm::new(levels, IRQ_AM_DEFAULT_NR_EVENTS, 0).map_err(err)?)
             }
         };
-        Ok(Some(Moderator {
+        let mut m = Moderator {
             kind,
             engine,
             events: 0,
-        }))
+            applied: 0,
+            level_ns: Vec::new(),
+            last_event_ns: None,
+        };
+        m.applied = m.level();
+        m.level_ns = vec![0; m.levels().len()];
+        Ok(Some(m))
     }
 
     /// irq-am with a measurement window of `nr_events` events (irq_am_init's argument: the
@@ -139,6 +150,11 @@ impl Moderator {
     /// `bytes`. Returns the level to program when the moderator decides to move.
     pub fn on_event(&mut self, now_ns: u64, completions: u32, bytes: u64) -> Option<LevelRequest> {
         self.events += 1;
+        if let Some(last) = self.last_event_ns.replace(now_ns)
+            && let Some(t) = self.level_ns.get_mut(self.applied)
+        {
+            *t += now_ns.saturating_sub(last);
+        }
         let program = match &mut self.engine {
             Engine::NetDim { dim, ctr } => {
                 // dim_update_sample(cq.event_ctr, packets, bytes): wrapping counters.
@@ -166,6 +182,19 @@ impl Moderator {
             Engine::NetDim { dim, .. } | Engine::RdmaDim(dim) => dim.work_done(),
             Engine::IrqAm(am) => am.program_done(),
         }
+        self.applied = self.level();
+    }
+
+    /// The level the device runs: the start level until the first [`Moderator::ack`],
+    /// then the level of the last acknowledged request.
+    pub fn applied_level(&self) -> usize {
+        self.applied
+    }
+
+    /// Time at each level (indexed like [`Moderator::levels`]), booked between
+    /// consecutive [`Moderator::on_event`] calls to the level the device ran.
+    pub fn level_ns(&self) -> &[u64] {
+        &self.level_ns
     }
 
     pub fn kind(&self) -> ModeratorKind {

@@ -59,7 +59,7 @@ impl PiDesc {
     /// unless ON or SN is already set. Returns true when a notification must be sent to
     /// NDST with vector NV (ON went 0 -> 1); false when the post was coalesced.
     pub fn post(&self, vector: u8) -> bool {
-        let (word, bit) = pir_position(vector);
+        let (word, bit) = vector_bit(vector);
         self.pir[word].fetch_or(bit, Ordering::AcqRel);
         // Pairs with the fence after pi_clear_on in the handler (store-buffering pattern).
         fence(Ordering::SeqCst);
@@ -151,8 +151,11 @@ impl PiDesc {
     }
 }
 
-fn pir_position(vector: u8) -> (usize, u64) {
-    (usize::from(vector / 64), 1u64 << (vector % 64))
+/// Where `vector` sits in a 256-bit vector bitmap (the PIR, the local APIC's IRR): its
+/// word and its bit, BIT_WORD(vector) and BIT_MASK(vector) over 64-bit longs
+/// (include/linux/bits.h), as test_and_set_bit(vector, pir) computes them.
+pub const fn vector_bit(vector: u8) -> (usize, u64) {
+    ((vector / 64) as usize, 1u64 << (vector % 64))
 }
 
 /// One round's copy of the PIR: the set vectors, dispatched in ascending order.
@@ -229,8 +232,10 @@ impl Iterator for PirVectors {
     fn next(&mut self) -> Option<u8> {
         let end = u16::from(FIRST_SYSTEM_VECTOR);
         while self.next < end {
-            let word = usize::from(self.next / 64);
-            let masked = self.words[word] & (!0u64 << (self.next % 64));
+            // FIRST_SYSTEM_VECTOR bounds `next`, so it fits a vector number.
+            let (word, bit) = vector_bit(self.next as u8);
+            // The vector's bit and every bit above it in its word.
+            let masked = self.words[word] & !(bit - 1);
             if masked == 0 {
                 self.next = (word as u16 + 1) * 64;
                 continue;

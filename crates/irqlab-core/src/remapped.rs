@@ -7,7 +7,8 @@
 //! message, no coalescing in the IOMMU. (The local APIC's IRR can still merge a second
 //! message of a vector that is already pending; that is the CPU model's business.)
 
-use crate::posted::PiDesc;
+use crate::policy::Delivery;
+use crate::posted::{POSTED_MSI_NOTIFICATION_VECTOR, PiDesc};
 
 /// A CPU interrupt raised by a message: the vector the CPU enters the IDT with, and the
 /// destination APIC ID.
@@ -64,6 +65,20 @@ pub enum DeliveryPath {
 }
 
 impl DeliveryPath {
+    /// The path to the CPU with APIC ID `dest` under `delivery`: an IRTE in remapped
+    /// format, or a posted descriptor notifying on POSTED_MSI_NOTIFICATION_VECTOR
+    /// (intel_posted_msi_init); None when the run takes no interrupts (polled, hybrid).
+    pub fn for_delivery(delivery: Delivery, dest: u32) -> Option<DeliveryPath> {
+        match delivery {
+            Delivery::Remapped => Some(DeliveryPath::Remapped(RemappedTarget::new(dest))),
+            Delivery::Posted { .. } => Some(DeliveryPath::Posted(PiDesc::new(
+                POSTED_MSI_NOTIFICATION_VECTOR,
+                dest,
+            ))),
+            Delivery::Polled | Delivery::Hybrid => None,
+        }
+    }
+
     pub fn is_posted(&self) -> bool {
         matches!(self, DeliveryPath::Posted(_))
     }

@@ -77,6 +77,40 @@ fn requests_wait_for_the_ack_and_are_counted() {
     );
 }
 
+#[test]
+fn time_between_events_is_booked_to_the_level_the_device_runs() {
+    let mut m = Moderator::new(ModeratorKind::RdmaDim, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(m.applied_level(), 0);
+    let mut now = 0;
+    let mut first = None;
+    // rdma_dim climbs with growing completions; the request is acknowledged one event
+    // later, as a work item would be.
+    for w in 0..4u32 {
+        for _ in 0..70 {
+            now += 15_000;
+            let req = m.on_event(now, 4 + 2 * w, 4096);
+            if req.is_some() && first.is_none() {
+                first = Some(now);
+                assert_eq!(m.applied_level(), 0, "not applied before the ack");
+            }
+            if m.awaiting_ack() && req.is_none() {
+                m.ack();
+            }
+        }
+    }
+    let first = first.expect("rdma_dim moved");
+    let t = m.level_ns();
+    assert_eq!(t.len(), m.levels().len());
+    // Level 0 holds at least the time up to the event after the first request (the ack
+    // came then); the clock starts at the first event, 15 µs in.
+    assert!(t[0] >= first, "{t:?}");
+    assert_eq!(t.iter().sum::<u64>(), now - 15_000, "every gap booked once");
+    assert_eq!(m.applied_level(), m.level());
+    assert!(t[1..].iter().any(|&x| x > 0));
+}
+
 fn kinds() -> impl Strategy<Value = ModeratorKind> {
     prop_oneof![
         Just(ModeratorKind::NetDim),

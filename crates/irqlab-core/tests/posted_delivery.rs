@@ -1,6 +1,7 @@
 //! Remapped and posted delivery behind one interface.
 
-use irqlab_core::posted::{POSTED_MSI_NOTIFICATION_VECTOR, PiDesc};
+use irqlab_core::Delivery;
+use irqlab_core::posted::{POSTED_MSI_NOTIFICATION_VECTOR, PiDesc, vector_bit};
 use irqlab_core::remapped::{Deliver, DeliveryPath, Notification, RemappedStats, RemappedTarget};
 use proptest::prelude::*;
 
@@ -33,6 +34,26 @@ fn posted_notifies_once_with_the_notification_vector() {
     let pid = path.pi_desc().unwrap();
     assert!(pid.on());
     assert_eq!(pid.pending_words()[1], (1 << 1) | (1 << 2));
+}
+
+#[test]
+fn the_path_follows_the_delivery_policy() {
+    let posted = DeliveryPath::for_delivery(Delivery::Posted { max_loop: 3 }, 7).unwrap();
+    let pid = posted.pi_desc().expect("a posted descriptor");
+    assert_eq!((pid.nv(), pid.ndst()), (POSTED_MSI_NOTIFICATION_VECTOR, 7));
+    let remapped = DeliveryPath::for_delivery(Delivery::Remapped, 7).unwrap();
+    assert!(!remapped.is_posted());
+    assert_eq!(remapped.deliver(0x41).map(|n| n.dest), Some(7));
+    assert!(DeliveryPath::for_delivery(Delivery::Polled, 7).is_none());
+    assert!(DeliveryPath::for_delivery(Delivery::Hybrid, 7).is_none());
+}
+
+#[test]
+fn a_vector_is_one_bit_of_four_64_bit_words() {
+    assert_eq!(vector_bit(0), (0, 1));
+    assert_eq!(vector_bit(0x41), (1, 1 << 1));
+    assert_eq!(vector_bit(0xeb), (3, 1 << 43));
+    assert_eq!(vector_bit(0xff), (3, 1 << 63));
 }
 
 proptest! {

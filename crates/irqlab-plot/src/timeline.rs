@@ -13,6 +13,7 @@
 //!         slices: vec![Slice { start_ns: 0, end_ns: 10_000, activity: Activity::Usr }],
 //!         marks: vec![Mark { at_ns: 5_000, kind: MarkKind::Pmn }],
 //!     }],
+//!     wall_clock: false,
 //! };
 //! write_png(&t, "t.png".as_ref()).unwrap();
 //! ```
@@ -130,6 +131,8 @@ pub struct Timeline {
     /// Start and end of the drawn window, in ns of simulated (or wall) time.
     pub window_ns: (u64, u64),
     pub lanes: Vec<Lane>,
+    /// The time axis is wall-clock time (a real-thread run), not simulated time.
+    pub wall_clock: bool,
 }
 
 /// Marks counted over every lane of a timeline.
@@ -380,6 +383,7 @@ mod tests {
                 lane("CPU 1", 0, vec![]),
                 lane("CPU 2", 500, vec![m(700, MarkKind::Notification)]),
             ],
+            wall_clock: false,
         }
     }
 
@@ -475,6 +479,15 @@ mod tests {
         assert!(!text.contains("CPU 1<"), "an idle lane is drawn");
         // Triangles for the two notifications.
         assert!(text.matches("<polygon").count() >= 2);
+        // A real-thread run is drawn on wall-clock time.
+        let wall = Timeline {
+            wall_clock: true,
+            ..sample()
+        };
+        write_svg(&wall, &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("wall-clock time since the start (µs)"));
+        assert!(!text.contains("simulated time"));
     }
 
     #[test]

@@ -194,8 +194,13 @@ fn panel<DB: DrawingBackend>(
         root.draw(&PathElement::new(vec![(x, axis_y), (x, axis_y + 5)], BLACK))?;
         root.draw(&Text::new(label, (x, axis_y + 8), tick_style.clone()))?;
     }
+    let axis_label = if t.wall_clock {
+        "wall-clock time since the start (µs)"
+    } else {
+        "simulated time (µs)"
+    };
     root.draw(&Text::new(
-        "simulated time (µs)",
+        axis_label,
         ((LEFT + right) / 2, axis_y + 30),
         text_style(15, Pos::new(HPos::Center, VPos::Top)),
     ))

@@ -321,6 +321,7 @@ fn irqlab(r: &RunReport) -> Value {
                 "involuntary_ctx": m.involuntary_ctx,
                 "usr_ns": m.usr_ns,
                 "sys_ns": m.sys_ns,
+                "cpu_stolen_ns": m.cpu_stolen_ns,
             }),
         );
     }
@@ -329,7 +330,7 @@ fn irqlab(r: &RunReport) -> Value {
 }
 
 fn vector(v: &VectorReport) -> Value {
-    json!({
+    let mut o = json!({
         "name": v.name,
         "chip": v.chip,
         "device": v.device,
@@ -339,7 +340,16 @@ fn vector(v: &VectorReport) -> Value {
         "per_cpu": v.per_cpu,
         "device_coalesced": v.device_coalesced,
         "completions": v.completions,
-    })
+    });
+    if let Some(m) = &v.moderation {
+        o["moderation"] = json!({
+            "moderator": m.moderator,
+            "final_level": m.final_level,
+            "programs": m.programs,
+            "level_ns": m.level_ns,
+        });
+    }
+    o
 }
 
 fn cpu(c: &CpuReport) -> Value {

@@ -149,6 +149,25 @@ impl IoLog {
     }
 }
 
+/// Writes every fio log file of `report` (write_lat_log, write_bw_log, write_iops_log)
+/// under `dir`, as fio writes them in its working directory; returns their paths. An
+/// error names the file or directory.
+pub fn write_all(
+    report: &crate::RunReport,
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, (std::path::PathBuf, std::io::Error)> {
+    let mut written = Vec::new();
+    for log in report.jobs.iter().flat_map(|j| &j.logs) {
+        let path = dir.join(&log.file_name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| (parent.to_path_buf(), e))?;
+        }
+        std::fs::write(&path, log.text()).map_err(|e| (path.clone(), e))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -152,7 +152,7 @@ mod tests {
             1_500_000_000,
             3_000_000_000,
         ] {
-            job.read.clat.record(ns);
+            job.read.clat.record_clat(ns);
         }
         job.read.total_ios = 9;
         let d = lat_dist(&job);

@@ -11,7 +11,7 @@ pub use group::group_reporting;
 pub use io_stat::IoStat;
 pub use model::{
     CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, HostMeasures,
-    JobReport, Latency, RunReport, VectorReport, pci_address,
+    JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
 
 /// Key of [`RunReport::extra`] set to 1 when the run was stopped before its end (Ctrl-C):
@@ -23,6 +23,7 @@ pub const EXTRA_CUT_SHORT: &str = "cut_short";
 
 pub mod fio_json;
 pub mod fio_log;
+pub mod observe;
 pub mod proc_interrupts;
 pub mod text;
 pub mod trace;

@@ -38,8 +38,9 @@ impl Default for Latency {
 /// io_u.c io_u_mark_lat_*: the bucket of `v` among 2, 4, 10, 20, 50, 100, 250, 500,
 /// 750, 1000 of its unit.
 fn lat_bucket(v: u64) -> usize {
-    const UPPER: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
-    UPPER.iter().position(|&up| v < up).unwrap_or(9)
+    const UPPER: [u64; 9] = [2, 4, 10, 20, 50, 100, 250, 500, 750];
+    // Branch-free: the number of bounds at or below v.
+    UPPER.iter().map(|&up| usize::from(v >= up)).sum()
 }
 
 impl Latency {
@@ -55,7 +56,7 @@ impl Latency {
         }
     }
 
-    /// Records one sample in ns.
+    /// Records one sample in ns (stat.c add_lat_sample / add_slat_sample).
     #[inline]
     pub fn record(&mut self, ns: u64) {
         let i = plat::val_to_idx(ns);
@@ -68,6 +69,14 @@ impl Latency {
         self.sum_sq += u128::from(ns) * u128::from(ns);
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
+    }
+
+    /// Records a completion latency: fio also counts those, and only those, in its
+    /// latency_ns/us/ms buckets (io_u.c account_io_completion calls io_u_mark_latency
+    /// beside add_clat_sample).
+    #[inline]
+    pub fn record_clat(&mut self, ns: u64) {
+        self.record(ns);
         let m = if ns < 1_000 {
             lat_bucket(ns)
         } else if ns < 1_000_000 {
@@ -320,6 +329,31 @@ pub struct VectorReport {
     pub device_coalesced: u64,
     /// Completions reaped by this vector's handler.
     pub completions: u64,
+    /// The adaptive moderator's course on this vector, when one ran.
+    pub moderation: Option<ModerationReport>,
+}
+
+/// An adaptive moderator's course on one vector (lib/dim net_dim or rdma_dim, irq-am),
+/// over the whole run, ramp_time included: the moderator lives as long as its queue.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModerationReport {
+    /// The moderator's name ("net_dim", "rdma_dim", "irq_am").
+    pub moderator: String,
+    /// The level (profile index) the device ran when the run ended.
+    pub final_level: usize,
+    /// Levels programmed into the device (work items that ran).
+    pub programs: u64,
+    /// Time the device spent at each level, ns, indexed by level: the time between the
+    /// moderator's events, booked to the level the device ran.
+    pub level_ns: Vec<u64>,
+}
+
+impl ModerationReport {
+    /// The share of the histogram's time spent at `level`, in percent.
+    pub fn level_pct(&self, level: usize) -> f64 {
+        let total: u64 = self.level_ns.iter().sum();
+        pct(self.level_ns.get(level).copied().unwrap_or(0), total)
+    }
 }
 
 /// drivers/iommu/intel/irq_remapping.c: intel_ir_chip and intel_ir_chip_post_msi.
@@ -358,6 +392,10 @@ pub struct HostMeasures {
     /// Process user and system CPU time from getrusage, ns.
     pub usr_ns: u64,
     pub sys_ns: u64,
+    /// Per CPU (as [`RunReport::cpus`]): time in the measured window when the CPU had
+    /// work but the host ran something else. The CPU's other columns leave it out, so
+    /// a row and its stolen time add up to the window.
+    pub cpu_stolen_ns: Vec<u64>,
 }
 
 /// One device as fio's disk_util shows it (from /proc/diskstats on a real machine, from
@@ -488,13 +526,17 @@ mod tests {
             1_500_000_000,
             3_000_000_000,
         ] {
-            l.record(ns);
+            l.record_clat(ns);
         }
         let m = l.marks();
         assert_eq!((m[0], m[1], m[9]), (1, 1, 1), "1, 3 and 999 ns");
         assert_eq!((m[10], m[12], m[17]), (1, 1, 1), "1.5, 9 and 300 us");
         assert_eq!((m[20], m[30], m[31]), (1, 1, 1), "1.9 ms, 1.5 s, 3 s");
         assert_eq!(m.iter().sum::<u64>(), 9);
+        // Submission and total latencies are not marked (fio marks clat only).
+        let mut slat = Latency::new();
+        slat.record(5);
+        assert_eq!(slat.marks().iter().sum::<u64>(), 0);
     }
 
     #[test]

@@ -322,6 +322,41 @@ fn per_sec(count: u64, window_ns: u64) -> f64 {
     }
 }
 
+/// Each moderated vector's final level, programs and time per level (levels at 0.0%
+/// after the last one used and the final one are left out).
+fn moderation_section(out: &mut String, r: &RunReport) {
+    // Vectors that raised nothing are left out, as in the interrupts table.
+    let moderated: Vec<_> = r
+        .vectors
+        .iter()
+        .filter(|v| v.messages > 0 || v.handled() > 0)
+        .filter_map(|v| v.moderation.as_ref().map(|m| (v, m)))
+        .collect();
+    if moderated.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Moderation (whole run): final level, programs, time at each level"
+    );
+    for (v, m) in moderated {
+        let used = m.level_ns.iter().rposition(|&t| t > 0).map_or(0, |i| i + 1);
+        let levels: Vec<String> = (0..used.max(m.final_level + 1))
+            .map(|l| format!("L{l} {:.1}%", m.level_pct(l)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<12} {:<9} final=L{} programs={}  {}",
+            v.name,
+            m.moderator,
+            m.final_level,
+            m.programs,
+            levels.join(" ")
+        );
+    }
+    out.push('\n');
+}
+
 /// Interrupt counts, rates, CPU shares and tick lateness: the part fio has no words for.
 fn irqlab_section(out: &mut String, r: &RunReport) {
     let w = r.duration_ns;
@@ -375,36 +410,35 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
         r.ios_per_notification()
     );
     out.push('\n');
+    moderation_section(out, r);
 
     let _ = writeln!(
         out,
         "CPU time (% of the measured window) and tick lateness:"
     );
+    // The real-thread runtime also says how much of the window the host took away.
+    let stolen = r.measured.as_ref().map(|m| &m.cpu_stolen_ns);
+    let _ = write!(
+        out,
+        "  {:>4} {:>7} {:>7} {:>8} {:>8} {:>10} {:>10} {:>7}",
+        "CPU", "usr", "sys", "hardirq", "softirq", "ksoftirqd", "irqthread", "idle",
+    );
+    if stolen.is_some() {
+        let _ = write!(out, " {:>7}", "stolen");
+    }
     let _ = writeln!(
         out,
-        "  {:>4} {:>7} {:>7} {:>8} {:>8} {:>10} {:>10} {:>7} {:>10} {:>10} {:>8} {:>8} {:>14}  tick late p50/p99/max",
-        "CPU",
-        "usr",
-        "sys",
-        "hardirq",
-        "softirq",
-        "ksoftirqd",
-        "irqthread",
-        "idle",
-        "ctx",
-        "hardirqs",
-        "PMN",
-        "LOC",
-        "ksoftirqd-wake"
+        " {:>10} {:>10} {:>8} {:>8} {:>14}  tick late p50/p99/max",
+        "ctx", "hardirqs", "PMN", "LOC", "ksoftirqd-wake"
     );
     // A CPU that only idled and took ticks says nothing about interrupt delivery.
     let is_quiet = |c: &crate::CpuReport| c.idle_ns >= w && c.hardirqs == c.timer_ticks;
     let quiet_cpus = r.cpus.iter().filter(|c| is_quiet(c)).count();
     for c in r.cpus.iter().filter(|c| !is_quiet(c)) {
         let t = &c.tick_lateness;
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "  {:>4} {:>6.2}% {:>6.2}% {:>7.2}% {:>7.2}% {:>9.2}% {:>9.2}% {:>6.2}% {:>10} {:>10} {:>8} {:>8} {:>14}  {}/{}/{}",
+            "  {:>4} {:>6.2}% {:>6.2}% {:>7.2}% {:>7.2}% {:>9.2}% {:>9.2}% {:>6.2}%",
             c.cpu,
             pct(c.usr_ns, w),
             pct(c.sys_ns, w),
@@ -413,6 +447,14 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
             pct(c.ksoftirqd_ns, w),
             pct(c.irq_thread_ns, w),
             pct(c.idle_ns, w),
+        );
+        if let Some(s) = stolen {
+            let ns = s.get(c.cpu).copied().unwrap_or(0);
+            let _ = write!(out, " {:>6.2}%", pct(ns, w));
+        }
+        let _ = writeln!(
+            out,
+            " {:>10} {:>10} {:>8} {:>8} {:>14}  {}/{}/{}",
             c.ctx_switches,
             c.hardirqs,
             c.pmn,

@@ -3,7 +3,7 @@
 use irqlab_report::trace::{Arg, Scope, TraceWriter, parse_window};
 use irqlab_report::{
     CHIP_POSTED, CHIP_REMAPPED, CpuReport, DiskUtil, Engine, HostMeasures, JobReport, Latency,
-    RunReport, VectorReport, fio_json, proc_interrupts, text,
+    ModerationReport, RunReport, VectorReport, fio_json, proc_interrupts, text,
 };
 use serde_json::Value;
 
@@ -50,7 +50,7 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
         } else {
             10_000 + (i % 100) * 100
         };
-        job.read.clat.record(clat);
+        job.read.clat.record_clat(clat);
         job.read.slat.record(500);
         job.read.lat.record(clat + 500);
     }
@@ -105,6 +105,12 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
                 per_cpu: q1,
                 device_coalesced: 10_000,
                 completions: 80_000,
+                moderation: Some(ModerationReport {
+                    moderator: "net_dim".into(),
+                    final_level: 2,
+                    programs: 5,
+                    level_ns: vec![10 * MS, 30 * MS, 60 * MS, 0],
+                }),
             },
             VectorReport {
                 name: "nvme0q2".into(),
@@ -115,6 +121,7 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
                 per_cpu: q2,
                 device_coalesced: 0,
                 completions: 20_000,
+                moderation: None,
             },
         ],
         measured: (engine == Engine::RealThreads).then_some(HostMeasures {
@@ -124,6 +131,7 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
             involuntary_ctx: 10,
             usr_ns: 10 * MS,
             sys_ns: 50 * MS,
+            cpu_stolen_ns: vec![0; cpus],
         }),
         extra: vec![("events".into(), 123_456.0)],
     }
@@ -253,6 +261,34 @@ fn text_shows_host_measures_for_the_runtime() {
         "  wall=100.00ms, wake-ups=5000 (50000.0/s), ctx switches: voluntary=4000, involuntary=10",
     );
     has_line(&out, "  CPU: usr=10.00ms, sys=50.00ms, per I/O=600ns");
+    // The runtime's CPU table says what the host stole; the simulator's has no column.
+    let mut r = report(Engine::RealThreads, 2);
+    r.measured.as_mut().unwrap().cpu_stolen_ns = vec![25 * MS, 0];
+    let out = text::render(&r);
+    let header = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("CPU     usr"))
+        .unwrap();
+    assert!(header.contains("    idle  stolen        ctx"), "{header}");
+    let row0 = out.lines().find(|l| l.starts_with("     0 ")).unwrap();
+    assert!(row0.contains(" 40.00%  25.00% "), "{row0}");
+    let sim = text::render(&report(Engine::Simulated, 2));
+    assert!(!sim.contains("stolen"), "{sim}");
+}
+
+#[test]
+fn an_interrupted_run_says_so_at_the_top() {
+    let mut r = report(Engine::RealThreads, 1);
+    assert!(!r.flag(irqlab_report::EXTRA_INTERRUPTED));
+    assert!(!text::render(&r).contains("interrupted"));
+    r.extra
+        .push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+    assert!(r.flag(irqlab_report::EXTRA_INTERRUPTED));
+    let out = text::render(&r);
+    assert_eq!(
+        out.lines().nth(2),
+        Some("interrupted: the run was stopped (Ctrl-C); the figures cover the run up to then")
+    );
 }
 
 #[test]
@@ -332,6 +368,12 @@ fn json_has_what_fio_tools_read() {
     assert_eq!(x["pmn"], 10_000);
     assert_eq!(x["coalescing_ratio"].as_f64(), Some(2.0));
     assert_eq!(x["vectors"][0]["per_cpu"][0], 40_000);
+    let m = &x["vectors"][0]["moderation"];
+    assert_eq!(m["moderator"], "net_dim");
+    assert_eq!(m["final_level"], 2);
+    assert_eq!(m["programs"], 5);
+    assert_eq!(m["level_ns"][1], 30 * MS);
+    assert!(x["vectors"][1].get("moderation").is_none());
     assert_eq!(x["cpus"][0]["tick_lateness_ns"]["N"], 4);
     assert!(x.get("measured").is_none());
     assert_eq!(x["extra"]["events"].as_f64(), Some(123_456.0));
@@ -386,6 +428,20 @@ fn groups_descriptions_and_percentile_switches_show() {
     let v = fio_json::render(&r, true);
     assert!(v["jobs"][0]["read"]["clat_ns"].get("percentile").is_none());
     assert!(v["jobs"][0]["read"]["clat_ns"].get("bins").is_none());
+}
+
+#[test]
+fn text_shows_each_moderated_vector_with_its_levels() {
+    let out = text::render(&report(Engine::Simulated, 2));
+    has_line(
+        &out,
+        "Moderation (whole run): final level, programs, time at each level",
+    );
+    has_line(
+        &out,
+        "  nvme0q1      net_dim   final=L2 programs=5  L0 10.0% L1 30.0% L2 60.0%",
+    );
+    assert!(!out.contains("nvme0q2      net_dim"), "{out}");
 }
 
 #[test]

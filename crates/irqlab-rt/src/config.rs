@@ -3,7 +3,8 @@
 use crate::file_media::DEFAULT_CREATE_BYTES;
 use crate::live::LiveCounters;
 use crate::media::{Media, MediaModel};
-use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
+use irqlab_core::StopFlag;
+use irqlab_core::{HandlerStyle, ModeratorKind, Policy};
 use std::sync::Arc;
 
 /// Emulated namespace size when the media is a model: offsets range over 1 GiB.
@@ -30,6 +31,8 @@ pub struct RtConfig {
     pub media_size: u64,
     /// Counters a monitor thread may sample while the run goes on.
     pub live: Option<Arc<LiveCounters>>,
+    /// Set from another thread to stop the run early (its report says so).
+    pub stop: StopFlag,
 }
 
 impl Default for RtConfig {
@@ -48,32 +51,19 @@ impl Default for RtConfig {
             stall_timeout_ns: 10_000_000_000,
             media_size: DEFAULT_CREATE_BYTES,
             live: None,
+            stop: StopFlag::default(),
         }
     }
 }
 
-/// Refuses policy choices the runtime does not run, with the reason.
+/// Refuses policy choices that cannot run together, with the reason. The runtime runs
+/// every policy the simulator runs and refuses what the simulator refuses: GSIM with the
+/// irq_poll handler (both disable the vector; neither would know when to enable it).
 pub fn check_policy(p: &Policy) -> Result<(), String> {
-    if p.delivery == Delivery::Hybrid {
+    if p.moderator == ModeratorKind::Gsim && matches!(p.handler, HandlerStyle::IrqPoll { .. }) {
         return Err(
-            "the runtime does not run hybrid polling; use --delivery remapped, posted or polled"
-                .into(),
+            "--moderator gsim with --handler irq-poll: both mask the vector; choose one".into(),
         );
-    }
-    if p.handler == HandlerStyle::Threaded && p.reap_after_submit {
-        // The irq thread owns each interrupt queue's CQ: a second reaper would race it
-        // (the kernel serialises them with the cq_poll_lock trylock).
-        return Err(
-            "--reap-after-submit with --handler threaded is not run: the irq thread owns \
-             the completion queue; drop one of them"
-                .into(),
-        );
-    }
-    if p.moderator == ModeratorKind::Gsim {
-        return Err("the runtime does not run GSIM (a per-CPU software delay); use none, net-dim, rdma-dim or irq-am".into());
-    }
-    if p.flood_detection {
-        return Err("the runtime does not run flood detection; drop --flood-detection".into());
     }
     Ok(())
 }

@@ -1,32 +1,38 @@
 //! A CPU thread: it emulates one CPU that receives interrupts and runs the fio job clones
 //! placed on it. It runs the jobs until all of them block, then halts (futex wait) until
-//! a notification; the notification runs the interrupt path: the posted demux loop or the
-//! remapped vectors, the NVMe handler of each vector (nvme_irq: reap the CQ, ring the CQ
-//! head doorbell once), and at irq_exit the IRQ_POLL softirq. Polled jobs spin on their CQ.
+//! a notification, a completion handed over by its irq thread or ksoftirqd, or one of
+//! its timers (GSIM's, hybrid polling's). The interrupt path is in [`crate::irq`].
+//! Its kernel threads (ksoftirqd, the irq thread, the kworker) are real threads started
+//! here, so they inherit its pinning: they compete for its core as they would for the CPU.
 
 use crate::clock::now_ns;
-use crate::irq_thread::{self, IrqThread};
+use crate::cpu_time::{CpuTime, TimeLedger, WindowCpu};
+use crate::irq::Pending;
+use crate::irq_thread::{IrqThread, IrqThreadResult};
 use crate::job::{Io, JobRun, Port, Step};
-use crate::shared::{CpuShared, Target, bump};
+use crate::ksoftirqd::{self, KsoftirqdResult};
+use crate::kworker::{KworkerResult, Moderation};
+use crate::sched;
+use crate::shared::{CpuShared, bump};
+use crate::softirq::SoftirqShared;
+use crate::trace::{Recorder, Role, TraceSpec};
 use crate::usage::Usage;
-use irqlab_core::HandlerStyle;
-use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId, jiffies};
-use irqlab_core::moderator::Moderator;
-use irqlab_core::nvme::{SQE_HINT_BARRIER, Sqe};
-use irqlab_core::posted::{PostedStats, handle_notification};
-use irqlab_core::{ModeratorKind, Policy};
-use std::sync::Arc;
+use irqlab_core::StopFlag;
+use irqlab_core::flood::FloodDetector;
+use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimStats};
+use irqlab_core::irq_poll::{IrqPollCounters, IrqPollId};
+use irqlab_core::nvme::{NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, Sqe};
+use irqlab_core::posted::PostedStats;
+use irqlab_core::softirq::SoftirqCounters;
+use irqlab_core::{HandlerStyle, ModeratorKind, Policy};
+use irqlab_report::ModerationReport;
+use irqlab_report::observe::SliceKind;
 use std::sync::atomic::{AtomicBool, Ordering::*};
-
-/// NVMe I/O opcodes (NVM command set).
-const NVME_CMD_WRITE: u8 = 0x01;
-const NVME_CMD_READ: u8 = 0x02;
-/// irq_poll_softirq stops when the jiffy changes; CONFIG_HZ=1000 is the common build.
-const HZ: u32 = 1000;
+use std::sync::{Arc, Mutex};
 
 /// Host-side request table of one queue: command id to the I/O it carries (the tag set).
 #[derive(Debug, Default)]
-struct Tags {
+pub(crate) struct Tags {
     slots: Vec<Option<Io>>,
     free: Vec<u16>,
 }
@@ -100,7 +106,7 @@ impl Port for SubmitPort<'_> {
 
 /// blk_mq_end_request for the request of `cid`: frees its tag and completes it to its
 /// job. Returns its bytes (0 and counted in `unknown` when the tag carried nothing).
-fn complete_cid(
+pub(crate) fn complete_cid(
     tags: &mut Tags,
     jobs: &mut [JobRun],
     unknown: &mut u64,
@@ -120,84 +126,147 @@ fn complete_cid(
     }
 }
 
-/// What one CPU thread measured.
+/// What one CPU thread and its kernel threads measured.
 #[derive(Clone, Debug, Default)]
 pub struct CpuResult {
     pub index: usize,
     /// (slot, stats, window start ns, window end ns) of each clone.
     pub clones: Vec<(usize, crate::job::JobStats, u64, u64)>,
-    /// getrusage(RUSAGE_THREAD) over the run.
+    /// getrusage(RUSAGE_THREAD) of the CPU thread over the run.
     pub usage: Usage,
     pub wall_ns: u64,
+    /// Clock time in the interrupt path over the run (GSIM's hook reads it).
     pub hardirq_ns: u64,
-    pub softirq_ns: u64,
-    pub idle_ns: u64,
-    /// Interrupt entries: device vectors (remapped) or notifications (posted).
+    /// The CPU's time by kind over the measured window, up to the CPU thread's end.
+    pub time: CpuTime,
+    /// CPU time (thread CPU clocks) of the CPU thread and its kernel threads in the window.
+    pub window_cpu_ns: u64,
+    /// Interrupt entries: device vectors (remapped), notifications (posted), timers.
     pub hardirqs: u64,
     pub pmn: u64,
     pub posted: PostedStats,
     /// Notifications taken that found nothing pending.
     pub spurious: u64,
+    /// Interrupts that found their IRQ disabled (irq_poll or GSIM): resent at enable.
+    pub held_disabled: u64,
     /// Per queue: vector handler calls and completions reaped.
     pub vec_handled: Vec<u64>,
     pub vec_completions: Vec<u64>,
     /// Completions reaped by polling (polled jobs and reap-after-submit).
     pub polled_completions: u64,
     pub reaped_after_submit: u64,
-    pub irq_poll_runs: u64,
-    pub moderator_programs: u64,
+    /// kernel/softirq.c and lib/irq_poll.c counters of this CPU.
+    pub softirq: SoftirqCounters,
+    pub irq_poll: IrqPollCounters,
+    /// Futex wakes that found ksoftirqd asleep.
+    pub ksoftirqd_wakeups: u64,
+    pub ksoftirqd: KsoftirqdResult,
     /// CQEs whose command id carried no request (must stay 0).
     pub unknown_cqes: u64,
     /// I/Os that found no tag or SQ slot (must stay 0).
     pub overflow: u64,
     pub sleeps: u64,
-    /// `--handler threaded`: clock time in the irq thread's handler runs, the thread's
-    /// getrusage, its handler runs and the futex wakes that found it asleep.
-    pub irq_thread_ns: u64,
-    pub irq_thread_usage: Usage,
-    pub irq_thread_runs: u64,
+    /// `--handler threaded`: the irq thread and the futex wakes that found it asleep.
+    pub irq_thread: IrqThreadResult,
     pub irq_thread_wakeups: u64,
+    /// Per queue: the moderator's course; and the kworker that programmed it.
+    pub moderation: Vec<Option<ModerationReport>>,
+    pub kworker: KworkerResult,
+    pub kworker_wakeups: u64,
+    /// `--moderator gsim`: this CPU's statistics and vectors it disabled.
+    pub gsim: Option<GsimStats>,
+    pub gsim_disables: u64,
+    /// `--flood-detection`: the average gap between interrupts at the end, and the
+    /// vector interrupts taken while the CPU counted as flooded.
+    pub flood_avg_interval_ns: Option<u64>,
+    pub flooded_interrupts: u64,
+    /// Hybrid polling: waits that slept, and the time asleep.
+    pub hybrid_sleeps: u64,
+    pub hybrid_sleep_ns: u64,
+    /// The run's stop flag cut a job of this CPU short.
+    pub interrupted: bool,
+}
+
+/// GSIM's state on this CPU and the global half every CPU shares.
+pub(crate) struct Gsim {
+    pub(crate) cpu: GsimCpu,
+    pub(crate) global: Arc<Mutex<GsimGlobal>>,
+}
+
+/// The run's time frame, the same for every CPU thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunClock {
+    /// When the threads were released (monotonic ns): from then on the CPU thread has
+    /// jobs to run (its jobs count their runtime from when it gets to them).
+    pub start: u64,
+    /// When the measured window opens: start plus the shortest ramp_time.
+    pub window_start: u64,
+}
+
+/// Where the CPU thread books its time: its own ledger when it is alone on its CPU, the
+/// shared one when kernel threads report there too.
+#[derive(Debug)]
+enum TimeBook {
+    Own(TimeLedger),
+    Shared,
 }
 
 /// A CPU thread's state.
 pub struct CpuThread {
-    shared: Arc<CpuShared>,
-    policy: Policy,
-    jobs: Vec<JobRun>,
-    tags: Vec<Tags>,
-    irq_poll: IrqPollCpu,
-    poll_ids: Vec<Option<IrqPollId>>,
-    moderators: Vec<Option<Moderator>>,
+    pub(crate) shared: Arc<CpuShared>,
+    pub(crate) policy: Policy,
+    pub(crate) jobs: Vec<JobRun>,
+    pub(crate) tags: Vec<Tags>,
+    pub(crate) soft: Arc<SoftirqShared>,
+    pub(crate) poll_ids: Vec<Option<IrqPollId>>,
+    pub(crate) moderation: Option<Arc<Moderation>>,
     /// The irq thread of `--handler threaded`.
-    irq: Option<Arc<IrqThread>>,
-    res: CpuResult,
+    pub(crate) irq: Option<Arc<IrqThread>>,
+    pub(crate) gsim: Option<Gsim>,
+    pub(crate) flood: Option<FloodDetector>,
+    /// Wake-ups asked for in interrupt context, issued when it is left.
+    pub(crate) pending: Pending,
+    /// The current interrupt's entry time (GSIM reads the hardirq time so far).
+    pub(crate) irq_start_ns: u64,
+    pub(crate) rec: Recorder,
+    spec: TraceSpec,
+    /// What the CPU thread does now (the trace's slice).
+    kind: SliceKind,
+    clock: RunClock,
+    book: TimeBook,
+    cpu_clock: WindowCpu,
+    pub(crate) res: CpuResult,
 }
 
 impl CpuThread {
-    pub fn new(shared: Arc<CpuShared>, policy: Policy, jobs: Vec<JobRun>) -> Result<Self, String> {
+    pub fn new(
+        shared: Arc<CpuShared>,
+        policy: Policy,
+        jobs: Vec<JobRun>,
+        gsim: Option<Arc<Mutex<GsimGlobal>>>,
+        spec: TraceSpec,
+        clock: RunClock,
+    ) -> Result<Self, String> {
         let tags = shared
             .queues
             .iter()
             .map(|q| Tags::new(q.plan.q_depth))
             .collect();
-        let mut irq_poll = IrqPollCpu::default();
+        let soft = Arc::new(SoftirqShared::default());
         let mut poll_ids = Vec::new();
-        let mut moderators = Vec::new();
-        for q in &shared.queues {
+        for (i, q) in shared.queues.iter().enumerate() {
             let id = match policy.handler {
                 HandlerStyle::IrqPoll { weight, .. } if !q.plan.polled => {
-                    Some(irq_poll.init(weight).map_err(|e| e.to_string())?)
+                    Some(soft.add_poll_queue(i, weight)?)
                 }
                 _ => None,
             };
             poll_ids.push(id);
-            let m = if q.plan.polled || policy.moderator == ModeratorKind::None {
-                None
-            } else {
-                Moderator::new(policy.moderator, None).map_err(|e| e.to_string())?
-            };
-            moderators.push(m);
         }
+        let moderation = match policy.moderator {
+            ModeratorKind::None | ModeratorKind::Gsim => None,
+            kind => Some(Arc::new(Moderation::new(kind, &shared)?)).filter(|m| m.any()),
+        };
         let n = shared.queues.len();
         let res = CpuResult {
             index: shared.index,
@@ -205,61 +274,165 @@ impl CpuThread {
             vec_completions: vec![0; n],
             ..CpuResult::default()
         };
-        let threaded = policy.handler == HandlerStyle::Threaded
-            && shared.queues.iter().any(|q| !q.plan.polled);
+        let any_irq_queue = shared.queues.iter().any(|q| !q.plan.polled);
+        let threaded = policy.handler == HandlerStyle::Threaded && any_irq_queue;
+        let gsim = gsim.filter(|_| any_irq_queue).map(|global| {
+            let cpu = GsimCpu::new(&global.lock().unwrap_or_else(|e| e.into_inner()), now_ns());
+            Gsim { cpu, global }
+        });
+        let needs_ksoftirqd = poll_ids.iter().any(Option::is_some);
+        let ledger = TimeLedger::new(clock.start, clock.window_start);
+        let book = if needs_ksoftirqd || threaded || moderation.is_some() {
+            *shared.time.lock().unwrap_or_else(|e| e.into_inner()) = ledger;
+            TimeBook::Shared
+        } else {
+            TimeBook::Own(ledger)
+        };
         Ok(CpuThread {
             irq: threaded.then(|| Arc::new(IrqThread::default())),
+            flood: policy.flood_detection.then(FloodDetector::default),
             shared,
             policy,
             jobs,
             tags,
-            irq_poll,
+            soft,
             poll_ids,
-            moderators,
+            moderation,
+            gsim,
+            pending: Pending::default(),
+            irq_start_ns: 0,
+            rec: Recorder::new(spec),
+            spec,
+            kind: SliceKind::Idle,
+            clock,
+            book,
+            cpu_clock: WindowCpu::new(clock.window_start),
             res,
         })
     }
 
-    /// Runs every job to its end (or until `abort`), then returns what it measured.
-    pub fn run(mut self, abort: &AtomicBool) -> CpuResult {
-        let Some(irq) = self.irq.clone() else {
-            self.run_jobs(abort);
-            return self.res;
-        };
-        // The irq thread inherits this thread's CPU affinity, as irq threads follow
-        // their interrupt's affinity (irq_thread_check_affinity).
-        let usage = std::thread::scope(|s| {
-            let h = irq_thread::spawn(s, irq.clone(), self.shared.clone());
-            self.run_jobs(abort);
-            irq.stop();
-            h.join().unwrap_or_default()
+    /// Runs every job to its end (or until `abort`; `stop` ends the jobs early, with
+    /// their I/Os in flight reaped) with the CPU's kernel threads beside it, then returns
+    /// what they measured and their trace records.
+    pub fn run(mut self, abort: &AtomicBool, stop: &StopFlag) -> (CpuResult, Vec<Recorder>) {
+        sched::set_timer_slack_ns(1);
+        let spec = self.spec;
+        let shared = self.shared.clone();
+        let soft = self.soft.clone();
+        let irq = self.irq.clone();
+        let moderation = self.moderation.clone();
+        let needs_ksoftirqd = self.poll_ids.iter().any(Option::is_some);
+        let ws = self.clock.window_start;
+        let mut records = Vec::new();
+        std::thread::scope(|s| {
+            let ks = needs_ksoftirqd.then(|| {
+                let (soft, cpu) = (soft.clone(), shared.clone());
+                s.spawn(move || {
+                    let mut rec = Recorder::new(spec);
+                    (ksoftirqd::run(&soft, &cpu, &mut rec, ws), rec)
+                })
+            });
+            let it = irq.clone().map(|irq| {
+                let cpu = shared.clone();
+                s.spawn(move || {
+                    let mut rec = Recorder::new(spec);
+                    (irq.run(&cpu, &mut rec, ws), rec)
+                })
+            });
+            let kw = moderation.clone().map(|m| {
+                let cpu = shared.clone();
+                s.spawn(move || {
+                    let mut rec = Recorder::new(spec);
+                    (m.run_kworker(&cpu, &mut rec, ws), rec)
+                })
+            });
+            self.run_jobs(abort, stop);
+            soft.stop();
+            if let Some(i) = &irq {
+                i.stop();
+            }
+            if let Some(m) = &moderation {
+                m.stop();
+            }
+            if let Some(Ok((r, rec))) = ks.map(|h| h.join()) {
+                self.res.ksoftirqd = r;
+                records.push(rec);
+            }
+            if let Some(Ok((r, rec))) = it.map(|h| h.join()) {
+                self.res.irq_thread = r;
+                records.push(rec);
+            }
+            if let Some(Ok((r, rec))) = kw.map(|h| h.join()) {
+                self.res.kworker = r;
+                records.push(rec);
+            }
         });
-        self.res.irq_thread_ns = irq.busy_ns.load(Relaxed);
-        self.res.irq_thread_usage = usage;
-        self.res.irq_thread_runs = irq.runs.load(Relaxed);
-        self.res.irq_thread_wakeups = irq.notifier.wakeups();
-        self.res
+        self.res.window_cpu_ns += self.res.ksoftirqd.window_cpu_ns
+            + self.res.irq_thread.window_cpu_ns
+            + self.res.kworker.window_cpu_ns;
+        let (softirq, irq_poll) = soft.counters();
+        self.res.softirq = softirq;
+        self.res.irq_poll = irq_poll;
+        self.res.ksoftirqd_wakeups = soft.ksoftirqd.wakeups();
+        if let Some(i) = &irq {
+            self.res.irq_thread_wakeups = i.notifier.wakeups();
+        }
+        if let Some(m) = &moderation {
+            self.res.kworker_wakeups = m.notifier.wakeups();
+            self.res.moderation = (0..self.shared.queues.len()).map(|q| m.report(q)).collect();
+        }
+        if let Some(g) = &self.gsim {
+            self.res.gsim = Some(g.cpu.stats());
+        }
+        if let Some(f) = &self.flood {
+            self.res.flood_avg_interval_ns = Some(f.avg_interval_ns());
+        }
+        self.res.hybrid_sleeps = self.jobs.iter().map(JobRun::hybrid_sleeps).sum();
+        records.push(std::mem::take(&mut self.rec));
+        (self.res, records)
     }
 
-    fn run_jobs(&mut self, abort: &AtomicBool) {
+    /// What the CPU thread does from `now` on: its trace slice and its CPU's time,
+    /// recorded when it changes.
+    pub(crate) fn set_kind(&mut self, now: u64, kind: SliceKind) {
+        if self.kind != kind {
+            self.kind = kind;
+            self.rec.slice(now, self.shared.index, Role::Cpu, kind);
+            match &mut self.book {
+                TimeBook::Own(l) => l.set(now, Role::Cpu, kind),
+                TimeBook::Shared => self.shared.account(now, Role::Cpu, kind),
+            }
+        }
+    }
+
+    fn run_jobs(&mut self, abort: &AtomicBool, stop: &StopFlag) {
         let u0 = Usage::thread();
         let t0 = now_ns();
+        self.set_kind(t0, SliceKind::Usr);
         let n = self.jobs.len();
         let mut finished = vec![false; n];
         let mut ends = vec![0u64; n];
         let any_irq_queue = self.shared.queues.iter().any(|q| !q.plan.polled);
+        let mut blocked_polled: Vec<usize> = Vec::new();
+        let mut stopping = false;
         while !abort.load(Relaxed) {
+            let now = now_ns();
+            self.cpu_clock.observe(now);
+            if !stopping && stop.is_set() {
+                stopping = true;
+                for (j, job) in self.jobs.iter_mut().enumerate() {
+                    self.res.interrupted |= !finished[j] && job.stop(now);
+                }
+            }
+            self.gsim_timer(now);
             // An interrupt-enabled point: take a pending notification.
             if self.shared.notifier.take() {
-                self.interrupt();
+                self.interrupt(false);
             }
-            if self.irq_poll.softirq_pending() {
-                self.softirq();
-            }
-            self.take_from_irq_thread();
+            self.take_inbox();
             let mut progress = false;
-            let mut polled_blocked = false;
             let mut all_done = true;
+            blocked_polled.clear();
             for j in 0..n {
                 if finished[j] {
                     continue;
@@ -282,7 +455,9 @@ impl CpuThread {
                         }
                         Step::Blocked => {
                             all_done = false;
-                            polled_blocked |= polled;
+                            if polled {
+                                blocked_polled.push(j);
+                            }
                             break;
                         }
                         Step::Finished => {
@@ -299,118 +474,79 @@ impl CpuThread {
             if progress {
                 continue;
             }
-            if polled_blocked {
+            if !blocked_polled.is_empty() {
+                // Hybrid polling: when every polling job sleeps, the CPU halts until the
+                // first hrtimer (an interrupt of a non-polled queue still wakes it).
+                let now = now_ns();
+                let mut wake_at = Some(u64::MAX);
+                for &j in &blocked_polled {
+                    wake_at = match (wake_at, self.jobs[j].hybrid_sleep(now)) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        _ => None,
+                    };
+                }
+                if let Some(t) = wake_at {
+                    let slept = self.halt(abort, Some(t));
+                    self.res.hybrid_sleep_ns += slept;
+                    continue;
+                }
                 // nvme_poll: spin on the poll queues (blk_hctx_poll via io_uring IOPOLL).
+                self.set_kind(now, SliceKind::Sys);
                 self.poll_queues();
                 if !any_irq_queue {
                     std::hint::spin_loop();
                 }
                 continue;
             }
-            // A softirq that re-raised itself (budget or time limit spent, its queue still
-            // masked) must run before we sleep: its vector sends nothing until it ends, so
-            // no notification would come (kernel/softirq.c hands it to ksoftirqd, never idle).
-            if self.irq_poll.softirq_pending() {
-                continue;
-            }
-            let t = now_ns();
-            let irq = self.irq.clone();
-            let woken = self
-                .shared
-                .notifier
-                .wait(|| abort.load(Relaxed) || irq.as_ref().is_some_and(|i| i.has_completions()));
-            self.res.idle_ns += now_ns() - t;
-            if woken == crate::wake::Woken::Notified {
-                self.interrupt();
-            }
+            let deadline = self.gsim.as_ref().and_then(|g| g.cpu.timer_deadline());
+            self.halt(abort, deadline);
         }
-        self.res.wall_ns = now_ns() - t0;
+        let end = now_ns();
+        self.set_kind(end, SliceKind::Idle);
+        self.res.time = match &mut self.book {
+            TimeBook::Own(l) => l.close(end),
+            TimeBook::Shared => self
+                .shared
+                .time
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .close(end),
+        };
+        self.res.window_cpu_ns = self.cpu_clock.finish();
+        self.res.wall_ns = end.saturating_sub(t0);
         self.res.usage = Usage::thread().since(&u0);
         self.res.sleeps = self.shared.notifier.sleeps();
         self.res.pmn = self.shared.live.pmn.load(Relaxed);
         self.res.vec_handled = self.shared.live.handled();
         for (j, job) in self.jobs.iter().enumerate() {
-            let start = t0 + job.plan.ramp_ns;
-            let end = if finished[j] { ends[j] } else { now_ns() };
+            let start = job.window_start();
+            let end = if finished[j] { ends[j] } else { end };
             self.res
                 .clones
                 .push((j, job.stats.clone(), start, end.max(start)));
         }
     }
 
-    /// The interrupt path for one notification.
-    fn interrupt(&mut self) {
+    /// The CPU halts until a notification, handed-over completions or `deadline_ns`;
+    /// a notification runs the interrupt path at once. Returns the time halted.
+    fn halt(&mut self, abort: &AtomicBool, deadline_ns: Option<u64>) -> u64 {
         let t = now_ns();
+        self.set_kind(t, SliceKind::Idle);
         let shared = self.shared.clone();
-        match &shared.target {
-            Target::Posted(desc) => {
-                // sysvec_posted_msi_notification: inc PMN, demux, clear ON, extra round.
-                bump(&self.shared.live.pmn, 1);
-                self.res.hardirqs += 1;
-                let max_loop = match self.policy.delivery {
-                    irqlab_core::Delivery::Posted { max_loop } => max_loop,
-                    _ => irqlab_core::posted::MAX_POSTED_MSI_COALESCING_LOOP,
-                };
-                let out = handle_notification(desc, max_loop, |v| self.vector_irq(v));
-                if out.vectors == 0 {
-                    self.res.spurious += 1;
-                }
-                self.res.posted.record_handler(&out);
-            }
-            Target::Remapped { irr, .. } => {
-                let vectors = irr.take();
-                if vectors.is_empty() {
-                    self.res.spurious += 1;
-                }
-                for v in vectors {
-                    self.res.hardirqs += 1;
-                    self.vector_irq(v);
-                }
-            }
-            Target::Polled => self.res.spurious += 1,
+        let woken = shared.notifier.wait_until(
+            || abort.load(Relaxed) || shared.inbox.has_work(),
+            deadline_ns,
+        );
+        let now = now_ns();
+        self.set_kind(now, SliceKind::Usr);
+        if woken == crate::wake::Woken::Notified {
+            self.interrupt(true);
         }
-        self.res.hardirq_ns += now_ns() - t;
-        // irq_exit(): pending softirqs run inline.
-        if self.irq_poll.softirq_pending() {
-            self.softirq();
-        }
-    }
-
-    /// The device vector's handler: nvme_irq, or Sagi's irq_poll variant.
-    fn vector_irq(&mut self, vector: u8) {
-        let Some(q) = self.shared.queue_of(vector) else {
-            self.res.spurious += 1;
-            return;
-        };
-        bump(&self.shared.live.handled[q], 1);
-        let (n, bytes) = match self.policy.handler {
-            HandlerStyle::IrqPoll { budget, .. } => {
-                let (n, bytes) = self.reap(q, budget);
-                // More pending than the hardirq budget: mask and let irq_poll finish.
-                if self.shared.queues[q].qp.cqe_pending()
-                    && let Some(id) = self.poll_ids[q]
-                {
-                    self.shared.queues[q].mask();
-                    let _ = self.irq_poll.sched(id);
-                }
-                (n, bytes)
-            }
-            HandlerStyle::Threaded => {
-                // nvme_irq_check: IRQ_WAKE_THREAD when a CQE is pending, else IRQ_NONE.
-                match &self.irq {
-                    Some(irq) if self.shared.queues[q].qp.cqe_pending() => irq.wake(vector),
-                    _ => self.res.spurious += 1,
-                }
-                return;
-            }
-            HandlerStyle::Hardirq => self.reap(q, u32::MAX),
-        };
-        self.res.vec_completions[q] += u64::from(n);
-        self.moderate(q, n, bytes);
+        now - t
     }
 
     /// nvme_poll_cq on queue `q` with `budget`: completes each request to its job.
-    fn reap(&mut self, q: usize, budget: u32) -> (u32, u64) {
+    pub(crate) fn reap(&mut self, q: usize, budget: u32) -> (u32, u64) {
         let now = now_ns();
         let shared = &self.shared;
         let tags = &mut self.tags[q];
@@ -424,19 +560,17 @@ impl CpuThread {
         (n, bytes)
     }
 
-    /// Completes to their jobs the commands the irq thread reaped; each batch is one
-    /// thread handler run for the moderator.
-    fn take_from_irq_thread(&mut self) {
-        let Some(irq) = self.irq.clone() else {
-            return;
-        };
-        if !irq.has_completions() {
+    /// Completes to their jobs the commands the irq thread and ksoftirqd reaped; each
+    /// batch is one handler run or poll call for the moderator.
+    fn take_inbox(&mut self) {
+        if !self.shared.inbox.has_work() {
             return;
         }
-        for (q, cids) in irq.take_completions() {
+        for batch in self.shared.inbox.take() {
+            let q = batch.queue;
             let now = now_ns();
             let mut bytes = 0;
-            for &cid in &cids {
+            for &cid in &batch.command_ids {
                 bytes += complete_cid(
                     &mut self.tags[q],
                     &mut self.jobs,
@@ -445,65 +579,40 @@ impl CpuThread {
                     now,
                 );
             }
-            let n = cids.len() as u32;
+            let n = batch.command_ids.len() as u32;
             self.res.vec_completions[q] += u64::from(n);
             bump(&self.shared.live.completions, u64::from(n));
-            self.moderate(q, n, bytes);
+            self.moderate(q, batch.at_ns, n, bytes);
+        }
+        self.flush_wakes();
+    }
+
+    /// A moderator sees one interrupt's or poll call's work; a level change is a work
+    /// item for the kworker, woken when interrupt context is left.
+    pub(crate) fn moderate(&mut self, q: usize, at_ns: u64, n: u32, bytes: u64) {
+        if let Some(m) = &self.moderation
+            && m.on_event(q, at_ns, n, bytes)
+        {
+            self.pending.kworker = true;
         }
     }
 
-    /// A moderator sees each interrupt's work and may program the device's coalescing.
-    fn moderate(&mut self, q: usize, n: u32, bytes: u64) {
-        let Some(m) = self.moderators[q].as_mut() else {
-            return;
-        };
-        if let Some(req) = m.on_event(now_ns(), n, bytes) {
-            self.shared.queues[q].request_coalescing(req.profile.usec, req.profile.count);
-            m.ack();
-            self.res.moderator_programs += 1;
-        }
-    }
-
-    /// IRQ_POLL_SOFTIRQ: poll scheduled queues with their weight under the shared budget.
-    fn softirq(&mut self) {
-        let t = now_ns();
-        self.res.irq_poll_runs += 1;
-        if self.irq_poll.start_softirq(jiffies(t, HZ)).is_err() {
-            return;
-        }
-        while let Ok(Some((id, weight))) = self.irq_poll.next_poll(jiffies(now_ns(), HZ)) {
-            let Some(q) = self.poll_ids.iter().position(|p| *p == Some(id)) else {
-                break;
-            };
-            let (n, bytes) = self.reap(q, weight);
-            self.res.vec_completions[q] += u64::from(n);
-            let completed = n < weight;
-            if self.irq_poll.poll_done(id, n, completed).is_err() {
-                break;
-            }
-            if completed {
-                // irq_poll_complete + enable_irq: a message held by the mask goes out now.
-                let shared = self.shared.clone();
-                shared.queues[q].unmask(&shared);
-            }
-            self.moderate(q, n, bytes);
-        }
-        let _ = self.irq_poll.finish();
-        self.res.softirq_ns += now_ns() - t;
-    }
-
-    /// Ming Lei's 2019 patch: after a batch submission, check the CQ once.
+    /// Ming Lei's 2019 patch: after a batch submission, trylock each CQ of the job and
+    /// reap it. A queue irq_poll owns is skipped, as is one the irq thread holds.
     fn reap_after_submit(&mut self, j: usize) {
         for q in 0..self.shared.queues.len() {
             let plan = &self.shared.queues[q].plan;
             if plan.polled || !self.jobs[j].plan.controllers.contains(&plan.controller) {
                 continue;
             }
-            // A masked queue belongs to irq_poll (the kernel's trylock would fail).
-            if self.poll_ids[q].is_some_and(|id| self.irq_poll.is_scheduled(id)) {
+            if self.poll_ids[q].is_some_and(|id| self.soft.is_scheduled(id)) {
+                continue;
+            }
+            if !self.shared.queues[q].try_lock_cq() {
                 continue;
             }
             let (n, _) = self.reap(q, u32::MAX);
+            self.shared.queues[q].unlock_cq();
             self.res.reaped_after_submit += u64::from(n);
         }
     }

@@ -1,15 +1,18 @@
 //! An emulated NVMe controller and the thread that runs one or more of them. Each pass
-//! the controller reads CQ head doorbells (re-arming the vector gate), applies coalescing a
-//! moderator asked for, fetches every visible SQE (round-robin arbitration), serves it on
-//! the media, posts completions with phase tags, and raises MSI-X messages through the
-//! device's coalescing policy and the one-outstanding-message gate.
+//! the controller reads CQ head doorbells, applies coalescing a moderator asked for,
+//! fetches every visible SQE (round-robin arbitration), serves it on the media, posts
+//! completions with phase tags, and carries out what each queue's MSI-X vector (core's
+//! `MsixVector`: the device's coalescing, the one-outstanding-message rule, the
+//! coalescing timer) decides. The vector's mask and pending bits are the host's to
+//! write from other threads, so they stay in `QueueShared` and apply as a message leaves.
 
 use crate::clock::now_ns;
 use crate::file_media::{MediaCmd, UringMedia};
 use crate::media::MediaClock;
 use crate::shared::CpuShared;
+use crate::trace::{Event, Recorder, TraceSpec};
 use irqlab_core::DeviceCoalescing;
-use irqlab_core::nvme::{DeviceIrq, Hint, IrqDecision, Sqe, VectorGate};
+use irqlab_core::nvme::{Hint, MsiRule, MsixAction, MsixVector, NVME_CMD_READ, Quiet, Sqe};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::*};
@@ -35,43 +38,55 @@ struct CtrlQueue {
     cpu: Arc<CpuShared>,
     /// Index in `cpu.queues`.
     q: usize,
-    irq: DeviceIrq,
-    gate: VectorGate,
+    /// The queue's MSI-X vector; None for a polled queue, which has no interrupt
+    /// (pci.c adapter_alloc_cq leaves NVME_CQ_IRQ_ENABLED clear on a poll queue).
+    vector: Option<MsixVector>,
     /// CQ head doorbell writes seen so far.
     doorbells_seen: u64,
-    timer: Option<u64>,
-    counters: VectorCounters,
+    /// The coalescing timer the vector asked for: (deadline, epoch).
+    timer: Option<(u64, u32)>,
+    completions: u64,
+    cq_full: u64,
 }
 
 impl CtrlQueue {
-    fn polled(&self) -> bool {
-        self.cpu.queues[self.q].plan.polled
+    fn unacked(&self) -> u32 {
+        self.cpu.queues[self.q].qp.cq.unacked()
     }
 
-    fn apply(&mut self, d: IrqDecision) {
-        match d {
-            IrqDecision::Fire(f) => {
-                self.timer = None;
-                self.counters.coalesced += u64::from(f.coalesced.saturating_sub(1));
-                self.raise();
+    /// Carries out what the vector decided.
+    fn carry_out(&mut self, action: MsixAction, now: u64, rec: &mut Recorder) {
+        match action {
+            MsixAction::SendMsi => self.send(now, rec),
+            // A later arming replaces this one; the vector knows a stale epoch anyway.
+            MsixAction::ArmTimer { deadline_ns, epoch } => self.timer = Some((deadline_ns, epoch)),
+            MsixAction::Quiet(_) => {}
+        }
+    }
+
+    /// An MSI-X message goes out (or waits in the pending bit of a masked vector).
+    fn send(&mut self, now: u64, rec: &mut Recorder) {
+        let notified = self.cpu.queues[self.q].send_msix(&self.cpu);
+        if rec.is_on() {
+            let vector = (self.cpu.vector_base + self.q) as u32;
+            rec.record(now, Event::Message { vector });
+            if notified == Some(true) {
+                let (cpu, pmn) = (self.cpu.index as u32, self.cpu.is_posted());
+                rec.record(now, Event::Notification { cpu, pmn });
             }
-            IrqDecision::ArmTimer { deadline_ns } => self.timer = Some(deadline_ns),
-            IrqDecision::Hold => {}
         }
     }
 
-    fn raise(&mut self) {
-        if self.polled() {
-            return;
-        }
-        let unacked = self.cpu.queues[self.q].qp.cq.unacked();
-        if self.gate.raise(unacked) {
-            self.counters.messages += 1;
-            self.cpu.queues[self.q].send_msix(&self.cpu);
-        } else if unacked == 0 {
-            self.counters.stale_raises += 1;
-        } else {
-            self.counters.gated += 1;
+    fn counters(&self) -> VectorCounters {
+        let k = self.vector.as_ref().map(MsixVector::counters);
+        let k = k.unwrap_or_default();
+        VectorCounters {
+            messages: k.messages,
+            coalesced: k.coalesced,
+            completions: self.completions,
+            gated: k.outstanding_raises,
+            stale_raises: k.consumed_raises,
+            cq_full: self.cq_full,
         }
     }
 }
@@ -96,14 +111,13 @@ impl Backend {
     }
 }
 
-/// NVMe I/O opcode read (NVM command set): anything else is served as a write.
-const NVME_CMD_READ: u8 = 0x02;
-
 /// One emulated controller: its media queue and the queue pairs it serves.
 pub struct Controller {
     pub index: usize,
     media: Backend,
     queues: Vec<CtrlQueue>,
+    /// Messages and notifications for `--trace`.
+    rec: Recorder,
 }
 
 impl Controller {
@@ -113,45 +127,58 @@ impl Controller {
         media: Backend,
         queues: Vec<(Arc<CpuShared>, usize)>,
         coalescing: DeviceCoalescing,
+        trace: TraceSpec,
     ) -> Controller {
         let queues = queues
             .into_iter()
-            .map(|(cpu, q)| CtrlQueue {
-                cpu,
-                q,
-                irq: DeviceIrq::from_policy(coalescing),
-                gate: VectorGate::new(),
-                doorbells_seen: 0,
-                timer: None,
-                counters: VectorCounters::default(),
+            .map(|(cpu, q)| {
+                let polled = cpu.queues[q].plan.polled;
+                CtrlQueue {
+                    cpu,
+                    q,
+                    // NVMe's rule: one message outstanding until the CQ head doorbell.
+                    vector: (!polled)
+                        .then(|| MsixVector::from_policy(coalescing, MsiRule::UntilDoorbell)),
+                    doorbells_seen: 0,
+                    timer: None,
+                    completions: 0,
+                    cq_full: 0,
+                }
             })
             .collect();
         Controller {
             index,
             media,
             queues,
+            rec: Recorder::new(trace),
         }
+    }
+
+    /// Hands over the trace record (the controller records nothing more after).
+    pub fn take_record(&mut self) -> Recorder {
+        std::mem::take(&mut self.rec)
     }
 
     /// One pass at `now_ns`. Returns whether anything happened.
     pub fn pass(&mut self, now_ns: u64) -> bool {
         let mut busy = false;
         for cq in &mut self.queues {
-            let qs = &cq.cpu.queues[cq.q];
+            let writes = cq.cpu.queues[cq.q].qp.cq.doorbell_writes();
             // Count doorbell writes rather than compare head values: the host can consume
             // entries posted during this pass and bring the head back to the value seen.
-            let writes = qs.qp.cq.doorbell_writes();
             if writes != cq.doorbells_seen {
                 cq.doorbells_seen = writes;
                 busy = true;
-                if cq.gate.on_cq_doorbell(qs.qp.cq.unacked()) && !cq.polled() {
-                    cq.counters.messages += 1;
-                    qs.send_msix(&cq.cpu);
+                let unacked = cq.unacked();
+                if let Some(a) = cq.vector.as_mut().map(|v| v.cq_head_doorbell(unacked)) {
+                    cq.carry_out(a, now_ns, &mut self.rec);
                 }
             }
-            if let Some(p) = qs.take_coalescing() {
-                let d = cq.irq.program(p, now_ns);
-                cq.apply(d);
+            if let Some(p) = cq.cpu.queues[cq.q].take_coalescing() {
+                let unacked = cq.unacked();
+                if let Some(a) = cq.vector.as_mut().map(|v| v.program(p, now_ns, unacked)) {
+                    cq.carry_out(a, now_ns, &mut self.rec);
+                }
             }
         }
         busy |= self.serve(now_ns);
@@ -162,26 +189,36 @@ impl Controller {
                 .complete(sqe.command_id, status, 0)
                 .is_err()
             {
-                cq.counters.cq_full += 1;
+                cq.cq_full += 1;
                 break;
             }
             self.pop_done();
             busy = true;
             let cq = &mut self.queues[qi];
-            cq.counters.completions += 1;
-            let d = cq
-                .irq
-                .on_completion(now_ns, Hint::from_sqe_hints(sqe.hints));
-            cq.apply(d);
+            cq.completions += 1;
+            let (unacked, hint) = (cq.unacked(), Hint::from_sqe_hints(sqe.hints));
+            if let Some(a) = cq
+                .vector
+                .as_mut()
+                .map(|v| v.post_completion(now_ns, hint, unacked))
+            {
+                cq.carry_out(a, now_ns, &mut self.rec);
+            }
         }
         for cq in &mut self.queues {
-            if let Some(deadline) = cq.timer
+            if let Some((deadline, epoch)) = cq.timer
                 && now_ns >= deadline
             {
                 cq.timer = None;
-                if let Some(f) = cq.irq.on_timer(now_ns) {
-                    busy = true;
-                    cq.apply(IrqDecision::Fire(f));
+                let unacked = cq.unacked();
+                if let Some(a) = cq
+                    .vector
+                    .as_mut()
+                    .map(|v| v.timer_expired(now_ns, epoch, unacked))
+                {
+                    // The timer fired the vector's coalesced completions.
+                    busy |= a != MsixAction::Quiet(Quiet::NothingDue);
+                    cq.carry_out(a, now_ns, &mut self.rec);
                 }
             }
         }
@@ -252,7 +289,7 @@ impl Controller {
     pub fn counters(&self) -> Vec<((usize, usize), VectorCounters)> {
         self.queues
             .iter()
-            .map(|q| ((q.cpu.index, q.q), q.counters))
+            .map(|q| ((q.cpu.index, q.q), q.counters()))
             .collect()
     }
 
@@ -265,10 +302,22 @@ impl Controller {
     }
 }
 
-/// The loop of a controller thread: passes over its controllers until `stop`.
-pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) {
+/// A gap between two passes longer than this means the spinning thread was off its CPU
+/// (preempted by the host's scheduler or its hypervisor), not working: a pass on model
+/// media takes a few µs.
+pub const OFF_CPU_GAP_NS: u64 = 200_000;
+
+/// The loop of a controller thread: passes over its controllers until `stop`. Returns
+/// the time it was off its CPU (gaps over [`OFF_CPU_GAP_NS`] between passes).
+pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) -> u64 {
+    let mut off_cpu = 0;
+    let mut last = now_ns();
     while !stop.load(Relaxed) {
         let now = now_ns();
+        if now - last > OFF_CPU_GAP_NS {
+            off_cpu += now - last;
+        }
+        last = now;
         let mut busy = false;
         for c in ctrls.iter_mut() {
             busy |= c.pass(now);
@@ -277,4 +326,5 @@ pub fn run_controllers(ctrls: &mut [Controller], stop: &AtomicBool) {
             std::hint::spin_loop();
         }
     }
+    off_cpu
 }

@@ -1,114 +1,146 @@
 //! `--handler threaded`: nvme-pci with use_threaded_interrupts. The primary handler
-//! (nvme_irq_check) only checks for a pending CQE and wakes the vector's irq thread; the
-//! thread (nvme_irq) reaps the CQ and rings the CQ head doorbell. MSI-X vectors are
-//! IRQCHIP_ONESHOT_SAFE, so the vector stays unmasked while the thread runs (pci.c
-//! nvme_irq_check, kernel/irq/manage.c). One irq thread per CPU thread, a real thread
-//! that inherits its CPU thread's pinning, hands reaped command ids back to it: the
-//! fio task's wake-up after blk_mq_end_request.
+//! (nvme_irq_check, in the CPU thread's hardirq path) only checks for a pending CQE,
+//! sets IRQTF_RUNTHREAD and asks for the thread's wake-up, which the CPU thread issues
+//! when it leaves interrupt context (wake_up_process from hardirq takes effect at
+//! irq_exit). The irq thread, a real SCHED_FIFO thread on the CPU thread's core, runs
+//! nvme_irq (reap every CQE, ring the CQ head doorbell once) for each marked vector,
+//! completes the requests and wakes the fio task (a kick of the CPU thread).
+//!
+//! The vector is not masked while the thread runs: nvme's MSI-X vectors have a primary
+//! handler and an IRQCHIP_ONESHOT_SAFE chip, so __setup_irq drops IRQF_ONESHOT
+//! (kernel/irq/manage.c). What keeps the thread from being flooded is IRQTF_RUNTHREAD
+//! (a message during a run marks the vector again: one more run, not one per message)
+//! and the device's one message per CQ head doorbell.
 
 use crate::clock::now_ns;
-use crate::shared::{CpuShared, Irr, bump};
+use crate::cpu_time::WindowCpu;
+use crate::sched;
+use crate::shared::{CpuShared, Irr, Reaped};
+use crate::trace::{Event, Recorder, Role};
 use crate::usage::Usage;
 use crate::wake::Notifier;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex, PoisonError};
-
-/// Command ids reaped from one queue in one thread run.
-pub type Reaped = (usize, Vec<u16>);
+use irqlab_report::observe::SliceKind;
+use std::sync::atomic::{AtomicBool, Ordering::*};
 
 /// What a CPU thread and its irq thread share.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct IrqThread {
-    /// Wakes the irq thread (wake_up_process of irq/N-nvme0qM).
+    /// Wakes the irq thread (wake_up_process of irq/N-nvme0qM; a sleeping one only).
     pub notifier: Notifier,
-    /// Vectors whose thread must run (IRQTF_RUNTHREAD), set by the primary handler.
+    /// Vectors whose thread function must run (IRQTF_RUNTHREAD).
     runthread: Irr,
-    /// Reaped completions not yet handed to the jobs.
-    inbox: Mutex<Vec<Reaped>>,
-    inbox_pending: AtomicBool,
     stop: AtomicBool,
-    /// Clock time the thread spent running handlers.
-    pub busy_ns: AtomicU64,
-    /// Thread handler runs (one per vector per wake).
-    pub runs: AtomicU64,
+}
+
+impl Default for IrqThread {
+    fn default() -> Self {
+        IrqThread {
+            notifier: Notifier::lazy(),
+            runthread: Irr::default(),
+            stop: AtomicBool::new(false),
+        }
+    }
+}
+
+/// What an irq thread measured.
+#[derive(Clone, Debug, Default)]
+pub struct IrqThreadResult {
+    pub usage: Usage,
+    /// Clock time running thread functions.
+    pub busy_ns: u64,
+    /// Thread function runs (one per marked vector per wake).
+    pub runs: u64,
+    /// Runs that found the CQ locked by a reap-after-submit and left it to it.
+    pub cq_busy: u64,
+    /// Whether it ran SCHED_FIFO (false where the host refused).
+    pub fifo: bool,
+    /// Its CPU time within the measured window.
+    pub window_cpu_ns: u64,
 }
 
 impl IrqThread {
-    /// irq_wake_thread(): marks the vector and wakes the thread.
-    pub fn wake(&self, vector: u8) {
+    /// __irq_wake_thread's first half: set IRQTF_RUNTHREAD for `vector`. The caller
+    /// wakes the thread with [`IrqThread::wake`] when it leaves hardirq context.
+    pub fn mark(&self, vector: u8) {
         self.runthread.set(vector);
-        self.notifier.notify();
     }
 
-    /// Whether reaped completions wait for the CPU thread.
-    pub fn has_completions(&self) -> bool {
-        self.inbox_pending.load(Acquire)
-    }
-
-    /// Takes every reaped batch.
-    pub fn take_completions(&self) -> Vec<Reaped> {
-        if !self.inbox_pending.swap(false, AcqRel) {
-            return Vec::new();
-        }
-        std::mem::take(&mut *self.inbox.lock().unwrap_or_else(PoisonError::into_inner))
+    /// wake_up_process(): true when the thread was asleep and this woke it.
+    pub fn wake(&self) -> bool {
+        self.notifier.notify()
     }
 
     /// Asks the thread to end once it has nothing left to run.
     pub fn stop(&self) {
         self.stop.store(true, SeqCst);
-        self.notifier.notify();
+        self.notifier.wake_to_stop();
     }
 
-    /// The thread's loop (irq_thread()): sleep until woken, run the handler of every
-    /// marked vector, hand the completions over and kick the CPU thread. Returns its
-    /// getrusage(RUSAGE_THREAD).
-    pub fn run(&self, cpu: &CpuShared) -> Usage {
+    /// The thread's loop (irq_thread()): sleep until woken, run the thread function of
+    /// every marked vector, hand the completions over and wake the fio task. The
+    /// measured window opens at `window_start`.
+    pub fn run(&self, cpu: &CpuShared, rec: &mut Recorder, window_start: u64) -> IrqThreadResult {
         let u0 = Usage::thread();
+        let mut window = WindowCpu::new(window_start);
+        let mut out = IrqThreadResult {
+            fifo: sched::set_fifo(sched::IRQ_THREAD_FIFO_PRIORITY).is_ok(),
+            ..IrqThreadResult::default()
+        };
         loop {
             self.notifier
-                .wait(|| self.stop.load(SeqCst) || self.runthread_pending());
+                .wait(|| self.stop.load(SeqCst) || self.runthread.any());
             let t = now_ns();
+            window.observe(t);
+            cpu.account(t, Role::IrqThread, SliceKind::IrqThread);
+            rec.slice(t, cpu.index, Role::IrqThread, SliceKind::IrqThread);
             let mut handed = false;
+            let under_way = cpu.begin_delivery();
             for v in self.runthread.take() {
                 let Some(q) = cpu.queue_of(v) else {
                     continue;
                 };
-                bump(&self.runs, 1);
-                // nvme_irq: reap every pending CQE, ring the CQ head doorbell once.
+                out.runs += 1;
+                let queue = &cpu.queues[q];
+                // A reap-after-submit holds the CQ: it is reaping what we would.
+                if !queue.try_lock_cq() {
+                    out.cq_busy += 1;
+                    continue;
+                }
                 let mut cids = Vec::new();
-                cpu.queues[q]
-                    .qp
-                    .poll_cq(u32::MAX, |cqe| cids.push(cqe.command_id));
+                queue.qp.poll_cq(u32::MAX, |cqe| cids.push(cqe.command_id));
+                queue.unlock_cq();
+                let now = now_ns();
+                rec.record(
+                    now,
+                    Event::Handler {
+                        cpu: cpu.index as u32,
+                        vector: (cpu.vector_base + q) as u32,
+                        cqes: cids.len() as u32,
+                    },
+                );
                 if !cids.is_empty() {
-                    self.inbox
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push((q, cids));
+                    cpu.inbox.post(Reaped {
+                        queue: q,
+                        command_ids: cids,
+                        at_ns: now,
+                    });
                     handed = true;
                 }
             }
             if handed {
-                self.inbox_pending.store(true, Release);
                 cpu.notifier.kick();
             }
-            bump(&self.busy_ns, now_ns() - t);
-            if self.stop.load(SeqCst) && !self.runthread_pending() {
+            drop(under_way);
+            let end = now_ns();
+            out.busy_ns += end - t;
+            cpu.account(end, Role::IrqThread, SliceKind::Idle);
+            rec.slice(end, cpu.index, Role::IrqThread, SliceKind::Idle);
+            if self.stop.load(SeqCst) && !self.runthread.any() {
                 break;
             }
         }
-        Usage::thread().since(&u0)
+        out.usage = Usage::thread().since(&u0);
+        out.window_cpu_ns = window.finish();
+        out
     }
-
-    fn runthread_pending(&self) -> bool {
-        self.runthread.any()
-    }
-}
-
-/// A CPU thread's irq thread, started for `--handler threaded`.
-pub fn spawn<'s>(
-    scope: &'s std::thread::Scope<'s, '_>,
-    irq: Arc<IrqThread>,
-    cpu: Arc<CpuShared>,
-) -> std::thread::ScopedJoinHandle<'s, Usage> {
-    scope.spawn(move || irq.run(&cpu))
 }

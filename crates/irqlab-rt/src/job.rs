@@ -3,6 +3,7 @@
 //! once the queue is full reap at least max(1, `iodepth_batch_complete_min`) and at most
 //! `iodepth_batch_complete_max` (wait_for_completions in backend.c).
 
+use irqlab_core::hybrid::HybridPoll;
 use irqlab_fio::JobSpec;
 use irqlab_report::DirReport;
 use rand::{Rng, SeedableRng};
@@ -21,8 +22,10 @@ pub struct JobPlan {
     pub bs: u64,
     pub read_pct: u8,
     pub random: bool,
-    /// Completions found by polling the CQ (delivery=polled or `hipri`).
+    /// Completions found by polling the CQ (delivery=polled or hybrid, or `hipri`).
     pub polled: bool,
+    /// io_uring hybrid IOPOLL: sleep half the fastest completion before polling.
+    pub hybrid: bool,
     /// Emulated controllers of `filename=`, served round robin (file_service_type).
     pub controllers: Vec<usize>,
     /// Bytes the offsets range over.
@@ -36,13 +39,15 @@ pub struct JobPlan {
 
 impl JobPlan {
     /// Resolves clone `clone` of `spec` (job `job` of the file); `span` is the size of
-    /// the emulated namespace or the real file.
+    /// the emulated namespace or the real file; `polled` and `hybrid` come from the
+    /// delivery policy (a `hipri` job polls whatever it is).
     pub fn new(
         job: usize,
         spec: &JobSpec,
         controllers: Vec<usize>,
         span: u64,
         polled: bool,
+        hybrid: bool,
     ) -> JobPlan {
         let iodepth = spec.effective_iodepth().max(1);
         let clamp = |v: u32| v.clamp(1, iodepth);
@@ -70,6 +75,7 @@ impl JobPlan {
             read_pct: spec.rw.read_pct(),
             random: spec.rw.is_random(),
             polled: polled || spec.hipri,
+            hybrid,
             controllers,
             span: span.max(bs),
             limit_ios,
@@ -133,12 +139,20 @@ pub struct JobRun {
     inflight: u32,
     done: VecDeque<(Io, u64)>,
     pub stats: JobStats,
+    /// Hybrid polling's ring state, for hybrid jobs.
+    hybrid: Option<HybridPoll>,
+    /// The job is in a wait (blocked since its last commit or reap).
+    waiting: bool,
+    last_submit_ns: u64,
+    /// The end of the hybrid sleep of this wait, while it lasts.
+    sleep_until: Option<u64>,
+    /// The run was stopped: issue nothing more, wait for what is in flight.
+    stopped: bool,
 }
 
 impl JobRun {
     pub fn new(plan: JobPlan, slot: u32, seed: u64, start_ns: u64) -> JobRun {
         JobRun {
-            plan,
             slot,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             start_ns,
@@ -148,11 +162,48 @@ impl JobRun {
             inflight: 0,
             done: VecDeque::new(),
             stats: JobStats::default(),
+            hybrid: (plan.hybrid && plan.polled).then(HybridPoll::new),
+            waiting: false,
+            last_submit_ns: 0,
+            sleep_until: None,
+            stopped: false,
+            plan,
         }
     }
 
+    /// The run is stopped at `now_ns` (Ctrl-C): the job issues nothing more and ends once
+    /// its I/Os in flight are reaped, as fio's jobs do on SIGINT. Returns true when this
+    /// cut it short (it still had I/Os to issue).
+    pub fn stop(&mut self, now_ns: u64) -> bool {
+        let cut = !self.issuing_over(now_ns);
+        self.stopped = true;
+        cut
+    }
+
+    /// A blocked hybrid job before it polls at `now_ns`: the deadline of the sleep its
+    /// wait takes (the same one until it passes), or None to poll now.
+    pub fn hybrid_sleep(&mut self, now_ns: u64) -> Option<u64> {
+        let h = self.hybrid.as_mut()?;
+        if let Some(t) = self.sleep_until {
+            if now_ns < t {
+                return Some(t);
+            }
+            self.sleep_until = None;
+            return None;
+        }
+        // No minimum: any sleep the timer can take is taken, as the kernel's hrtimer does.
+        self.sleep_until = h.sleep_until(now_ns, self.last_submit_ns, 0);
+        self.sleep_until
+    }
+
+    /// Waits that slept (hybrid polling).
+    pub fn hybrid_sleeps(&self) -> u64 {
+        self.hybrid.map_or(0, |h| h.sleeps())
+    }
+
     fn issuing_over(&self, now_ns: u64) -> bool {
-        self.plan.limit_ios.is_some_and(|n| self.issued >= n)
+        self.stopped
+            || self.plan.limit_ios.is_some_and(|n| self.issued >= n)
             || self
                 .plan
                 .limit_ns
@@ -160,7 +211,12 @@ impl JobRun {
     }
 
     fn in_window(&self, now_ns: u64) -> bool {
-        now_ns >= self.start_ns + self.plan.ramp_ns
+        now_ns >= self.window_start()
+    }
+
+    /// When its measured window opens: its start plus its ramp_time.
+    pub fn window_start(&self) -> u64 {
+        self.start_ns + self.plan.ramp_ns
     }
 
     /// fio's cur_depth: queued plus in flight.
@@ -171,6 +227,11 @@ impl JobRun {
     /// I/Os the handler completed that the job has not reaped yet.
     pub fn completed_unreaped(&self) -> usize {
         self.done.len()
+    }
+
+    /// Whether completions handed to it let a blocked job go on (it is runnable).
+    pub fn ready(&self) -> bool {
+        self.inflight > 0 && self.done.len() >= self.needed()
     }
 
     /// The completions the job waits for before it can go on (0 when not blocked).
@@ -202,6 +263,12 @@ impl JobRun {
         if self.done.len() >= self.needed() {
             self.reap(now_ns);
             return Step::Progress;
+        }
+        if !self.waiting {
+            self.waiting = true;
+            if let Some(h) = self.hybrid.as_mut() {
+                h.start_wait();
+            }
         }
         Step::Blocked
     }
@@ -250,15 +317,21 @@ impl JobRun {
         port.commit(&self.queued, now_ns);
         self.inflight += self.queued.len() as u32;
         self.queued.clear();
+        self.last_submit_ns = now_ns;
+        self.waiting = false;
     }
 
     /// The handler completed `io` (blk_mq_end_request into the aio ring / io_uring CQ).
     pub fn complete(&mut self, io: Io, now_ns: u64) {
+        if let Some(h) = self.hybrid.as_mut() {
+            h.observe(now_ns.saturating_sub(io.submit_ns));
+        }
         self.done.push_back((io, now_ns));
     }
 
     /// io_getevents: takes up to `complete_max` completions; latency ends here.
     fn reap(&mut self, now_ns: u64) {
+        self.waiting = false;
         let n = self.done.len().min(self.plan.complete_max as usize);
         let in_window = self.in_window(now_ns);
         for _ in 0..n {
@@ -276,7 +349,7 @@ impl JobRun {
             };
             dir.total_ios += 1;
             dir.io_bytes += u64::from(io.len);
-            dir.clat.record(now_ns - io.submit_ns);
+            dir.clat.record_clat(now_ns - io.submit_ns);
             dir.lat.record(now_ns - io.queued_ns);
         }
     }
@@ -309,6 +382,7 @@ mod tests {
             read_pct: 100,
             random: true,
             polled: false,
+            hybrid: false,
             controllers: vec![0],
             span: 1 << 30,
             limit_ios: Some(ios),
@@ -395,6 +469,28 @@ mod tests {
         assert!(per_block.len() > 300, "{}", per_block.len());
         let measured = job.stats.read.total_ios as usize;
         assert!(measured < per_block.len() * 6 / 10 && measured > per_block.len() * 4 / 10);
+    }
+
+    #[test]
+    fn a_hybrid_job_sleeps_half_its_fastest_completion_once_per_wait() {
+        let mut p = plan(1, 1, 0, 1, 10);
+        p.polled = true;
+        p.hybrid = true;
+        let mut port = Recorder::default();
+        let mut job = JobRun::new(p, 0, 3, 0);
+        assert_eq!(job.step(1_000, &mut port), Step::Committed);
+        assert_eq!(job.step(1_100, &mut port), Step::Blocked);
+        assert_eq!(job.hybrid_sleep(1_100), None, "no completion time yet");
+        let io = port.batches.remove(0)[0];
+        job.complete(io, 41_000); // 40 µs after submission
+        assert_eq!(job.step(41_100, &mut port), Step::Progress);
+        assert_eq!(job.step(50_000, &mut port), Step::Committed);
+        assert_eq!(job.step(50_100, &mut port), Step::Blocked);
+        assert_eq!(job.hybrid_sleep(50_100), Some(70_000), "submit + 40 µs / 2");
+        assert_eq!(job.hybrid_sleep(60_000), Some(70_000), "still asleep");
+        assert_eq!(job.hybrid_sleep(70_000), None, "awake: poll");
+        assert_eq!(job.hybrid_sleep(70_500), None, "once per wait");
+        assert_eq!(job.hybrid_sleeps(), 1);
     }
 
     #[test]

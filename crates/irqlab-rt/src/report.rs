@@ -3,16 +3,18 @@
 
 use crate::config::RtConfig;
 use crate::cpu::CpuResult;
+use crate::cpu_time::settle;
 use crate::ctrl::VectorCounters;
 use crate::job::JobStats;
 use crate::media::Media;
 use crate::topology::Topology;
 use crate::usage::Usage;
-use irqlab_core::{Delivery, Policy};
+use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::JobSpec;
+use irqlab_report::observe::SliceKind;
 use irqlab_report::{
     CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, Engine, HostMeasures, JobReport,
-    RunReport, VectorReport, pci_address,
+    Latency, RunReport, VectorReport, pci_address,
 };
 
 /// Process-wide measures of one run.
@@ -23,9 +25,17 @@ pub struct Measured {
     /// getrusage(RUSAGE_SELF) over the run: every thread, controllers included.
     pub usage: Usage,
     pub pinned: bool,
+    /// When the measured window opens (monotonic ns): the run's start plus the shortest
+    /// ramp_time. It ends when the last CPU thread ends.
+    pub window_start: u64,
     pub host_cpus: usize,
     /// The media as the platform line shows it (a file says O_DIRECT or why not).
     pub media: String,
+    /// Time the controller threads spent off their CPUs (they spin: any gap is the
+    /// host taking the CPU away), summed over the threads.
+    pub controller_off_cpu_ns: u64,
+    /// CPU threads found asleep next to work whose delivery had ended (must stay 0).
+    pub lost_wakeups: u64,
 }
 
 fn merge_dir(into: &mut DirReport, from: &DirReport, window_ns: u64) {
@@ -117,23 +127,42 @@ fn job_reports(jobs: &[JobSpec], clones: &[CloneOut], start_ns: u64) -> Vec<JobR
     irqlab_report::group_reporting(out)
 }
 
-fn cpu_reports(cpus: &[CpuResult]) -> Vec<CpuReport> {
-    cpus.iter()
-        .map(|r| CpuReport {
-            cpu: r.index,
-            // The handler time was spent in user mode on this thread: show it apart.
-            usr_ns: r.usage.usr_ns.saturating_sub(r.hardirq_ns + r.softirq_ns),
-            sys_ns: r.usage.sys_ns,
-            hardirq_ns: r.hardirq_ns,
-            softirq_ns: r.softirq_ns,
-            irq_thread_ns: r.irq_thread_ns,
-            idle_ns: r.idle_ns,
-            ctx_switches: r.usage.ctx() + r.irq_thread_usage.ctx(),
-            hardirqs: r.hardirqs,
-            pmn: r.pmn,
-            ..CpuReport::default()
+/// CPU time of a CPU thread's kernel threads (irq thread, ksoftirqd, kworker).
+fn kernel_threads_usage(r: &CpuResult) -> [Usage; 3] {
+    [r.irq_thread.usage, r.ksoftirqd.usage, r.kworker.usage]
+}
+
+/// Per CPU thread, its row over the measured window (which ends at `window_end`) and
+/// the time the host stole from it: the CPU's clock time by kind ([`crate::cpu_time`])
+/// settled against the CPU time its threads got ([`settle`]). Row and stolen time add
+/// up to the window exactly.
+fn cpu_reports(cpus: &[CpuResult], window_end: u64) -> (Vec<CpuReport>, Vec<u64>) {
+    let mut stolen = Vec::new();
+    let rows = cpus
+        .iter()
+        .map(|r| {
+            let (kept, lost) = settle(&r.time.over(window_end), r.window_cpu_ns);
+            stolen.push(lost);
+            CpuReport {
+                cpu: r.index,
+                usr_ns: kept.get(SliceKind::Usr),
+                // Polling the CQs, the kworker's work items, the halt's system calls.
+                sys_ns: kept.get(SliceKind::Sys),
+                hardirq_ns: kept.get(SliceKind::HardIrq),
+                softirq_ns: kept.get(SliceKind::SoftIrq),
+                ksoftirqd_ns: kept.get(SliceKind::Ksoftirqd),
+                irq_thread_ns: kept.get(SliceKind::IrqThread),
+                idle_ns: kept.get(SliceKind::Idle),
+                ctx_switches: r.usage.ctx()
+                    + kernel_threads_usage(r).iter().map(Usage::ctx).sum::<u64>(),
+                hardirqs: r.hardirqs,
+                pmn: r.pmn,
+                ksoftirqd_wakeups: r.ksoftirqd_wakeups,
+                ..CpuReport::default()
+            }
         })
-        .collect()
+        .collect();
+    (rows, stolen)
 }
 
 fn vector_reports(
@@ -169,6 +198,7 @@ fn vector_reports(
                 per_cpu,
                 device_coalesced: dev.coalesced,
                 completions: cpus[c].vec_completions[q],
+                moderation: cpus[c].moderation.get(q).cloned().flatten(),
             });
         }
     }
@@ -177,6 +207,72 @@ fn vector_reports(
 
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// Counters of the mechanisms the policy turned on, in a stable order.
+fn mechanism_counters(policy: &Policy, cpus: &[CpuResult]) -> Vec<(String, f64)> {
+    let sum = |f: &dyn Fn(&CpuResult) -> u64| cpus.iter().map(f).sum::<u64>() as f64;
+    let mut out: Vec<(String, f64)> = Vec::new();
+    let mut push = |k: &str, v: f64| out.push((k.to_string(), v));
+    if matches!(policy.handler, HandlerStyle::IrqPoll { .. }) {
+        push("softirq_invocations", sum(&|c| c.softirq.invocations));
+        push("softirq_restarts", sum(&|c| c.softirq.restarts));
+        push("softirq_handovers", sum(&|c| c.softirq.ksoftirqd_wakeups));
+        push("ksoftirqd_runs", sum(&|c| c.ksoftirqd.runs));
+        push("ksoftirqd_completions", sum(&|c| c.ksoftirqd.completions));
+        push("irq_poll_polls", sum(&|c| c.irq_poll.polls));
+        push(
+            "irq_poll_budget_exhausted",
+            sum(&|c| c.irq_poll.budget_exhausted),
+        );
+        push("irq_poll_time_limit", sum(&|c| c.irq_poll.time_limit));
+    }
+    if policy.handler == HandlerStyle::Threaded {
+        push(
+            "irq_thread_fifo",
+            f64::from(u8::from(cpus.iter().all(|c| c.irq_thread.fifo))),
+        );
+        push("irq_thread_cq_busy", sum(&|c| c.irq_thread.cq_busy));
+    }
+    if !matches!(policy.moderator, ModeratorKind::None | ModeratorKind::Gsim) {
+        let mut delay = Latency::new();
+        for c in cpus {
+            delay.merge(&c.kworker.delay);
+        }
+        push("kworker_wakeups", sum(&|c| c.kworker_wakeups));
+        push("moderator_work_items", delay.count() as f64);
+        push("moderator_work_delay_mean_ns", delay.mean().round());
+        push("moderator_work_delay_p99_ns", delay.percentile(99.0) as f64);
+        push("moderator_work_delay_max_ns", delay.max() as f64);
+    }
+    if policy.moderator == ModeratorKind::Gsim {
+        let g = |f: &dyn Fn(&irqlab_core::gsim::GsimStats) -> u32| {
+            cpus.iter()
+                .filter_map(|c| c.gsim.as_ref())
+                .map(|s| u64::from(f(s)))
+                .sum::<u64>() as f64
+        };
+        push("gsim_disables", sum(&|c| c.gsim_disables));
+        push("gsim_timer_set", g(&|s| s.timer_set));
+        push("gsim_enqueue", g(&|s| s.enqueue));
+        push("gsim_epochs", g(&|s| s.epochs));
+    }
+    if policy.flood_detection {
+        let avg = cpus
+            .iter()
+            .filter_map(|c| c.flood_avg_interval_ns)
+            .min()
+            .unwrap_or(0);
+        push("flood_min_avg_interval_ns", avg as f64);
+        push("flooded_interrupts", sum(&|c| c.flooded_interrupts));
+        // Every runtime queue serves one CPU thread: no vector asks for a rescue thread.
+        push("flood_rescued", 0.0);
+    }
+    if policy.delivery == Delivery::Hybrid {
+        push("hybrid_sleeps", sum(&|c| c.hybrid_sleeps));
+        push("hybrid_sleep_ns", sum(&|c| c.hybrid_sleep_ns));
+    }
+    out
 }
 
 /// The whole report.
@@ -195,7 +291,15 @@ pub fn build_report(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let job_reports = job_reports(jobs, &clones, end_ns.saturating_sub(m.wall_ns));
-    let duration_ns = job_reports.iter().map(|j| j.runtime_ns).max().unwrap_or(0);
+    // The measured window: from the shortest ramp's end to the last CPU thread's end.
+    let window_end = cpus
+        .iter()
+        .map(|c| c.time.closed_at)
+        .max()
+        .unwrap_or(0)
+        .max(m.window_start);
+    let duration_ns = window_end - m.window_start;
+    let (cpu_rows, cpu_stolen_ns) = cpu_reports(cpus, window_end);
     let media = &m.media;
     let platform = format!(
         "this host ({} CPUs): {} CPU thread(s), {} controller thread(s), {}, media {}",
@@ -214,10 +318,14 @@ pub fn build_report(
         .flat_map(|c| c.vec_completions.iter())
         .sum::<u64>()
         + cpus.iter().map(|c| c.reaped_after_submit).sum::<u64>();
-    let irq_thread_cpu: u64 = cpus.iter().map(|c| c.irq_thread_usage.cpu_ns()).sum();
-    let thread_cpu: u64 = cpus.iter().map(|c| c.usage.cpu_ns()).sum::<u64>() + irq_thread_cpu;
-    // An emulated CPU's irq thread works for its I/Os too.
-    let window_cpu: u64 = clones.iter().map(|c| c.usr_ns + c.sys_ns).sum::<u64>() + irq_thread_cpu;
+    let kernel_cpu: u64 = cpus
+        .iter()
+        .flat_map(kernel_threads_usage)
+        .map(|u| u.cpu_ns())
+        .sum();
+    let thread_cpu: u64 = cpus.iter().map(|c| c.usage.cpu_ns()).sum::<u64>() + kernel_cpu;
+    // An emulated CPU's kernel threads work for its I/Os too.
+    let window_cpu: u64 = clones.iter().map(|c| c.usr_ns + c.sys_ns).sum::<u64>() + kernel_cpu;
     let notifications: u64 = cpus.iter().map(|c| c.pmn).sum::<u64>()
         + if matches!(policy.delivery, Delivery::Posted { .. }) {
             0
@@ -230,7 +338,7 @@ pub fn build_report(
         Media::Model(mm) => (mm.latency_ns as f64, mm.iops as f64),
         Media::File(_) => (0.0, 0.0),
     };
-    let extra = vec![
+    let mut extra = vec![
         ("cpu_threads".into(), cfg.cpu_threads as f64),
         ("controller_threads".into(), cfg.controller_threads as f64),
         ("pinned".into(), f64::from(u8::from(m.pinned))),
@@ -254,6 +362,16 @@ pub fn build_report(
             ratio(m.wakeups, completions),
         ),
         ("cpu_thread_sleeps".into(), sum(|c| c.sleeps) as f64),
+        // Share of the wall time the spinning controllers lost to the host (its other
+        // processes, or a hypervisor taking the vCPU away): the device was stopped.
+        (
+            "controller_off_cpu_pct".into(),
+            100.0
+                * ratio(
+                    m.controller_off_cpu_ns,
+                    m.wall_ns * cfg.controller_threads as u64,
+                ),
+        ),
         ("spurious_interrupts".into(), sum(|c| c.spurious) as f64),
         (
             "posted_extra_round_vectors".into(),
@@ -267,22 +385,37 @@ pub fn build_report(
             "polled_completions".into(),
             sum(|c| c.polled_completions) as f64,
         ),
-        ("irq_poll_runs".into(), sum(|c| c.irq_poll_runs) as f64),
-        ("irq_thread_runs".into(), sum(|c| c.irq_thread_runs) as f64),
+        (
+            "irq_poll_runs".into(),
+            sum(|c| c.irq_poll.softirq_runs) as f64,
+        ),
+        ("irq_thread_runs".into(), sum(|c| c.irq_thread.runs) as f64),
         (
             "irq_thread_wakeups".into(),
             sum(|c| c.irq_thread_wakeups) as f64,
         ),
         (
             "moderator_programs".into(),
-            sum(|c| c.moderator_programs) as f64,
+            cpus.iter()
+                .flat_map(|c| c.moderation.iter().flatten())
+                .map(|m| m.programs)
+                .sum::<u64>() as f64,
+        ),
+        (
+            "interrupts_held_disabled".into(),
+            sum(|c| c.held_disabled) as f64,
         ),
         ("gated_raises".into(), dev_sum(|v| v.gated) as f64),
         ("stale_raises".into(), dev_sum(|v| v.stale_raises) as f64),
         ("cq_full_stalls".into(), dev_sum(|v| v.cq_full) as f64),
         ("unknown_cqes".into(), sum(|c| c.unknown_cqes) as f64),
+        ("lost_wakeups".into(), m.lost_wakeups as f64),
         ("submit_overflow".into(), sum(|c| c.overflow) as f64),
     ];
+    extra.extend(mechanism_counters(policy, cpus));
+    if cpus.iter().any(|c| c.interrupted) {
+        extra.push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+    }
     RunReport {
         engine: Engine::RealThreads,
         platform,
@@ -293,7 +426,7 @@ pub fn build_report(
         global_options: irqlab_fio::global_options(jobs),
         jobs: job_reports,
         disks: Vec::new(),
-        cpus: cpu_reports(cpus),
+        cpus: cpu_rows,
         vectors: vector_reports(policy, topo, cpus, counters),
         measured: Some(HostMeasures {
             wall_ns: m.wall_ns,
@@ -302,6 +435,7 @@ pub fn build_report(
             involuntary_ctx: m.usage.involuntary_ctx,
             usr_ns: m.usage.usr_ns,
             sys_ns: m.usage.sys_ns,
+            cpu_stolen_ns,
         }),
         extra,
     }

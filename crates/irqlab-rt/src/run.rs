@@ -3,7 +3,7 @@
 
 use crate::clock::now_ns;
 use crate::config::{RtConfig, check_policy};
-use crate::cpu::{CpuResult, CpuThread};
+use crate::cpu::{CpuResult, CpuThread, RunClock};
 use crate::ctrl::{Backend, Controller, VectorCounters, run_controllers};
 use crate::file_media::{FileTarget, UringMedia};
 use crate::job::JobRun;
@@ -12,15 +12,67 @@ use crate::pin::{allowed_cpus, pin_current};
 use crate::report::{Measured, build_report};
 use crate::shared::{CpuShared, QueueShared};
 use crate::topology::{Placement, Topology};
+use crate::trace::{Recorder, TraceSpec, replay};
 use crate::usage::Usage;
-use irqlab_core::{Delivery, Policy};
+use crate::wake_audit::WakeAudit;
+use irqlab_core::gsim::{GsimGlobal, GsimParams};
+use irqlab_core::remapped::DeliveryPath;
+use irqlab_core::{Delivery, ModeratorKind, Policy};
 use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Barrier};
+use irqlab_report::observe::Observer;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Barrier, Mutex};
 
 /// Runs `jobs` under `policy` on real threads and reports what was measured.
 pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunReport, String> {
+    run_traced(jobs, policy, cfg, TraceOptions::default()).map(|(r, _)| r)
+}
+
+/// What `--trace` and `--timeline` ask the threads to record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct TraceOptions {
+    on: bool,
+    /// The wall time (ns from the start) a reader looks at: nothing is recorded after
+    /// its end, and before its start only what the CPUs were doing.
+    window: Option<Range<u64>>,
+}
+
+/// [`run`] that records what every thread did and, after the run, feeds it in time order
+/// to `observer` (wall-clock ns since the threads started), the simulator's tracers
+/// included. `window` bounds the recording to what a reader of that window needs.
+pub fn run_observed(
+    jobs: &[JobSpec],
+    policy: &Policy,
+    cfg: &RtConfig,
+    window: Option<Range<u64>>,
+    observer: &mut dyn Observer,
+) -> Result<RunReport, String> {
+    let opts = TraceOptions { on: true, window };
+    let (mut report, trace) = run_traced(jobs, policy, cfg, opts)?;
+    if let Some(t) = trace {
+        let names: Vec<String> = report.vectors.iter().map(|v| v.name.clone()).collect();
+        let dropped = replay(t.records, t.t0, &names, report.cpus.len(), observer);
+        report
+            .extra
+            .push(("trace_events_dropped".into(), dropped as f64));
+    }
+    Ok(report)
+}
+
+/// The threads' records and their time origin.
+struct Trace {
+    records: Vec<Recorder>,
+    t0: u64,
+}
+
+fn run_traced(
+    jobs: &[JobSpec],
+    policy: &Policy,
+    cfg: &RtConfig,
+    opts: TraceOptions,
+) -> Result<(RunReport, Option<Trace>), String> {
     check_policy(policy)?;
     cfg.check()?;
     if jobs.is_empty() {
@@ -46,23 +98,45 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
         jobs,
         Placement {
             cpu_threads: cfg.cpu_threads,
-            all_polled: policy.delivery == Delivery::Polled,
+            all_polled: matches!(policy.delivery, Delivery::Polled | Delivery::Hybrid),
+            hybrid: policy.delivery == Delivery::Hybrid,
             span: file.as_ref().map_or(cfg.namespace_bytes, |f| f.size),
         },
     )?;
     let mut cpus = Vec::new();
+    let mut vector_base = 0;
     for (i, plan) in topo.cpus.iter().enumerate() {
         let queues = plan
             .queues
             .iter()
             .map(|q| QueueShared::new(q.clone()))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut shared = CpuShared::new(i, CpuShared::target_for(policy.delivery, i), queues);
+        let mut shared = CpuShared::new(
+            i,
+            DeliveryPath::for_delivery(policy.delivery, i as u32),
+            queues,
+        );
+        shared.vector_base = vector_base;
+        vector_base += plan.queues.len();
         if cfg.lazy_wake {
             shared.notifier = crate::wake::Notifier::lazy();
         }
         cpus.push(Arc::new(shared));
     }
+    // GSIM's global half (irq_mod_info), shared by every CPU thread; the parameters the
+    // patch suggests, as the simulator uses.
+    let gsim = (policy.moderator == ModeratorKind::Gsim)
+        .then(|| GsimGlobal::new(GsimParams::suggested()))
+        .transpose()
+        .map_err(|e| format!("gsim: {e}"))?
+        .map(|g| Arc::new(Mutex::new(g)));
+    // Trace time 0: just before the threads start.
+    let t_trace = now_ns();
+    let spec = if opts.on {
+        TraceSpec::on(t_trace, opts.window.clone())
+    } else {
+        TraceSpec::default()
+    };
     let mut ctrl_threads: Vec<Vec<Controller>> =
         (0..cfg.controller_threads).map(|_| Vec::new()).collect();
     for c in 0..topo.controllers.len() {
@@ -95,6 +169,7 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
             media,
             queues,
             policy.coalescing,
+            spec,
         ));
     }
     if let Some(live) = &cfg.live {
@@ -110,40 +185,61 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
     let cpu_pin = |i: usize| cfg.pin.then(|| host[i % host.len()]);
     let ctrl_pin = |t: usize| cfg.pin.then(|| host[(cfg.cpu_threads + t) % host.len()]);
 
+    // The measured window opens after the shortest ramp_time: the CPU rows cover it.
+    let min_ramp = topo
+        .cpus
+        .iter()
+        .flat_map(|c| c.clones.iter())
+        .map(|c| c.plan.ramp_ns)
+        .min()
+        .unwrap_or(0);
     let abort = AtomicBool::new(false);
     let stop = AtomicBool::new(false);
     let running = AtomicUsize::new(cpus.len());
     let barrier = Barrier::new(cpus.len() + ctrl_threads.len() + 1);
+    let start_cell = AtomicU64::new(0);
     let mut pin_errors: Vec<String> = Vec::new();
     let mut media_errors: Vec<String> = Vec::new();
+    let mut records: Vec<Recorder> = Vec::new();
+    let mut ctrl_off_cpu_ns = 0;
+    let mut audit = WakeAudit::default();
     let u0 = Usage::process();
     let mut t0 = 0;
     let (cpu_results, ctrl_counters, stalled) = std::thread::scope(|s| {
         let mut ctrl_handles = Vec::new();
         for (t, mut ctrls) in ctrl_threads.into_iter().enumerate() {
-            let (barrier, stop) = (&barrier, &stop);
+            let (barrier, stop, start_cell) = (&barrier, &stop, &start_cell);
             let pin = ctrl_pin(t);
             ctrl_handles.push(s.spawn(move || {
                 let pinned = pin.map(pin_current).transpose().err();
-                barrier.wait();
-                run_controllers(&mut ctrls, stop);
+                release(barrier, start_cell);
+                let off_cpu = run_controllers(&mut ctrls, stop);
                 let counters: Vec<_> = ctrls.iter().flat_map(Controller::counters).collect();
                 let errors: Vec<String> =
                     ctrls.iter().filter_map(Controller::media_error).collect();
-                (counters, pinned, errors)
+                let recs: Vec<Recorder> = ctrls.iter_mut().map(Controller::take_record).collect();
+                (counters, pinned, errors, recs, off_cpu)
             }));
         }
         let mut cpu_handles = Vec::new();
         for (i, shared) in cpus.iter().enumerate() {
-            let (barrier, abort, running) = (&barrier, &abort, &running);
+            let (barrier, abort, running, start_cell) = (&barrier, &abort, &running, &start_cell);
             let shared = shared.clone();
             let plans = topo.cpus[i].clones.clone();
             let pin = cpu_pin(i);
             let seed = cfg.seed;
             let policy = *policy;
+            let gsim = gsim.clone();
+            let stop = cfg.stop.clone();
             cpu_handles.push(s.spawn(move || {
                 let pinned = pin.map(pin_current).transpose().err();
-                barrier.wait();
+                let run_start = release(barrier, start_cell);
+                let clock = RunClock {
+                    start: run_start,
+                    window_start: run_start + min_ramp,
+                };
+                // As in fio, a job's runtime counts from when its thread starts it: on a
+                // loaded host that can be well after the run's start.
                 let start = now_ns();
                 let jobs = plans
                     .into_iter()
@@ -155,27 +251,27 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
                         JobRun::new(c.plan, slot as u32, s, start)
                     })
                     .collect();
-                let result = match CpuThread::new(shared, policy, jobs) {
-                    Ok(t) => Ok(t.run(abort)),
-                    Err(e) => Err(e),
-                };
+                let result = CpuThread::new(shared, policy, jobs, gsim, spec, clock)
+                    .map(|t| t.run(abort, &stop));
                 running.fetch_sub(1, SeqCst);
                 (result, pinned)
             }));
         }
-        barrier.wait();
-        t0 = now_ns();
+        t0 = release(&barrier, &start_cell);
         if let Some(live) = &cfg.live {
             live.mark_start(t0);
         }
-        let stalled = watch(&cpus, &running, &abort, cfg.stall_timeout_ns);
+        let stalled = watch(&cpus, &running, &abort, cfg.stall_timeout_ns, &mut audit);
         let mut cpu_results = Vec::new();
         for h in cpu_handles {
             let (r, pinned) = h
                 .join()
                 .unwrap_or_else(|_| (Err("a CPU thread panicked".into()), None));
             pin_errors.extend(pinned);
-            cpu_results.push(r);
+            cpu_results.push(r.map(|(res, recs)| {
+                records.extend(recs);
+                res
+            }));
         }
         if let Some(live) = &cfg.live {
             live.mark_end(now_ns());
@@ -184,10 +280,12 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
         let mut counters = Vec::new();
         for h in ctrl_handles {
             match h.join() {
-                Ok((c, pinned, errors)) => {
+                Ok((c, pinned, errors, recs, off)) => {
+                    ctrl_off_cpu_ns += off;
                     counters.extend(c);
                     pin_errors.extend(pinned);
                     media_errors.extend(errors);
+                    records.extend(recs);
                 }
                 Err(_) => media_errors.push("a controller thread panicked".into()),
             }
@@ -206,14 +304,18 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
         return Err(e);
     }
     let cpu_results: Vec<CpuResult> = cpu_results.into_iter().collect::<Result<_, _>>()?;
-    // Waking an irq thread is a wake-up too (threaded handlers pay two per interrupt).
+    // Waking a kernel thread (irq thread, ksoftirqd, kworker) is a wake-up too.
     let wakeups = cpus.iter().map(|c| c.notifier.wakeups()).sum::<u64>()
         + cpu_results
             .iter()
-            .map(|c| c.irq_thread_wakeups)
+            .map(|c| c.irq_thread_wakeups + c.ksoftirqd_wakeups + c.kworker_wakeups)
             .sum::<u64>();
     let counters: Vec<((usize, usize), VectorCounters)> = ctrl_counters;
-    Ok(build_report(
+    let trace = opts.on.then_some(Trace {
+        records,
+        t0: t_trace,
+    });
+    let report = build_report(
         jobs,
         policy,
         cfg,
@@ -225,10 +327,29 @@ pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunRepor
             wakeups,
             usage,
             pinned: cfg.pin && pin_errors.is_empty(),
+            window_start: t0 + min_ramp,
             host_cpus: host.len(),
+            controller_off_cpu_ns: ctrl_off_cpu_ns,
+            lost_wakeups: audit.lost(),
             media: file.map_or_else(|| cfg.media.describe(), |f| f.describe()),
         },
-    ))
+    );
+    Ok((report, trace))
+}
+
+/// Waits at the start barrier and returns the run's start: the time the last thread
+/// arrived (it reads the clock; the others wait for it), the same for every thread.
+fn release(barrier: &Barrier, start: &AtomicU64) -> u64 {
+    if barrier.wait().is_leader() {
+        start.store(now_ns().max(1), Release);
+    }
+    loop {
+        let t = start.load(Acquire);
+        if t != 0 {
+            return t;
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// I/Os the run completes when every clone is bounded by I/O count alone.
@@ -243,13 +364,14 @@ fn expected_ios(topo: &Topology) -> Option<u64> {
         .sum()
 }
 
-/// Waits for the CPU threads; aborts them when no CQ head doorbell moved for `timeout_ns`.
-/// Returns whether it had to abort.
+/// Waits for the CPU threads, auditing their sleeps for lost wake-ups; aborts them when
+/// no CQ head doorbell moved for `timeout_ns`. Returns whether it had to abort.
 fn watch(
     cpus: &[Arc<CpuShared>],
     running: &AtomicUsize,
     abort: &AtomicBool,
     timeout_ns: u64,
+    audit: &mut WakeAudit,
 ) -> bool {
     let progress = || -> u64 {
         cpus.iter()
@@ -261,6 +383,7 @@ fn watch(
     let mut since = now_ns();
     while running.load(SeqCst) > 0 {
         std::thread::sleep(std::time::Duration::from_millis(20));
+        audit.check(cpus);
         let p = progress();
         if p != last {
             last = p;

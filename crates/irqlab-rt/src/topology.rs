@@ -119,8 +119,10 @@ fn controllers_of(jobs: &[JobSpec]) -> Vec<ControllerPlan> {
 #[derive(Clone, Copy, Debug)]
 pub struct Placement {
     pub cpu_threads: usize,
-    /// Delivery is polled for every queue.
+    /// Delivery is polled (or hybrid-polled) for every queue.
     pub all_polled: bool,
+    /// Polling jobs sleep first (io_uring hybrid IOPOLL).
+    pub hybrid: bool,
     /// Bytes each controller's namespace (or the real file) spans.
     pub span: u64,
 }
@@ -151,7 +153,7 @@ impl Topology {
                         (rr - 1) % p.cpu_threads
                     }
                 };
-                let plan = JobPlan::new(j, spec, files.clone(), p.span, p.all_polled);
+                let plan = JobPlan::new(j, spec, files.clone(), p.span, p.all_polled, p.hybrid);
                 cpus[cpu].clones.push(ClonePlan { clone: k, plan });
             }
         }
@@ -225,6 +227,7 @@ mod tests {
         let p = Placement {
             cpu_threads: 2,
             all_polled: false,
+            hybrid: false,
             span: 1 << 20,
         };
         let t = Topology::build(&j, p).unwrap();
@@ -257,6 +260,7 @@ mod tests {
         let p = Placement {
             cpu_threads: 3,
             all_polled: false,
+            hybrid: false,
             span: 1 << 20,
         };
         let t = Topology::build(&j, p).unwrap();

@@ -12,7 +12,8 @@
 //! notify that lands anywhere after the check either makes the exchange fail or finds
 //! SLEEPING and wakes it: no wake-up can be lost.
 
-use rustix::thread::futex;
+use crate::clock::now_ns;
+use rustix::thread::futex::{self, Timespec};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 
 const NOTIFIED: u32 = 1;
@@ -32,6 +33,8 @@ pub struct Notifier {
     wakeups: AtomicU64,
     /// Times the thread really blocked in futex wait.
     sleeps: AtomicU64,
+    /// Calls to kick (work published for `ready()`).
+    kicks: AtomicU64,
 }
 
 /// Why [`Notifier::wait`] returned.
@@ -41,6 +44,8 @@ pub enum Woken {
     Notified,
     /// `ready()` reported work without a notification (e.g. an I/O completed by a reap).
     Ready,
+    /// The deadline of [`Notifier::wait_until`] passed (an hrtimer of the CPU fired).
+    Timeout,
 }
 
 impl Notifier {
@@ -77,6 +82,7 @@ impl Notifier {
     /// handed over: the wake-up of the fio task), without raising a notification.
     /// Returns true when the thread was halted and this call woke it.
     pub fn kick(&self) -> bool {
+        self.kicks.fetch_add(1, Relaxed);
         let old = self.word.fetch_or(KICKED, SeqCst);
         if old & SLEEPING == 0 {
             return false;
@@ -88,6 +94,13 @@ impl Notifier {
         woke
     }
 
+    /// Wakes the thread to end it: like [`Notifier::notify`] but counted nowhere, so the
+    /// counters hold only the run's own notifications and wake-ups.
+    pub fn wake_to_stop(&self) {
+        self.word.fetch_or(NOTIFIED, SeqCst);
+        let _ = futex::wake(&self.word, futex::Flags::PRIVATE, 1);
+    }
+
     /// Takes a pending notification without blocking (the check at an interrupt-enabled
     /// point of a running CPU).
     pub fn take(&self) -> bool {
@@ -96,6 +109,13 @@ impl Notifier {
 
     /// Blocks (the CPU halts) until a notification arrives or `ready()` is true.
     pub fn wait(&self, ready: impl Fn() -> bool) -> Woken {
+        self.wait_until(ready, None)
+    }
+
+    /// [`Notifier::wait`] that also returns at `deadline_ns` (monotonic), like a halted
+    /// CPU woken by its own hrtimer. The sleep is a futex wait with a relative timeout:
+    /// how late it returns is the host's timer slack and wake-up latency.
+    pub fn wait_until(&self, ready: impl Fn() -> bool, deadline_ns: Option<u64>) -> Woken {
         loop {
             if self.word.swap(0, SeqCst) & NOTIFIED != 0 {
                 return Woken::Notified;
@@ -116,9 +136,29 @@ impl Notifier {
                 self.word.fetch_and(!SLEEPING, SeqCst);
                 continue;
             }
+            let timeout = match deadline_ns {
+                None => None,
+                Some(d) => {
+                    let left = d.saturating_sub(now_ns());
+                    if left == 0 {
+                        self.word.fetch_and(!SLEEPING, SeqCst);
+                        return Woken::Timeout;
+                    }
+                    Some(Timespec {
+                        tv_sec: (left / 1_000_000_000) as i64,
+                        tv_nsec: (left % 1_000_000_000) as i64,
+                    })
+                }
+            };
             self.sleeps.fetch_add(1, Relaxed);
-            // EAGAIN (word changed before sleeping) and EINTR both mean: look again.
-            let _ = futex::wait(&self.word, futex::Flags::PRIVATE, SLEEPING, None);
+            // EAGAIN (word changed before sleeping), EINTR and ETIMEDOUT all mean: look
+            // again (the deadline check above ends the wait).
+            let _ = futex::wait(
+                &self.word,
+                futex::Flags::PRIVATE,
+                SLEEPING,
+                timeout.as_ref(),
+            );
         }
     }
 
@@ -137,6 +177,10 @@ impl Notifier {
 
     pub fn sleeps(&self) -> u64 {
         self.sleeps.load(Relaxed)
+    }
+
+    pub fn kicks(&self) -> u64 {
+        self.kicks.load(Relaxed)
     }
 }
 
@@ -210,6 +254,36 @@ mod tests {
         assert_eq!(n.wakeups(), 1);
         assert!(!n.kick(), "nobody sleeps now");
         assert!(!n.take(), "a kick is not an interrupt");
+    }
+
+    #[test]
+    fn a_stop_wake_ends_the_wait_uncounted() {
+        let n = Arc::new(Notifier::lazy());
+        let t = {
+            let n = n.clone();
+            std::thread::spawn(move || n.wait(|| false))
+        };
+        while !n.is_halted() {
+            std::thread::yield_now();
+        }
+        n.wake_to_stop();
+        assert_eq!(t.join().unwrap(), Woken::Notified);
+        assert_eq!((n.notifications(), n.wakeups()), (0, 0));
+    }
+
+    #[test]
+    fn a_deadline_ends_the_wait_and_a_notification_still_wins() {
+        let n = Notifier::new();
+        let t = now_ns();
+        assert_eq!(n.wait_until(|| false, Some(t + 2_000_000)), Woken::Timeout);
+        assert!(now_ns() >= t + 2_000_000);
+        assert_eq!(n.wait_until(|| false, Some(0)), Woken::Timeout, "past");
+        n.notify();
+        assert_eq!(
+            n.wait_until(|| false, Some(now_ns() + 1_000_000_000)),
+            Woken::Notified
+        );
+        assert!(!n.is_halted());
     }
 
     #[test]

@@ -226,19 +226,91 @@ number_ios=300"),
     assert!(extra(&r, "irq_thread_wakeups") > 100.0, "{:?}", r.extra);
 }
 
+/// Every combination of the policy options `irqlab run` takes.
+fn every_policy() -> Vec<Policy> {
+    let mut out = Vec::new();
+    for delivery in [
+        Delivery::Remapped,
+        Delivery::Posted { max_loop: 3 },
+        Delivery::Polled,
+        Delivery::Hybrid,
+    ] {
+        for coalescing in [DeviceCoalescing::Off, DeviceCoalescing::Calibrated] {
+            for moderator in [
+                ModeratorKind::None,
+                ModeratorKind::NetDim,
+                ModeratorKind::RdmaDim,
+                ModeratorKind::IrqAm,
+                ModeratorKind::Gsim,
+            ] {
+                for handler in [
+                    HandlerStyle::Hardirq,
+                    HandlerStyle::Threaded,
+                    HandlerStyle::IrqPoll {
+                        budget: 4,
+                        weight: 8,
+                    },
+                ] {
+                    for (reap_after_submit, flood_detection) in
+                        [(false, false), (true, false), (false, true), (true, true)]
+                    {
+                        out.push(Policy {
+                            delivery,
+                            coalescing,
+                            moderator,
+                            handler,
+                            reap_after_submit,
+                            flood_detection,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 #[test]
-fn unsupported_policies_are_refused_with_a_reason() {
+fn every_policy_is_accepted_but_gsim_with_irq_poll_as_the_simulator_says() {
+    let all = every_policy();
+    assert_eq!(all.len(), 4 * 2 * 5 * 3 * 4);
+    for p in all {
+        let gsim_and_irq_poll =
+            p.moderator == ModeratorKind::Gsim && matches!(p.handler, HandlerStyle::IrqPoll { .. });
+        match irqlab_rt::check_policy(&p) {
+            Ok(()) => assert!(!gsim_and_irq_poll, "{p:?}"),
+            Err(e) => {
+                assert!(gsim_and_irq_poll, "{p:?}: {e}");
+                assert!(e.contains("both mask the vector"), "{e}");
+            }
+        }
+    }
     let p = Policy {
-        handler: HandlerStyle::Threaded,
-        reap_after_submit: true,
+        moderator: ModeratorKind::Gsim,
+        handler: HandlerStyle::IrqPoll {
+            budget: 1,
+            weight: 1,
+        },
         ..Policy::default()
     };
-    assert!(run(&job(""), &p, &cfg()).unwrap_err().contains("threaded"));
-    assert!(
-        run(&job(""), &policy(Delivery::Hybrid), &cfg())
-            .unwrap_err()
-            .contains("hybrid")
-    );
+    assert!(run(&job(""), &p, &cfg()).unwrap_err().contains("gsim"));
+}
+
+#[test]
+fn a_sample_of_every_policy_runs_and_keeps_every_io() {
+    // Every 7th combination (all deliveries, handlers and moderators appear), short runs.
+    let c = RtConfig {
+        stall_timeout_ns: 3_000_000_000,
+        ..cfg()
+    };
+    for p in every_policy()
+        .into_iter()
+        .step_by(7)
+        .filter(|p| irqlab_rt::check_policy(p).is_ok())
+    {
+        let r = run(&job("number_ios=600"), &p, &c).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        check_exact(&r, 600);
+    }
 }
 
 /// A run on `--media file:PATH`, or None (with the reason printed) where this sandbox
@@ -316,4 +388,86 @@ fn live_counters_end_at_the_report_counts() {
     assert_eq!(s.at_ns, live.snapshot().unwrap().at_ns, "frozen at the end");
     let again = run(&job(""), &policy(Delivery::Remapped), &c).unwrap_err();
     assert!(again.contains("one per run"), "{again}");
+}
+
+#[test]
+fn every_cpu_row_adds_up_to_the_measured_window() {
+    // Two CPU threads, 20 ms of ramp_time then 30 ms measured. Each row (usr, sys,
+    // hardirq, softirq, ksoftirqd, irqthread, idle) plus the time the host stole from it
+    // is the window to the ns, whichever threads the policy adds to the CPU.
+    let jobs = irqlab_fio::parse_str(
+        "[global]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=16\niodepth_batch_submit=4\n\
+         time_based\nruntime=30ms\nramp_time=20ms\n[a]\nfilename=/dev/nvme0n1\n\
+         [b]\nfilename=/dev/nvme1n1\n",
+        Path::new("t.fio"),
+    )
+    .unwrap();
+    let c = RtConfig {
+        cpu_threads: 2,
+        controller_threads: 2,
+        ..cfg()
+    };
+    let irq_poll = HandlerStyle::IrqPoll {
+        budget: 1,
+        weight: 1,
+    };
+    for p in [
+        policy(Delivery::Remapped),
+        policy(Delivery::Posted { max_loop: 3 }),
+        policy(Delivery::Polled),
+        policy(Delivery::Hybrid),
+        Policy {
+            handler: HandlerStyle::Threaded,
+            ..policy(Delivery::Remapped)
+        },
+        Policy {
+            handler: irq_poll,
+            ..policy(Delivery::Remapped)
+        },
+        Policy {
+            moderator: ModeratorKind::NetDim,
+            reap_after_submit: true,
+            ..policy(Delivery::Posted { max_loop: 3 })
+        },
+        Policy {
+            moderator: ModeratorKind::Gsim,
+            ..policy(Delivery::Remapped)
+        },
+    ] {
+        let r = run(&jobs, &p, &c).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        let w = r.duration_ns;
+        assert!(
+            w >= 30_000_000,
+            "{p:?}: the window is the 30 ms runtime: {w}"
+        );
+        for j in &r.jobs {
+            assert!(
+                j.runtime_ns <= w,
+                "{p:?}: job windows lie in the CPU window"
+            );
+        }
+        let stolen = &r.measured.as_ref().unwrap().cpu_stolen_ns;
+        assert_eq!(stolen.len(), 2);
+        for c in &r.cpus {
+            let row = [
+                c.usr_ns,
+                c.sys_ns,
+                c.hardirq_ns,
+                c.softirq_ns,
+                c.ksoftirqd_ns,
+                c.irq_thread_ns,
+                c.idle_ns,
+                stolen[c.cpu],
+            ];
+            assert_eq!(row.iter().sum::<u64>(), w, "{p:?}: CPU {} {row:?}", c.cpu);
+            // Each policy's own column shows, whatever the host took.
+            let own = match (p.delivery, p.handler) {
+                (Delivery::Polled | Delivery::Hybrid, _) => c.sys_ns,
+                (_, HandlerStyle::Threaded) => c.irq_thread_ns,
+                (_, HandlerStyle::IrqPoll { .. }) => c.softirq_ns,
+                _ => c.hardirq_ns,
+            };
+            assert!(own > 0, "{p:?}: CPU {} {row:?}", c.cpu);
+        }
+    }
 }

@@ -111,11 +111,11 @@ fn heap_hold_model(pending: usize, events: u64) -> f64 {
 
 /// The same hold model on the simulator's own event queue.
 fn engine_hold_model(pending: usize, events: u64) -> f64 {
-    use irqlab_sim::engine::{Event, EventQueue};
+    use irqlab_sim::engine::{CpuId, Event, EventQueue};
     let mut q = EventQueue::new();
     let mut next = exp_gaps();
     for i in 0..pending {
-        q.push(next(), Event::Tick { cpu: i as u32 });
+        q.push(next(), Event::Tick { cpu: CpuId::new(i) });
     }
     let start = Instant::now();
     for _ in 0..events {

@@ -1,67 +1,88 @@
 //! The event queue: a binary heap ordered by (time in ns, sequence number), so events at
 //! the same time run in the order they were scheduled and a run replays exactly.
 
-/// Everything that can happen at a point in virtual time. Payloads are arena indices, so
-/// an event is a few bytes and nothing is allocated per event.
+pub use crate::model::ids::{CpuId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
+
+/// Everything that can happen at a point in virtual time. Payloads are typed arena ids
+/// (model/ids.rs), so an event is a few bytes and nothing is allocated per event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// The current step of a CPU ended (ignored when `epoch` is stale: the step was
     /// preempted or replaced).
-    CpuStep { cpu: u32, epoch: u32 },
+    CpuStep { cpu: CpuId, epoch: u32 },
     /// The controller fetched `count` SQEs of a queue after the doorbell.
-    SqFetched { queue: u32, count: u32 },
+    SqFetched { queue: QueueId, count: u32 },
     /// A device command's media service ended.
-    ServiceDone { io: u32 },
+    ServiceDone { io: IoId },
+    /// An NVMe over RDMA target's response (RDMA WRITE and SEND) reached the host NIC.
+    TargetResponse { io: IoId },
     /// The write at the head of a root port's FIFO finished.
-    PortDone { port: u32 },
+    PortDone { port: PortId },
     /// An interrupt message reaches a CPU's local APIC (`vec` is the IDT vector).
-    Notify { cpu: u32, vec: u16 },
+    Notify { cpu: CpuId, vec: u16 },
     /// A CPU's periodic timer tick is due.
-    Tick { cpu: u32 },
+    Tick { cpu: CpuId },
     /// A CQ head doorbell write reaches the controller.
-    CqDoorbell { queue: u32 },
+    CqDoorbell { queue: QueueId },
     /// A device coalescing timer expires (feature 08h aggregation time).
-    CoalesceTimer { vector: u32, epoch: u32 },
+    CoalesceTimer { vector: VectorId, epoch: u32 },
     /// A thread's hrtimer sleep ends (hybrid polling).
-    ThreadTimer { thread: u32, epoch: u32 },
+    ThreadTimer { thread: ThreadId, epoch: u32 },
     /// A CPU's GSIM moderation timer fires.
-    GsimTimer { cpu: u32, epoch: u32 },
+    GsimTimer { cpu: CpuId, epoch: u32 },
     /// A root port's IOMMU engine finished handling an MSI (remapped or posted).
-    EngineDone { port: u32 },
+    EngineDone { port: PortId },
     /// The delivery unit finished sending the notification at the head of its queue.
     Delivered,
     /// A moderator's requested level reaches the device (after the work item).
-    ModeratorProgram { vector: u32 },
+    ModeratorProgram { vector: VectorId },
     /// The ramp time is over: statistics start.
     RampEnd,
     /// A job's startdelay passed or its stonewall wave began.
-    JobStart { job: u32 },
+    JobStart { job: JobId },
     /// A job that started late ends its ramp_time: its statistics start.
-    JobRampEnd { job: u32 },
+    JobRampEnd { job: JobId },
 }
 
-/// A deterministic future-event list: a radix heap (a monotone priority queue) keyed by
-/// `time << 64 | seq`. Keys are unique and never below the last popped key, so it pops in
-/// exactly the order of a binary heap keyed by (time, seq), with pushes that append to
-/// one of 129 buckets and no sorting.
+/// A deterministic future-event list: a calendar queue. The slots form a ring that
+/// covers the next `SLOTS << SLOT_SHIFT` ns from the earliest event; an event in that
+/// window goes to the slot of its time (a shift and a mask), a slot holds a few events,
+/// and an occupancy bitmap finds the next non-empty one. Later events (ticks, ramp ends,
+/// slow media) wait in a 4-ary heap until the window slides over them. Keys are
+/// `time << 64 | seq` and unique, so events pop in exactly the order of a heap keyed by
+/// (time, seq): FIFO among equal times, and a run replays exactly.
 #[derive(Debug)]
 pub struct EventQueue {
-    /// Bucket 0 holds keys equal to `last`; bucket i > 0 keys whose highest bit differing
-    /// from `last` is bit i - 1.
-    buckets: Vec<Vec<Slot>>,
-    /// Bit i - 1 set when bucket i > 0 may be non-empty, so a refill finds the next
-    /// bucket with one trailing_zeros instead of scanning 128 vectors.
-    occupied: u128,
-    last: u128,
-    len: usize,
+    slots: Vec<Vec<Slot>>,
+    /// Bit `i % 64` of word `i / 64` set when slot `i` is non-empty.
+    occupied: Vec<u64>,
+    /// Absolute slot number (time >> SLOT_SHIFT) of the earliest near event or before.
+    cursor: u64,
+    near: usize,
+    far: FarHeap,
+    /// Slot number of the earliest far event (u64::MAX when there is none).
+    far_first: u64,
     seq: u64,
     popped: u64,
 }
+
+/// ns per slot as a shift: 16 ns, a few events per slot at tens of millions of events per
+/// simulated second.
+const SLOT_SHIFT: u32 = 4;
+/// Slots in the ring: 4096 × 16 ns = 65.5 µs, longer than a flash read.
+const SLOTS: u64 = 4096;
+const MASK: u64 = SLOTS - 1;
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     key: u128,
     ev: Event,
+}
+
+impl Slot {
+    fn time(&self) -> u64 {
+        (self.key >> 64) as u64
+    }
 }
 
 impl Default for EventQueue {
@@ -70,79 +91,189 @@ impl Default for EventQueue {
     }
 }
 
-#[inline]
-fn bucket_of(key: u128, last: u128) -> usize {
-    (128 - (key ^ last).leading_zeros()) as usize
-}
-
 impl EventQueue {
     pub fn new() -> Self {
         EventQueue {
-            buckets: (0..129).map(|_| Vec::new()).collect(),
-            occupied: 0,
-            last: 0,
-            len: 0,
+            slots: (0..SLOTS).map(|_| Vec::new()).collect(),
+            occupied: vec![0; (SLOTS / 64) as usize],
+            cursor: 0,
+            near: 0,
+            far: FarHeap::default(),
+            far_first: u64::MAX,
             seq: 0,
             popped: 0,
         }
     }
 
     /// Schedules `ev` at absolute time `time` (not before the last popped event).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: u64, ev: Event) {
         self.seq += 1;
-        let key = (u128::from(time) << 64) | u128::from(self.seq);
-        debug_assert!(key > self.last, "event scheduled in the past");
-        self.put(Slot { key, ev });
-        self.len += 1;
+        let s = Slot {
+            key: (u128::from(time) << 64) | u128::from(self.seq),
+            ev,
+        };
+        debug_assert!(
+            time >> SLOT_SHIFT >= self.cursor,
+            "event scheduled in the past"
+        );
+        if (time >> SLOT_SHIFT) - self.cursor < SLOTS {
+            self.put_near(s);
+        } else {
+            self.far.push(s);
+            self.far_first = self.far_first.min(time >> SLOT_SHIFT);
+        }
     }
 
     #[inline]
-    fn put(&mut self, s: Slot) {
-        let b = bucket_of(s.key, self.last);
-        if b > 0 {
-            self.occupied |= 1 << (b - 1);
-        }
-        self.buckets[b].push(s);
+    fn put_near(&mut self, s: Slot) {
+        let i = ((s.time() >> SLOT_SHIFT) & MASK) as usize;
+        self.slots[i].push(s);
+        self.occupied[i / 64] |= 1 << (i % 64);
+        self.near += 1;
     }
 
     /// The earliest event, FIFO among equal times.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        if self.len == 0 {
+        self.pop_until(u64::MAX)
+    }
+
+    /// The earliest event if it is due by `limit` (inclusive); None leaves it queued.
+    #[inline(always)]
+    pub fn pop_until(&mut self, limit: u64) -> Option<(u64, Event)> {
+        if self.near == 0 {
+            // Jump to the earliest far event.
+            let first = self.far.peek_time()?;
+            if first > limit {
+                return None;
+            }
+            self.cursor = first >> SLOT_SHIFT;
+            self.bring_in_far();
+        }
+        let i = self.next_occupied();
+        let slot = &mut self.slots[i];
+        let mut min = 0;
+        for j in 1..slot.len() {
+            if slot[j].key < slot[min].key {
+                min = j;
+            }
+        }
+        if slot[min].time() > limit {
             return None;
         }
-        if self.buckets[0].is_empty() {
-            // len > 0 and bucket 0 is empty, so some bucket i > 0 holds the minimum.
-            let i = self.occupied.trailing_zeros() as usize + 1;
-            self.occupied &= !(1 << (i - 1));
-            let mut b = std::mem::take(&mut self.buckets[i]);
-            let min = b.iter().map(|s| s.key).min().expect("non-empty bucket");
-            self.last = min;
-            // Every key of bucket i now falls into a lower bucket.
-            for s in b.drain(..) {
-                self.put(s);
-            }
-            // Keep the drained bucket's allocation for reuse.
-            self.buckets[i] = b;
+        // Order inside a slot does not matter: the minimum is searched each time.
+        let s = slot.swap_remove(min);
+        if slot.is_empty() {
+            self.occupied[i / 64] &= !(1 << (i % 64));
         }
-        let s = self.buckets[0].pop().expect("the minimum is in bucket 0");
-        self.len -= 1;
+        self.cursor += (i as u64).wrapping_sub(self.cursor) & MASK;
+        self.near -= 1;
         self.popped += 1;
-        Some(((s.key >> 64) as u64, s.ev))
+        if self.far_first.wrapping_sub(self.cursor) < SLOTS {
+            self.bring_in_far();
+        }
+        Some((s.time(), s.ev))
+    }
+
+    /// The first non-empty slot at or after the cursor in ring order (one exists).
+    #[inline]
+    fn next_occupied(&self) -> usize {
+        let start = (self.cursor & MASK) as usize;
+        let mut w = start / 64;
+        let mut bits = self.occupied[w] & (!0u64 << (start % 64));
+        while bits == 0 {
+            w = (w + 1) % self.occupied.len();
+            bits = self.occupied[w];
+        }
+        w * 64 + bits.trailing_zeros() as usize
+    }
+
+    /// Far events the window now covers move to their slots.
+    fn bring_in_far(&mut self) {
+        self.far_first = u64::MAX;
+        while let Some(t) = self.far.peek_time() {
+            if (t >> SLOT_SHIFT) - self.cursor >= SLOTS {
+                self.far_first = t >> SLOT_SHIFT;
+                break;
+            }
+            let s = self.far.pop().expect("peeked");
+            self.put_near(s);
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.near + self.far.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Events processed so far.
     pub fn popped(&self) -> u64 {
         self.popped
+    }
+}
+
+/// The far events: an implicit 4-ary min-heap on the key.
+#[derive(Debug, Default)]
+struct FarHeap {
+    heap: Vec<Slot>,
+}
+
+const ARITY: usize = 4;
+
+impl FarHeap {
+    fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    fn peek_time(&self) -> Option<u64> {
+        self.heap.first().map(Slot::time)
+    }
+
+    fn push(&mut self, s: Slot) {
+        let mut i = self.heap.len();
+        self.heap.push(s);
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if self.heap[parent].key <= s.key {
+                break;
+            }
+            self.heap[i] = self.heap[parent];
+            i = parent;
+        }
+        self.heap[i] = s;
+    }
+
+    fn pop(&mut self) -> Option<Slot> {
+        let last = self.heap.pop()?;
+        let Some(&top) = self.heap.first() else {
+            return Some(last);
+        };
+        let n = self.heap.len();
+        let mut i = 0;
+        loop {
+            let first = i * ARITY + 1;
+            if first >= n {
+                break;
+            }
+            let end = (first + ARITY).min(n);
+            let mut min = first;
+            for c in first + 1..end {
+                if self.heap[c].key < self.heap[min].key {
+                    min = c;
+                }
+            }
+            if last.key <= self.heap[min].key {
+                break;
+            }
+            self.heap[i] = self.heap[min];
+            i = min;
+        }
+        self.heap[i] = last;
+        Some(top)
     }
 }
 
@@ -180,18 +311,18 @@ mod tests {
     #[test]
     fn same_time_events_pop_in_schedule_order() {
         let mut q = EventQueue::new();
-        q.push(10, Event::Tick { cpu: 2 });
-        q.push(5, Event::Tick { cpu: 9 });
-        q.push(10, Event::Tick { cpu: 1 });
-        q.push(10, Event::Tick { cpu: 3 });
+        q.push(10, Event::Tick { cpu: CpuId::new(2) });
+        q.push(5, Event::Tick { cpu: CpuId::new(9) });
+        q.push(10, Event::Tick { cpu: CpuId::new(1) });
+        q.push(10, Event::Tick { cpu: CpuId::new(3) });
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
             vec![
-                (5, Event::Tick { cpu: 9 }),
-                (10, Event::Tick { cpu: 2 }),
-                (10, Event::Tick { cpu: 1 }),
-                (10, Event::Tick { cpu: 3 }),
+                (5, Event::Tick { cpu: CpuId::new(9) }),
+                (10, Event::Tick { cpu: CpuId::new(2) }),
+                (10, Event::Tick { cpu: CpuId::new(1) }),
+                (10, Event::Tick { cpu: CpuId::new(3) }),
             ]
         );
         assert_eq!(q.popped(), 4);
@@ -221,7 +352,9 @@ mod tests {
                     _ => rnd() % 5_000_000,
                 };
                 seq += 1;
-                let ev = Event::Tick { cpu: step };
+                let ev = Event::Tick {
+                    cpu: CpuId::new(step as usize),
+                };
                 q.push(now + d, ev);
                 h.push(Entry {
                     time: now + d,
@@ -238,5 +371,11 @@ mod tests {
             assert_eq!(q.pop(), Some((e.time, e.ev)));
         }
         assert!(q.pop().is_none() && q.is_empty());
+    }
+
+    /// A queue slot is a 16-byte key and the event: ids must not make events bigger.
+    #[test]
+    fn events_stay_small() {
+        assert!(std::mem::size_of::<Event>() <= 16);
     }
 }

@@ -15,10 +15,12 @@
 //! tags, coalescing, the vector gate, irq_poll, softirq limits) come from `irqlab-core`;
 //! this crate supplies time, topology and costs. docs/model.md describes the model.
 
+// Public for the benchmark (benches/sim_speed.rs times the bare event queue).
 pub mod engine;
-pub mod observer;
 pub mod platform;
 pub mod toml_input;
+
+mod observer;
 
 mod model;
 mod rng;
@@ -30,8 +32,6 @@ use irqlab_core::Policy;
 use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Limits a simulation is checked against before its model is built (see [`estimate`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,32 +71,7 @@ pub struct Estimate {
     pub memory_parts: Vec<(String, u64)>,
 }
 
-/// A flag another thread (a Ctrl-C handler) sets to stop a run; the run then ends at
-/// the next event batch and its report covers the simulated time so far.
-#[derive(Clone, Debug, Default)]
-pub struct StopFlag(Option<Arc<AtomicBool>>);
-
-impl StopFlag {
-    pub fn new(flag: Arc<AtomicBool>) -> StopFlag {
-        StopFlag(Some(flag))
-    }
-
-    pub fn is_set(&self) -> bool {
-        self.0.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
-    }
-}
-
-impl PartialEq for StopFlag {
-    fn eq(&self, other: &Self) -> bool {
-        match (&self.0, &other.0) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        }
-    }
-}
-
-impl Eq for StopFlag {}
+pub use irqlab_core::StopFlag;
 
 /// Options of one simulation run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,6 +176,57 @@ pub fn simulate(
     simulate_observed(jobs, platform, policy, opts, &mut NoObserver)
 }
 
+/// [`simulate`] on up to `threads` threads. A machine that splits into parts sharing no
+/// CPU, queue, root port or delivery unit (C3's drives, each with its own CPU and port,
+/// polled or with an instant delivery path) runs its parts side by side and merges them;
+/// the report is byte-identical to [`simulate`]'s. A machine that does not split runs on
+/// one thread. docs/model.md ("Speed") has the measured speed-ups.
+pub fn simulate_parallel(
+    jobs: &[JobSpec],
+    platform: &Platform,
+    policy: &Policy,
+    opts: &SimOptions,
+    threads: usize,
+) -> Result<RunReport, SimError> {
+    let mut obs = NoObserver;
+    let mut whole = model::build(jobs, platform, policy, opts, &mut obs)?;
+    match model::Partition::of(&whole).filter(|_| threads > 1) {
+        Some(partition) => {
+            let built = || {
+                model::build(
+                    jobs,
+                    platform,
+                    policy,
+                    opts,
+                    Box::leak(Box::new(NoObserver)),
+                )
+            };
+            match model::run_parts(&partition, threads, built, &mut whole)? {
+                true => Ok(whole.report()),
+                // A part ran into the time bound: the whole machine's bound decides.
+                false => simulate(jobs, platform, policy, opts),
+            }
+        }
+        None => {
+            whole.run();
+            Ok(whole.report())
+        }
+    }
+}
+
+/// How many independent parts the machine of a run splits into (1: it does not split),
+/// as [`simulate_parallel`] would run them.
+pub fn independent_parts(
+    jobs: &[JobSpec],
+    platform: &Platform,
+    policy: &Policy,
+    opts: &SimOptions,
+) -> Result<usize, SimError> {
+    let mut obs = NoObserver;
+    let whole = model::build(jobs, platform, policy, opts, &mut obs)?;
+    Ok(model::Partition::of(&whole).map_or(1, |p| p.parts()))
+}
+
 /// [`simulate`] with an observer that sees every CPU slice, message and notification.
 pub fn simulate_observed<O: Observer>(
     jobs: &[JobSpec],
@@ -210,14 +236,8 @@ pub fn simulate_observed<O: Observer>(
     observer: &mut O,
 ) -> Result<RunReport, SimError> {
     let mut sim = model::build(jobs, platform, policy, opts, observer)?;
-    let interrupted = sim.run(&opts.stop);
-    let mut report = sim.report();
-    if interrupted {
-        report
-            .extra
-            .push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
-    }
-    Ok(report)
+    sim.run();
+    Ok(sim.report())
 }
 
 /// What simulating `jobs` would take, from the topology and jobs alone: checked against

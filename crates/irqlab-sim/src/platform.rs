@@ -364,6 +364,29 @@ pub struct DeviceGroup {
     /// user-space work per I/O. Absent: the job's ioengine costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitter: Option<SyscallCosts>,
+    /// NVMe over RDMA: the target machine's CPUs serve the commands (nvmet-rdma over
+    /// null_blk) instead of media servers. Absent: the device's media model serves them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<RdmaTarget>,
+}
+
+/// The nvmet-rdma target of an NVMe over RDMA device, modelled as CPUs: each host queue
+/// connects to one target queue whose completion queue interrupts one of the target's
+/// cores (round robin), is moderated like the host's (`--moderator`), and whose handler
+/// answers every command it reaps. The target's CPUs take the platform's `[cpu]` costs.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RdmaTarget {
+    /// Target cores taking the queues' interrupts (shown after the host's CPUs).
+    pub cores: usize,
+    /// Target CPU time per command: the RECV completion, nvmet's parsing and execution on
+    /// null_blk, posting the RDMA WRITE and SEND, and their send completions. The group's
+    /// `service_cv` spreads it (lognormal); its media fields are not used.
+    pub command_ns: u64,
+    /// One-way trip of the response from the target NIC to the host NIC, ns.
+    pub network_ns: u64,
+    /// From the target NIC's completion to the MSI at the target CPU's local APIC, ns.
+    pub interrupt_ns: u64,
 }
 
 impl DeviceGroup {
@@ -569,6 +592,16 @@ impl Platform {
                     ));
                 }
                 _ => {}
+            }
+            if let Some(t) = &d.target {
+                if d.kind != DeviceKind::Rdma {
+                    return Err(format!(
+                        "devices.{i}.target: only an rdma device has an NVMe over RDMA target"
+                    ));
+                }
+                if t.cores == 0 || t.cores > 4096 {
+                    return Err(format!("devices.{i}.target.cores must be in 1..=4096"));
+                }
             }
             if d.vectors_per_cpu > 256 {
                 return Err(format!("devices.{i}.vectors_per_cpu must be in 0..=256"));

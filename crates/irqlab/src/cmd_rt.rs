@@ -1,21 +1,15 @@
-//! `irqlab rt`: the same fio job on real threads on this host, with real wake-ups.
-//! A monitor thread samples the run's live counters: `--irqtop` lines at wall-time
-//! intervals, or a progress bar on a terminal for runs longer than a second.
+//! `irqlab rt`: the same fio job on real threads on this host, with real wake-ups,
+//! watched by irqlab-observe's monitor (`--irqtop` lines at wall-time intervals, or a
+//! progress bar on a terminal for runs longer than a second) and traced by its tracers
+//! (`--trace`, `--timeline`).
 
-use crate::irqtop::{IrqSnapshot, render_interval};
+use crate::RunEnd;
 use crate::output::{OutputArgs, OutputFormat, emit};
-use crate::policy_args::PolicyArgs;
-use crate::progress::{Progress, sim_total_ns};
 use clap::Args;
-use irqlab_core::Policy;
-use irqlab_fio::JobSpec;
-use irqlab_report::RunReport;
-use irqlab_rt::{LiveCounters, LiveSnapshot, Media, MediaModel, RtConfig};
-use std::io::Write;
+use irqlab_inputs::PolicyArgs;
+use irqlab_observe::{ObserveError, RtObserveArgs, dropped_events_warning, run_with_observers};
+use irqlab_rt::{Media, MediaModel, RtConfig};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct RtArgs {
@@ -59,6 +53,8 @@ pub struct RtArgs {
     /// then the run's /proc/interrupts table (to stderr when a JSON report goes to stdout).
     #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
     pub irqtop: Option<u64>,
+    #[command(flatten)]
+    pub observe: RtObserveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -135,12 +131,12 @@ fn check_room(path: &std::path::Path, bytes: u64) -> Result<(), String> {
 
 /// `--irqtop` seconds (e.g. 0.5) as ns.
 /// Wall-time intervals shorter than 1 ms would measure the monitor thread, not the run.
-fn parse_interval(s: &str) -> Result<u64, String> {
-    crate::irqtop::parse_seconds(s, 1e-3)
+fn parse_interval(s: &str) -> Result<u64, ObserveError> {
+    irqlab_observe::parse_seconds(s, 1e-3)
 }
 
-pub fn main(args: RtArgs) -> Result<(), String> {
-    let jobs = irqlab_fio::parse_file(&args.job).map_err(|e| e.to_string())?;
+pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
+    let jobs = irqlab_inputs::JobSource::Path(args.job.clone()).jobs()?;
     check_host(&args)?;
     let model = MediaModel::new(
         (args.media_latency_us * 1000.0).round() as u64,
@@ -154,6 +150,7 @@ pub fn main(args: RtArgs) -> Result<(), String> {
         seed: args.seed,
         lazy_wake: args.lazy_wake,
         media_size: args.media_size,
+        stop: crate::stop_on_ctrl_c()?,
         ..RtConfig::default()
     };
     let policy = args.policy.policy();
@@ -164,229 +161,34 @@ pub fn main(args: RtArgs) -> Result<(), String> {
         Media::File(p) if !p.exists() => Some(p.clone()),
         _ => None,
     };
-    let report = if json_on_stdout {
-        run_watched(&jobs, &policy, cfg, args.irqtop, &mut std::io::stderr())
+    let mut out: Box<dyn std::io::Write + Send> = if json_on_stdout {
+        Box::new(std::io::stderr())
     } else {
-        run_watched(&jobs, &policy, cfg, args.irqtop, &mut std::io::stdout())
+        Box::new(std::io::stdout())
     };
-    let report = report.inspect_err(|_| {
-        if let Some(p) = &created {
-            let _ = std::fs::remove_file(p);
-        }
-    })?;
-    emit(&report, &args.output)
-}
-
-/// The live counts as irqtop's engine-neutral snapshot.
-fn irq_snapshot(s: &LiveSnapshot) -> IrqSnapshot {
-    IrqSnapshot {
-        at_ns: s.at_ns,
-        vectors: s.vectors.clone(),
-        pmn: s.pmn.clone(),
-    }
-}
-
-/// How the monitor shows a run.
-struct Watch {
-    irqtop_ns: Option<u64>,
-    /// Wall time the run lasts when every job is time-bounded.
-    total_ns: Option<u64>,
-}
-
-/// What the monitor thread printed up to when it stopped.
-struct Printed {
-    prev: IrqSnapshot,
-    error: Option<std::io::Error>,
-}
-
-/// Progress bars only for runs that last more than about this long.
-const PROGRESS_AFTER_NS: u64 = 1_000_000_000;
-
-/// Samples `live` until `done`: irqtop lines to `out` every interval, or a progress bar.
-fn monitor(live: &LiveCounters, w: &Watch, out: &mut dyn Write, done: &AtomicBool) -> Printed {
-    let mut printed = Printed {
-        prev: IrqSnapshot::default(),
-        error: None,
-    };
-    let mut names: Vec<String> = Vec::new();
-    let mut bar: Option<Progress> = None;
-    let mut next_ns = w.irqtop_ns.unwrap_or(u64::MAX);
-    while !done.load(SeqCst) {
-        let Some(snap) = live.snapshot() else {
-            std::thread::park_timeout(Duration::from_millis(1));
-            continue;
-        };
-        if let Some(iv) = w.irqtop_ns {
-            if names.is_empty() {
-                names = live.names().unwrap_or_default();
+    let report = run_with_observers(&jobs, &policy, cfg, args.irqtop, &args.observe, &mut out)
+        .inspect_err(|_| {
+            if let Some(p) = &created {
+                let _ = std::fs::remove_file(p);
             }
-            if snap.at_ns >= next_ns {
-                let cur = irq_snapshot(&snap);
-                let text = render_interval(&names, &printed.prev, &cur);
-                if printed.error.is_none()
-                    && let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
-                {
-                    printed.error = Some(e);
-                }
-                printed.prev = cur;
-                next_ns = (snap.at_ns / iv + 1) * iv;
-            }
-        } else {
-            // A bar by wall time when the end is known, else by I/Os once past a second.
-            let len_pos = match (w.total_ns, live.expected_ios()) {
-                (Some(t), _) if t >= PROGRESS_AFTER_NS => {
-                    Some((t / 1_000_000, snap.at_ns / 1_000_000))
-                }
-                (None, Some(n)) if snap.at_ns >= PROGRESS_AFTER_NS => Some((n, snap.completions)),
-                _ => None,
-            };
-            if let Some((len, pos)) = len_pos {
-                let unit = if w.total_ns.is_some() {
-                    "running (ms)"
-                } else {
-                    "running (I/Os)"
-                };
-                bar.get_or_insert_with(|| Progress::new(len, unit))
-                    .set_position(pos.min(len));
-            }
-        }
-        let wait_ns = next_ns.saturating_sub(snap.at_ns).min(100_000_000);
-        std::thread::park_timeout(Duration::from_nanos(wait_ns.max(200_000)));
+        })?;
+    if let Some(warning) = dropped_events_warning(&report) {
+        eprintln!("irqlab: {warning}");
     }
-    if let Some(b) = bar {
-        b.finish();
+    emit(&report, &args.output)?;
+    if report.flag(irqlab_report::EXTRA_INTERRUPTED) {
+        let wall_ms = report.measured.as_ref().map_or(0, |m| m.wall_ns) as f64 / 1e6;
+        eprintln!(
+            "irqlab: interrupted (Ctrl-C) at {wall_ms:.3} ms of wall time: the report covers the run up to then"
+        );
+        return Ok(RunEnd::Interrupted);
     }
-    printed
-}
-
-/// Runs on real threads while a monitor thread prints `--irqtop` lines (interval in ns)
-/// to `out` or draws a progress bar; with `--irqtop` the last, partial interval and the
-/// run's /proc/interrupts table follow the run.
-pub fn run_watched(
-    jobs: &[JobSpec],
-    policy: &Policy,
-    mut cfg: RtConfig,
-    irqtop_ns: Option<u64>,
-    out: &mut (dyn Write + Send),
-) -> Result<RunReport, String> {
-    let live = Arc::new(LiveCounters::new());
-    cfg.live = Some(live.clone());
-    let watch = Watch {
-        irqtop_ns,
-        total_ns: sim_total_ns(jobs),
-    };
-    let done = AtomicBool::new(false);
-    let (result, printed) = std::thread::scope(|s| {
-        let mon = s.spawn(|| monitor(&live, &watch, &mut *out, &done));
-        let result = irqlab_rt::run(jobs, policy, &cfg);
-        done.store(true, SeqCst);
-        mon.thread().unpark();
-        let printed = mon
-            .join()
-            .map_err(|_| "the monitor thread panicked".to_string());
-        (result, printed)
-    });
-    let report = result?;
-    let mut printed = printed?;
-    if irqtop_ns.is_none() {
-        return Ok(report);
-    }
-    // The run is over: the final counts are the report's, at the end of the run.
-    let names = live.names().unwrap_or_default();
-    if let Some(last) = live.snapshot() {
-        let cur = irq_snapshot(&last);
-        if cur != printed.prev {
-            let text = render_interval(&names, &printed.prev, &cur);
-            if printed.error.is_none()
-                && let Err(e) = out.write_all(text.as_bytes())
-            {
-                printed.error = Some(e);
-            }
-        }
-    }
-    let wall_ms = report.measured.as_ref().map_or(0, |m| m.wall_ns) as f64 / 1e6;
-    let table = format!(
-        "/proc/interrupts delta over the run ({wall_ms:.3} ms of wall time):\n{}",
-        irqlab_report::proc_interrupts::render(&report)
-    );
-    if let Some(e) = printed.error {
-        return Err(format!("cannot print irqtop lines: {e}"));
-    }
-    out.write_all(table.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| format!("cannot print irqtop lines: {e}"))?;
-    Ok(report)
+    Ok(RunEnd::Complete)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use irqlab_core::Delivery;
-    use irqlab_report::proc_interrupts::FIRST_IRQ;
-    use std::collections::BTreeMap;
-
-    /// DELTA per row (IRQ number or PMN) summed over every printed interval.
-    fn sum_printed(text: &str) -> (BTreeMap<String, u64>, usize) {
-        let mut sums = BTreeMap::new();
-        let mut intervals = 0;
-        for line in text.lines() {
-            if line.starts_with("/proc/interrupts") {
-                break;
-            }
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            match cols.first() {
-                Some(&"irqtop") => intervals += 1,
-                Some(&"IRQ") | None => {}
-                Some(row) => {
-                    *sums.entry(row.to_string()).or_insert(0) += cols[2].parse::<u64>().unwrap()
-                }
-            }
-        }
-        (sums, intervals)
-    }
-
-    #[test]
-    fn interval_deltas_add_up_to_the_report() {
-        let jobs = irqlab_fio::parse_str(
-            "[global]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=4\ntime_based\n\
-             runtime=150ms\n[a]\nfilename=/dev/nvme0n1\n[b]\nfilename=/dev/nvme1n1\n",
-            "t.fio".as_ref(),
-        )
-        .unwrap();
-        for delivery in [Delivery::Remapped, Delivery::Posted { max_loop: 3 }] {
-            let policy = Policy {
-                delivery,
-                ..Policy::default()
-            };
-            let cfg = RtConfig {
-                pin: false,
-                ..RtConfig::default()
-            };
-            let mut out = Vec::new();
-            let report = run_watched(&jobs, &policy, cfg, Some(20_000_000), &mut out).unwrap();
-            let text = String::from_utf8(out).unwrap();
-            let (sums, intervals) = sum_printed(&text);
-            assert!(intervals >= 3, "{text}");
-            assert!(
-                text.contains("/proc/interrupts delta over the run"),
-                "{text}"
-            );
-            for (v, vr) in report.vectors.iter().enumerate() {
-                let printed = sums.get(&(FIRST_IRQ + v).to_string()).copied().unwrap_or(0);
-                assert_eq!(
-                    printed,
-                    vr.handled(),
-                    "{} under {delivery:?}:\n{text}",
-                    vr.name
-                );
-                assert!(printed > 0, "{}", vr.name);
-                assert!(text.contains(&vr.name), "names shown: {text}");
-            }
-            let pmn: u64 = report.cpus.iter().map(|c| c.pmn).sum();
-            assert_eq!(sums.get("PMN").copied().unwrap_or(0), pmn);
-            assert_eq!(pmn > 0, matches!(delivery, Delivery::Posted { .. }));
-        }
-    }
 
     #[test]
     fn sizes_and_intervals_parse() {
@@ -397,7 +199,7 @@ mod tests {
         assert_eq!(parse_size("2t"), Ok(2 << 40));
         assert!(parse_size("0").is_err());
         assert!(parse_size("lots").is_err());
-        assert_eq!(parse_interval("0.5"), Ok(500_000_000));
+        assert_eq!(parse_interval("0.5").ok(), Some(500_000_000));
         assert!(parse_interval("0").is_err());
     }
 }

@@ -1,13 +1,13 @@
 //! `irqlab run`: simulate a fio job file on a platform and print what fio,
 //! /proc/interrupts and perf would have shown.
 
-use crate::output::{OutputArgs, emit};
-use crate::policy_args::PolicyArgs;
+use crate::RunEnd;
+use crate::output::{OutputArgs, OutputFormat, emit, write_logs};
 use clap::Args;
-use irqlab_sim::{Platform, SimOptions, StopFlag};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use irqlab_inputs::{BudgetArgs, Inputs, JobSource, PolicyArgs, TopologyArgs};
+use irqlab_observe::{ObserveArgs, simulate_with_observers};
+use irqlab_sim::SimOptions;
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -20,7 +20,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
-    pub topology: crate::calib::topology::TopologyArgs,
+    pub topology: TopologyArgs,
     /// Override a platform parameter, e.g. --set cpu.irq_entry_ns=300 or
     /// --set devices.0.count=8 (repeatable; applied in order).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -37,46 +37,26 @@ pub struct RunArgs {
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
-    pub observe: crate::irqtop::ObserveArgs,
+    pub observe: ObserveArgs,
     #[command(flatten)]
-    pub budget: crate::budget_args::BudgetArgs,
+    pub budget: BudgetArgs,
 }
 
 /// --irqtop intervals a run may print (each a table of its vectors).
 const MAX_IRQTOP_INTERVALS: u64 = 100_000;
 
-/// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunEnd {
-    Complete,
-    /// Ctrl-C stopped it; the report so far was printed.
-    Interrupted,
-}
-
-/// SIGINT sets the returned flag, which the simulator checks between event batches; a
-/// second SIGINT ends the process at once (exit 130), as an impatient user expects.
-fn stop_on_ctrl_c() -> Result<StopFlag, String> {
-    use signal_hook::consts::SIGINT;
-    let flag = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, Arc::clone(&flag))
-        .and_then(|_| signal_hook::flag::register(SIGINT, Arc::clone(&flag)))
-        .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
-    Ok(StopFlag::new(flag))
-}
-
-pub fn main(args: RunArgs) -> Result<RunEnd, String> {
-    let jobs = irqlab_fio::parse_file(&args.job).map_err(|e| e.to_string())?;
-    let path = resolve_platform(&args.platform)?;
-    let platform = Platform::load(&path, &args.sets).map_err(|e| e.to_string())?;
-    // Topology knobs, shared with scenario files (calib::topology).
-    let topology = args.topology.topology();
-    let sets = topology.platform_sets(&platform);
-    let platform = platform.with_overrides(&sets).map_err(|e| e.to_string())?;
-    let jobs = topology.apply_jobs(&jobs, &platform)?;
+pub fn main(args: RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
+    let inputs = Inputs::prepare(
+        &JobSource::Path(args.job.clone()),
+        &args.platform,
+        &args.sets,
+        &args.topology.topology(),
+    )?;
+    let policy = args.policy.policy();
     // The output is bounded too: an --irqtop interval far shorter than the run would
     // print gigabytes.
     if let Some(iv) = args.observe.irqtop
-        && let Ok(est) = irqlab_sim::estimate(&jobs, &platform, &args.policy.policy())
+        && let Ok(est) = irqlab_sim::estimate(&inputs.jobs, &inputs.platform, &policy)
         && est.simulated_ns / iv.max(1) > MAX_IRQTOP_INTERVALS
     {
         return Err(format!(
@@ -85,29 +65,29 @@ pub fn main(args: RunArgs) -> Result<RunEnd, String> {
             est.simulated_ns as f64 / 1e9,
             est.simulated_ns / iv.max(1),
             (est.simulated_ns / MAX_IRQTOP_INTERVALS) as f64 / 1e9
-        ));
+        )
+        .into());
     }
     // irqtop lines go to stderr when stdout carries the JSON report.
-    let mut irqtop_out: Box<dyn std::io::Write> =
-        if args.output.format == crate::output::OutputFormat::Normal {
-            Box::new(std::io::stdout())
-        } else {
-            Box::new(std::io::stderr())
-        };
+    let mut irqtop_out: Box<dyn std::io::Write> = if args.output.format == OutputFormat::Normal {
+        Box::new(std::io::stdout())
+    } else {
+        Box::new(std::io::stderr())
+    };
     let opts = args
         .seed
         .map_or_else(SimOptions::default, SimOptions::overriding)
         .with_budget(args.budget.budget())
-        .stopped_by(stop_on_ctrl_c()?);
-    let report = crate::irqtop::simulate_with_observers(
-        &jobs,
-        &platform,
-        &args.policy.policy(),
+        .stopped_by(crate::stop_on_ctrl_c()?);
+    let report = simulate_with_observers(
+        &inputs.jobs,
+        &inputs.platform,
+        &policy,
         &opts,
         &args.observe,
         &mut irqtop_out,
     )?;
-    crate::output::write_logs(&report, &args.log_dir)?;
+    write_logs(&report, &args.log_dir)?;
     emit(&report, &args.output)?;
     if report.flag(irqlab_report::EXTRA_INTERRUPTED) {
         eprintln!(
@@ -122,41 +102,4 @@ pub fn main(args: RunArgs) -> Result<RunEnd, String> {
         );
     }
     Ok(RunEnd::Complete)
-}
-
-/// A path that exists is used as is; a bare name is platforms/NAME.toml in the current
-/// directory or in a directory above the executable (the repository of a cargo build).
-pub(crate) fn resolve_platform(arg: &str) -> Result<PathBuf, String> {
-    let direct = PathBuf::from(arg);
-    let is_bare = !arg.contains('/') && !arg.contains('\\') && !arg.ends_with(".toml");
-    // A path that exists is the user's choice, whatever it is: the loader says if it is
-    // not a regular file.
-    if direct.is_file() || (!is_bare && direct.exists()) {
-        return Ok(direct);
-    }
-    if !is_bare {
-        return Err(format!("{arg}: no such platform file"));
-    }
-    let rel = Path::new("platforms").join(format!("{arg}.toml"));
-    let mut tried = vec![rel.clone()];
-    if rel.is_file() {
-        return Ok(rel);
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        for dir in exe.ancestors().skip(1) {
-            let cand = dir.join(&rel);
-            if cand.is_file() {
-                return Ok(cand);
-            }
-            tried.push(cand);
-        }
-    }
-    Err(format!(
-        "platform '{arg}' not found; tried {}",
-        tried
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
 }

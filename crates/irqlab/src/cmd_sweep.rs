@@ -1,26 +1,18 @@
 //! `irqlab sweep`: simulate a grid of parameter values in parallel on every core, then
-//! write a CSV with one row per point, plots (PNG and SVG) and a table.
+//! write a CSV with one row per point, plots (PNG and SVG) and a table. The grid, the
+//! points and the outputs are irqlab-sweep's; this file chooses where the files go.
 //!
 //! Keys may be policy options (delivery, max_loop, coalesce, moderator, handler, budget,
 //! weight, reap_after_submit, flood_detection; parsed by the same rules as `irqlab run`),
 //! `seed`, fio options of every job (`job.iodepth`) or platform parameters
 //! (`devices.0.count`, through the platform's own overrides).
 
-mod fio_dir;
-mod grid;
-mod metrics;
-mod output;
-
-use crate::policy_args::PolicyArgs;
-use crate::progress::Progress;
+use crate::CmdResult;
 use clap::Args;
-use grid::{Grid, KeyKind};
-use irqlab_fio::JobSpec;
-use irqlab_sim::{Platform, SimOptions};
-use output::PointResult;
+use irqlab_inputs::{JobSource, PolicyArgs};
+use irqlab_observe::Progress;
+use irqlab_sweep::{Plan, SweepSpec, metrics, output};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -72,25 +64,32 @@ pub struct SweepArgs {
     pub threads: Option<u32>,
     /// The budget of every point (each point is checked on its own).
     #[command(flatten)]
-    pub budget: crate::budget_args::BudgetArgs,
+    pub budget: irqlab_inputs::BudgetArgs,
 }
 
-pub fn main(args: SweepArgs) -> Result<(), String> {
+pub fn main(args: SweepArgs) -> CmdResult {
     let metrics = chosen_metrics(&args.metrics)?;
-    let plan = Plan::new(&args)?;
-    let x = output::x_dim(&plan.grid, args.x.as_deref())?;
-    let progress = Progress::new(plan.grid.len() as u64, "sweep");
+    let plan = Plan::new(&SweepSpec {
+        job: JobSource::Path(args.job.clone()),
+        platform: args.platform.clone(),
+        policy: args.policy.clone(),
+        sets: args.sets.clone(),
+        seed: args.seed,
+        fio_dir: args.fio_dir.clone(),
+        budget: args.budget.budget(),
+    })?;
+    let grid = plan.grid();
+    let x = output::x_dim(grid, args.x.as_deref())?;
+    let progress = Progress::new(plan.len() as u64, "sweep");
     let threads = args
         .threads
-        .map_or_else(default_threads, |n| n as usize)
-        .min(plan.grid.len())
-        .max(1);
-    let results = plan.run(threads, &progress);
+        .map_or_else(irqlab_sweep::default_threads, |n| n as usize);
+    let results = irqlab_sweep::run_local(&plan, threads, &|| progress.inc(1));
     progress.finish();
     let results = results?;
 
     let files = Outputs::of(&args)?;
-    let csv = output::csv(&plan.grid, &results);
+    let csv = output::csv(grid, &results);
     write(&files.csv, csv.as_bytes())?;
     let mut written = vec![files.csv.display().to_string()];
     match x {
@@ -101,32 +100,23 @@ pub fn main(args: SweepArgs) -> Result<(), String> {
             let context = plan.context();
             for (k, &m) in metrics.iter().enumerate() {
                 let stem = files.plot_stem(k, metrics::METRICS[m].name);
-                let plot = output::plot(&plan.grid, &results, x, m, &context);
-                for ext in ["png", "svg"] {
-                    let path = stem.with_extension(ext);
-                    let res = if ext == "png" {
-                        irqlab_plot::write_png(&plot, &path)
-                    } else {
-                        irqlab_plot::write_svg(&plot, &path)
-                    };
-                    res.map_err(|e| e.to_string())?;
+                let plot = output::plot(grid, &results, x, m, &context);
+                for path in output::write_plot(&plot, &stem)? {
                     written.push(path.display().to_string());
                 }
             }
         }
     }
-    print!("{}", output::table(&plan.grid, &results, &metrics));
+    print!("{}", output::table(grid, &results, &metrics));
     println!("wrote {}", written.join(", "));
     Ok(())
 }
 
-fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 fn chosen_metrics(names: &[String]) -> Result<Vec<usize>, String> {
     if names.is_empty() {
-        return Ok(vec![metrics::find("iops")?]);
+        return metrics::find("iops")
+            .map(|m| vec![m])
+            .map_err(|e| e.to_string());
     }
     let mut out = Vec::new();
     for n in names {
@@ -202,233 +192,6 @@ impl Outputs {
     }
 }
 
-/// Everything needed to build the inputs of any point, checked before anything runs.
-struct Plan {
-    job_path: PathBuf,
-    job_text: String,
-    jobs: Vec<JobSpec>,
-    platform_text: String,
-    platform_origin: String,
-    platform_name: String,
-    policy: PolicyArgs,
-    seed: u64,
-    budget: irqlab_sim::Budget,
-    grid: Grid,
-    fio_dir: Option<PathBuf>,
-}
-
-impl Plan {
-    fn new(args: &SweepArgs) -> Result<Plan, String> {
-        let grid = Grid::parse(&args.sets)?;
-        let read = |p: &Path| {
-            irqlab_fio::input::read_text(p, irqlab_fio::input::MAX_INPUT_BYTES)
-                .map_err(|e| format!("{}: {e}", p.display()))
-        };
-        let job_text = read(&args.job)?;
-        let jobs = irqlab_fio::parse_str(&job_text, &args.job).map_err(|e| e.to_string())?;
-        let path = crate::cmd_run::resolve_platform(&args.platform)?;
-        let platform_text = read(&path)?;
-        let platform_origin = path.display().to_string();
-        let platform = Platform::from_toml(&platform_text, &platform_origin, &[])
-            .map_err(|e| e.to_string())?;
-        let plan = Plan {
-            job_path: args.job.clone(),
-            job_text,
-            jobs,
-            platform_text,
-            platform_origin,
-            platform_name: platform.name,
-            policy: args.policy.clone(),
-            seed: args.seed,
-            budget: args.budget.budget(),
-            grid,
-            fio_dir: args.fio_dir.clone(),
-        };
-        plan.check_values()?;
-        Ok(plan)
-    }
-
-    /// Every value of every key on its own, so a typo fails before hours of simulation
-    /// and the message names the value.
-    fn check_values(&self) -> Result<(), String> {
-        for d in &self.grid.dims {
-            for v in &d.values {
-                let fail = |e: String| format!("--set {}={v}: {e}", d.key);
-                match &d.kind {
-                    KeyKind::Policy(k) => k.apply(&mut self.policy.clone(), v).map_err(fail)?,
-                    KeyKind::Seed => {
-                        v.parse::<u64>()
-                            .map_err(|_| fail("a seed is a non-negative integer".into()))?;
-                    }
-                    KeyKind::Platform => {
-                        Platform::from_toml(
-                            &self.platform_text,
-                            &self.platform_origin,
-                            &[format!("{}={v}", d.key)],
-                        )
-                        .map_err(|e| fail(e.to_string()))?;
-                    }
-                    KeyKind::Job(opt) => {
-                        self.jobs_with(&[(opt.as_str(), v.as_str())])
-                            .map_err(fail)?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The jobs with `options` appended to every job section (a job's own last value
-    /// wins in fio, so this overrides the file and its [global]).
-    fn jobs_with(&self, options: &[(&str, &str)]) -> Result<Vec<JobSpec>, String> {
-        if options.is_empty() {
-            return Ok(self.jobs.clone());
-        }
-        let text = with_job_options(&self.job_text, options);
-        irqlab_fio::parse_str(&text, &self.job_path).map_err(|e| e.to_string())
-    }
-
-    /// Simulates point `i`.
-    fn run_point(&self, i: usize) -> Result<PointResult, String> {
-        let values = self.grid.values(i);
-        let mut policy = self.policy.clone();
-        let mut seed = self.seed;
-        let mut sets = Vec::new();
-        let mut job_opts = Vec::new();
-        for (d, v) in self.grid.dims.iter().zip(&values) {
-            match &d.kind {
-                KeyKind::Policy(k) => k.apply(&mut policy, v)?,
-                KeyKind::Seed => seed = v.parse().map_err(|_| format!("seed '{v}'"))?,
-                KeyKind::Platform => sets.push(format!("{}={v}", d.key)),
-                KeyKind::Job(opt) => job_opts.push((opt.as_str(), *v)),
-            }
-        }
-        let mut jobs = self.jobs_with(&job_opts)?;
-        // With --fio-dir every point also writes fio logs named as bench-fio names them.
-        let fio_point = self.fio_dir.as_ref().map(|base| {
-            let prefix = fio_dir::prefix(&jobs);
-            (fio_dir::point_dir(base, &self.grid, &values), prefix)
-        });
-        if let Some((_, prefix)) = &fio_point {
-            let logs = fio_dir::log_options(prefix);
-            let mut with_logs = job_opts.clone();
-            with_logs.extend(logs.iter().map(|(k, v)| (*k, v.as_str())));
-            jobs = self.jobs_with(&with_logs)?;
-        }
-        let platform = Platform::from_toml(&self.platform_text, &self.platform_origin, &sets)
-            .map_err(|e| e.to_string())?;
-        let report = irqlab_sim::simulate(
-            &jobs,
-            &platform,
-            &policy.policy(),
-            &SimOptions::overriding(seed).with_budget(self.budget),
-        )
-        .map_err(|e| e.to_string())?;
-        if let Some((dir, prefix)) = &fio_point {
-            fio_dir::write(dir, prefix, &report)?;
-        }
-        let devices: std::collections::BTreeSet<&str> = jobs
-            .iter()
-            .flat_map(|j| j.filenames.iter().map(String::as_str))
-            .collect();
-        Ok(PointResult {
-            metrics: metrics::measure(&report, devices.len()),
-        })
-    }
-
-    /// Runs every point on `threads` workers taking points from a shared counter;
-    /// results land at their grid index, so output does not depend on timing. The
-    /// first failing point (lowest index among those run) stops the sweep.
-    fn run(&self, threads: usize, progress: &Progress) -> Result<Vec<PointResult>, String> {
-        let n = self.grid.len();
-        let next = AtomicUsize::new(0);
-        let failed = AtomicBool::new(false);
-        let slots: Mutex<Vec<Option<Result<PointResult, String>>>> =
-            Mutex::new((0..n).map(|_| None).collect());
-        std::thread::scope(|s| {
-            for _ in 0..threads.clamp(1, n.max(1)) {
-                s.spawn(|| {
-                    loop {
-                        if failed.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            break;
-                        }
-                        let r = self.run_point(i);
-                        if r.is_err() {
-                            failed.store(true, Ordering::Relaxed);
-                        }
-                        if let Ok(mut slots) = slots.lock() {
-                            slots[i] = Some(r);
-                        }
-                        progress.inc(1);
-                    }
-                });
-            }
-        });
-        let slots = slots
-            .into_inner()
-            .map_err(|_| "a sweep worker panicked".to_string())?;
-        let mut out = Vec::with_capacity(n);
-        for (i, slot) in slots.into_iter().enumerate() {
-            match slot {
-                Some(Ok(r)) => out.push(r),
-                Some(Err(e)) => return Err(format!("at {}: {e}", self.describe(i))),
-                None => return Err(format!("at {}: not run", self.describe(i))),
-            }
-        }
-        Ok(out)
-    }
-
-    fn describe(&self, i: usize) -> String {
-        self.grid
-            .dims
-            .iter()
-            .zip(self.grid.values(i))
-            .map(|(d, v)| format!("{}={v}", d.key))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    /// "JOB on PLATFORM" for plot titles.
-    fn context(&self) -> String {
-        let job = self.job_path.file_name().map_or_else(
-            || self.job_path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        format!("{job} on {}", self.platform_name)
-    }
-}
-
-/// Appends `key=value` lines at the end of every job section (not [global]).
-fn with_job_options(text: &str, options: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut in_job = false;
-    let close = |out: &mut String, in_job: bool| {
-        if in_job {
-            for (k, v) in options {
-                out.push_str(k);
-                out.push('=');
-                out.push_str(v);
-                out.push('\n');
-            }
-        }
-    };
-    for line in text.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            close(&mut out, in_job);
-            in_job = !t.eq_ignore_ascii_case("[global]");
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    close(&mut out, in_job);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,14 +226,6 @@ mod tests {
         ];
         argv.extend(extra.iter().map(|s| s.to_string()));
         Cli::try_parse_from(argv).unwrap().sweep
-    }
-
-    #[test]
-    fn job_options_go_to_every_job_section() {
-        let text = with_job_options(JOB, &[("iodepth", "16")]);
-        let jobs = irqlab_fio::parse_str(&text, "t.fio".as_ref()).unwrap();
-        assert!(jobs.iter().all(|j| j.iodepth == 16));
-        assert_eq!(text.matches("iodepth=16").count(), 2, "not in [global]");
     }
 
     #[test]
@@ -526,15 +281,25 @@ mod tests {
     #[test]
     fn bad_grids_fail_before_running() {
         let dir = tmpdir("bad");
-        let e = main(args(&dir, &["--set", "max_loop=0..2"])).unwrap_err();
+        let e = main(args(&dir, &["--set", "max_loop=0..2"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("max_loop=0") && e.contains("max_loop"), "{e}");
-        let e = main(args(&dir, &["--set", "cpu.irq_entri_ns=1..2"])).unwrap_err();
+        let e = main(args(&dir, &["--set", "cpu.irq_entri_ns=1..2"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown key 'irq_entri_ns'"), "{e}");
-        let e = main(args(&dir, &["--set", "job.iodepth=1,x"])).unwrap_err();
+        let e = main(args(&dir, &["--set", "job.iodepth=1,x"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("job.iodepth=x"), "{e}");
-        let e = main(args(&dir, &["--set", "bogus=1"])).unwrap_err();
+        let e = main(args(&dir, &["--set", "bogus=1"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown key 'bogus'"), "{e}");
-        let e = main(args(&dir, &["--set", "seed=1", "--metric", "nope"])).unwrap_err();
+        let e = main(args(&dir, &["--set", "seed=1", "--metric", "nope"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown metric 'nope'"), "{e}");
     }
 }

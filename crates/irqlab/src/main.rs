@@ -1,19 +1,38 @@
-//! The `irqlab` command.
+//! The `irqlab` command: argument parsing and printing over the library crates (inputs,
+//! sim, rt, observe, sweep, calib, burst, report, plot).
 
-mod budget_args;
-mod calib;
 mod cmd_calibrate;
 mod cmd_demo;
 mod cmd_reproduce;
 mod cmd_rt;
 mod cmd_run;
 mod cmd_sweep;
-mod irqtop;
 mod output;
-mod policy_args;
-mod progress;
-mod timeline_observer;
-mod trace_observer;
+
+/// What a command returns: any library error, or a message of the command's own.
+type CmdResult = Result<(), Box<dyn std::error::Error>>;
+
+/// How a run (`irqlab run`, `irqlab rt`) ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    Complete,
+    /// Ctrl-C stopped it; the report so far was printed.
+    Interrupted,
+}
+
+/// SIGINT sets the returned flag, which either engine checks as it runs (the simulator
+/// between event batches, the runtime's CPU threads between job steps); a second SIGINT
+/// ends the process at once (exit 130), as an impatient user expects.
+pub(crate) fn stop_on_ctrl_c() -> Result<irqlab_core::StopFlag, String> {
+    use signal_hook::consts::SIGINT;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, Arc::clone(&flag))
+        .and_then(|_| signal_hook::flag::register(SIGINT, Arc::clone(&flag)))
+        .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
+    Ok(irqlab_core::StopFlag::new(flag))
+}
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -51,11 +70,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => match cmd_run::main(args) {
             // After a Ctrl-C the report so far was printed: exit as a shell does on SIGINT.
-            Ok(cmd_run::RunEnd::Interrupted) => return ExitCode::from(130),
-            Ok(cmd_run::RunEnd::Complete) => Ok(()),
+            Ok(RunEnd::Interrupted) => return ExitCode::from(130),
+            Ok(RunEnd::Complete) => Ok(()),
             Err(e) => Err(e),
         },
-        Command::Rt(args) => cmd_rt::main(args),
+        Command::Rt(args) => match cmd_rt::main(args) {
+            Ok(RunEnd::Interrupted) => return ExitCode::from(130),
+            Ok(RunEnd::Complete) => Ok(()),
+            Err(e) => Err(e),
+        },
         Command::Sweep(args) => cmd_sweep::main(args),
         Command::Demo(args) => cmd_demo::main(args),
         Command::Reproduce(args) => cmd_reproduce::main(args),

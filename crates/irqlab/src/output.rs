@@ -1,6 +1,7 @@
 //! Output options shared by `irqlab run` and `irqlab rt`: both engines print a
 //! [`RunReport`] the same way.
 
+use crate::CmdResult;
 use clap::{Args, ValueEnum};
 use irqlab_report::RunReport;
 use std::path::{Path, PathBuf};
@@ -33,7 +34,7 @@ pub struct OutputArgs {
 
 /// Writes `report` as the options ask. A JSON report is always one JSON document: the
 /// /proc/interrupts table goes to standard error and into `x-irqlab.proc_interrupts`.
-pub fn emit(report: &RunReport, args: &OutputArgs) -> Result<(), String> {
+pub fn emit(report: &RunReport, args: &OutputArgs) -> CmdResult {
     let table = args
         .interrupts
         .then(|| irqlab_report::proc_interrupts::render(report));
@@ -64,23 +65,14 @@ pub fn emit(report: &RunReport, args: &OutputArgs) -> Result<(), String> {
             Ok(())
         }
         Some(path) => std::fs::write(path, text)
-            .map_err(|e| format!("{}: cannot write the report: {e}", path.display())),
+            .map_err(|e| format!("{}: cannot write the report: {e}", path.display()).into()),
     }
 }
 
-/// Writes every fio log file of `report` (write_lat_log, write_bw_log, write_iops_log)
-/// under `dir`, as fio writes them in its working directory; returns their paths.
-pub fn write_logs(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut written = Vec::new();
-    for log in report.jobs.iter().flat_map(|j| &j.logs) {
-        let path = dir.join(&log.file_name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("{}: cannot create the directory: {e}", parent.display()))?;
-        }
-        std::fs::write(&path, log.text())
-            .map_err(|e| format!("{}: cannot write the log: {e}", path.display()))?;
-        written.push(path);
-    }
-    Ok(written)
+/// Writes every fio log file of `report` under `dir`, as fio writes them in its working
+/// directory.
+pub fn write_logs(report: &RunReport, dir: &Path) -> CmdResult {
+    irqlab_report::fio_log::write_all(report, dir)
+        .map(drop)
+        .map_err(|(path, e)| format!("{}: cannot write: {e}", path.display()).into())
 }

@@ -9,12 +9,15 @@
 //! - [`gate`]: a device's message rule: a message per completion, or one outstanding
 //!   per vector until the CQ head doorbell.
 //! - [`device_irq`]: the device-side policy chosen by [`crate::DeviceCoalescing`].
+//! - [`msix`]: one MSI-X vector as the device drives it: the policy, the gate, the
+//!   aggregation timer's epoch and the vector's mask and pending bits, for both engines.
 
 pub mod calibrated;
 pub mod coalesce;
 pub mod cq;
 pub mod device_irq;
 pub mod gate;
+pub mod msix;
 pub mod queue;
 pub mod sq;
 
@@ -25,8 +28,11 @@ pub use coalesce::{
 pub use cq::{CompletionQueue, CqFull, Cqe};
 pub use device_irq::DeviceIrq;
 pub use gate::{MsiRule, UnknownMsiRule, VectorGate};
+pub use msix::{MsixAction, MsixCounters, MsixVector, Quiet};
 pub use queue::QueuePair;
-pub use sq::{SQE_HINT_BARRIER, SQE_HINT_URGENT, SqFull, Sqe, SubmissionQueue};
+pub use sq::{
+    NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, SQE_HINT_URGENT, SqFull, Sqe, SubmissionQueue,
+};
 
 /// Queue sizes outside 2..=65536 (CAP.MQES bounds; a queue needs an empty slot).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

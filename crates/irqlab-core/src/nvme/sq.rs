@@ -9,6 +9,11 @@
 use super::{BadQueueDepth, check_depth};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
+/// include/linux/nvme.h enum nvme_opcode: nvme_cmd_write, the NVM command set's Write.
+pub const NVME_CMD_WRITE: u8 = 0x01;
+/// include/linux/nvme.h enum nvme_opcode: nvme_cmd_read, the NVM command set's Read.
+pub const NVME_CMD_READ: u8 = 0x02;
+
 /// Calibrated-interrupt hint: complete this request with an interrupt at once. (The
 /// cinterrupts prototype carries it in command_id bit 15; here it has its own bit.)
 pub const SQE_HINT_URGENT: u8 = 1 << 0;

@@ -4,8 +4,9 @@
 //! job threads, ksoftirqd and irq threads, and checks every request against the machine.
 
 use super::fio_job::{DiskAcct, FioJob, FioRun};
+use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, ThreadId, VectorId};
 use super::state::*;
-use crate::engine::{Event, EventQueue};
+use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::platform::Platform;
 use crate::rng::{ServiceTime, Stream};
@@ -13,8 +14,8 @@ use crate::{SimError, SimOptions};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
 use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::moderator::Moderator;
-use irqlab_core::nvme::{CoalesceParams, DeviceIrq, QueuePair, VectorGate};
-use irqlab_core::posted::PiDesc;
+use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, MsixVector, QueuePair};
+use irqlab_core::remapped::{DeliveryPath, RemappedTarget};
 use irqlab_core::softirq::{SoftirqConfig, SoftirqCpu};
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::{IoEngine, JobSpec};
@@ -133,6 +134,798 @@ fn device_irq(policy: &Policy, g: &crate::platform::DeviceGroup) -> DeviceIrq {
     }
 }
 
+/// A CPU at boot: idle, no thread, its own softirq, irq_poll and GSIM state.
+pub(crate) fn new_cpu(
+    c: usize,
+    p: &Platform,
+    costs: &Costs,
+    delivery: Delivery,
+    gsim_global: Option<&GsimGlobal>,
+) -> Cpu {
+    Cpu {
+        epoch: 0,
+        stepping: false,
+        mode: Mode::Idle,
+        kind: SliceKind::Idle,
+        acct_from: 0,
+        current: None,
+        runq: VecDeque::new(),
+        min_vruntime: 0,
+        need_resched: false,
+        slice_start: 0,
+        irr: [0; 4],
+        tick_due: 0,
+        irq: IrqFrame::new(0),
+        soft_active: false,
+        soft_phase: SoftPhase::Begin,
+        reaping: Vec::with_capacity(256),
+        vec_of_idt: vec![None; 256],
+        next_idt: FIRST_DEVICE_VECTOR,
+        // A polled run's interrupt-driven queues (jobs without hipri) take remapped MSIs.
+        path: DeliveryPath::for_delivery(delivery, c as u32)
+            .unwrap_or(DeliveryPath::Remapped(RemappedTarget::new(c as u32))),
+        pir_shadow: [0; 4],
+        pid_dirty: false,
+        softirq: SoftirqCpu::new(SoftirqConfig {
+            defer_to_running_ksoftirqd: p.kernel.softirq_defer_to_ksoftirqd,
+            ..SoftirqConfig::new(costs.hz)
+        }),
+        irq_poll: IrqPollCpu::default(),
+        iop_vector: Vec::new(),
+        ksoftirqd: None,
+        flood: irqlab_core::flood::FloodDetector::default(),
+        gsim: gsim_global.map(|g| GsimCpu::new(g, 0)),
+        gsim_epoch: 0,
+        hardirq_total: 0,
+        step_end: 0,
+        soft_left: 0,
+        soft_reaping: Vec::with_capacity(256),
+        ipi_inflight: false,
+        hrtimer_wake: Vec::new(),
+        stats: CpuStats::default(),
+    }
+}
+
+/// What every step of the build reads.
+pub(crate) struct Inputs<'a> {
+    pub p: &'a Platform,
+    pub policy: &'a Policy,
+    pub opts: &'a SimOptions,
+    pub costs: Costs,
+    /// The platform's device names (nvme0, nvme1, ...), by device index.
+    pub names: Vec<String>,
+}
+
+/// The machine while the build assembles it: the arenas the ids index.
+#[derive(Default)]
+pub(crate) struct Machine {
+    pub cpus: Vec<Cpu>,
+    pub threads: Vec<Thread>,
+    pub devices: Vec<Device>,
+    pub queues: Vec<Queue>,
+    pub vectors: Vec<Vector>,
+}
+
+/// One clone of a fio job section (numjobs makes several): its CPU and devices.
+struct JobClone {
+    spec: usize,
+    cpu: usize,
+    devices: Vec<usize>,
+    polled: bool,
+    /// init.c add_job: the reporting group (stonewall and new_group start one).
+    groupid: u32,
+    /// backend.c run_threads: a stonewall job waits for every job above it.
+    wave: u32,
+}
+
+/// Builds the machine one component at a time, in id order: the host's CPUs, each
+/// device with its queues and their vectors (and irq threads), the NVMe over RDMA
+/// targets' cores and queues, the jobs' threads and jobs, each CPU's ksoftirqd, then
+/// the run's time bound and fio's run-wide state.
+pub(crate) fn build<'a, O: Observer>(
+    specs: &[JobSpec],
+    p: &Platform,
+    policy: &Policy,
+    opts: &SimOptions,
+    obs: &'a mut O,
+) -> Result<Sim<'a, O>, SimError> {
+    p.validate().map_err(SimError::Platform)?;
+    check_policy(policy)?;
+    if specs.is_empty() {
+        return Err(SimError::Config("the job file defines no jobs".into()));
+    }
+    let inp = Inputs {
+        p,
+        policy,
+        opts,
+        costs: costs(p),
+        names: device_names(p),
+    };
+    let clones = job_clones(specs, &inp)?;
+    // The machine's window opens when the first wave's ramp_time ends.
+    let window_start = clones
+        .iter()
+        .filter(|c| c.wave == 0)
+        .map(|c| specs[c.spec].ramp_time_ns)
+        .max()
+        .unwrap_or(0);
+    // GSIM with the proposal's suggested settings (delay 100 µs, 1 M interrupts/s).
+    let gsim = (policy.moderator == ModeratorKind::Gsim)
+        .then(|| GsimGlobal::new(GsimParams::suggested()))
+        .transpose()
+        .map_err(|e| SimError::Config(format!("gsim: {e}")))?;
+    let mut m = Machine {
+        cpus: (0..p.cpu.count)
+            .map(|c| new_cpu(c, p, &inp.costs, policy.delivery, gsim.as_ref()))
+            .collect(),
+        ..Machine::default()
+    };
+    let queue_of = add_devices(&inp, &clones, &mut m)?;
+    super::target::add_targets(&inp, gsim.as_ref(), &mut m)?;
+    let (jobs, waves) = add_jobs(specs, &inp, &clones, &queue_of, window_start, &mut m)?;
+    check_queue_depths(&jobs, &inp, &m)?;
+    add_ksoftirqds(&mut m);
+    let stop_at = stop_at(&waves, &jobs);
+    let fio = fio_run(specs, &clones, waves, m.devices.len());
+    Ok(Sim {
+        now: 0,
+        q: EventQueue::new(),
+        costs: inp.costs,
+        engine: p.engine.clone(),
+        policy: *policy,
+        scheduler: p.cpu.scheduler,
+        platform_name: p.name.clone(),
+        seed: opts.seed,
+        jobs_live: jobs.len(),
+        cpus: m.cpus,
+        threads: m.threads,
+        jobs,
+        devices: m.devices,
+        queues: m.queues,
+        vectors: m.vectors,
+        ports: p.root_ports.iter().map(new_port).collect(),
+        delivery: DeliveryUnit::idle(p.iommu.deliver_ns),
+        ios: Vec::with_capacity(4096),
+        free_ios: Vec::new(),
+        draining: false,
+        stop_at,
+        cut_short: false,
+        stop: opts.stop.clone(),
+        interrupted: false,
+        measuring: false,
+        window_start,
+        window_end: 0,
+        totals: Totals::default(),
+        merged_events: 0,
+        gsim,
+        fio,
+        obs,
+    })
+}
+
+// ---------------------------------------------------------------- jobs
+
+/// Checks every job section against the machine and expands it into its numjobs
+/// clones, each on its CPU (cpus_allowed round robin, or the next CPU in turn).
+fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimError> {
+    let ncpu = inp.p.cpu.count;
+    let groups = irqlab_fio::reporting_groups(specs);
+    let waves = irqlab_fio::stonewall_waves(specs);
+    // Every spec is checked, and the resource budget asked, before anything is made per
+    // clone, queue or vector.
+    let resolved = specs
+        .iter()
+        .map(|s| check_job(s, inp))
+        .collect::<Result<Vec<_>, _>>()?;
+    let estimate = super::budget::estimate(specs, inp.p, inp.policy)?;
+    super::budget::check(&estimate, &inp.opts.budget)?;
+    let mut clones = Vec::new();
+    let mut any_index = 0usize;
+    for (si, (s, (devices, polled))) in specs.iter().zip(resolved).enumerate() {
+        for k in 0..s.numjobs {
+            let cpu = match s.clone_cpus(k) {
+                Some(set) => set[k as usize % set.len()],
+                None => {
+                    let c = any_index % ncpu;
+                    any_index += 1;
+                    c
+                }
+            };
+            clones.push(JobClone {
+                spec: si,
+                cpu,
+                devices: devices.clone(),
+                polled,
+                groupid: groups[si],
+                wave: waves[si],
+            });
+        }
+    }
+    Ok(clones)
+}
+
+/// What the model refuses in a job section (with the file, line and what was expected);
+/// returns the devices its files name and whether it polls for completions.
+fn check_job(s: &JobSpec, inp: &Inputs<'_>) -> Result<(Vec<usize>, bool), SimError> {
+    let (p, names) = (inp.p, &inp.names);
+    let ncpu = p.cpu.count;
+    if s.iodepth == 0 {
+        return Err(job_err(s, "iodepth=0: at least one I/O must be in flight"));
+    }
+    if s.bs == 0 {
+        return Err(job_err(s, "bs=0: the block size must be at least 1 byte"));
+    }
+    if s.numjobs == 0 {
+        return Err(job_err(s, "numjobs=0: at least one job is needed"));
+    }
+    if let Some(set) = &s.cpus_allowed {
+        if set.is_empty() {
+            return Err(job_err(s, "cpus_allowed is empty"));
+        }
+        if let Some(bad) = set.iter().find(|&&c| c >= ncpu) {
+            return Err(job_err(
+                s,
+                format!(
+                    "cpus_allowed names CPU {bad}, but platform '{}' has CPUs 0-{}",
+                    p.name,
+                    ncpu - 1
+                ),
+            ));
+        }
+    }
+    if s.filenames.is_empty() {
+        return Err(job_err(
+            s,
+            format!(
+                "no filename=; name a device of the platform: {}",
+                names.join(", ")
+            ),
+        ));
+    }
+    let devices = s
+        .filenames
+        .iter()
+        .map(|f| {
+            resolve_file(f, names).ok_or_else(|| {
+                job_err(
+                    s,
+                    format!(
+                        "filename '{f}' is not a device of platform '{}'; it has {} (as /dev/NAMEn1, NAMEn1 or NAME)",
+                        p.name,
+                        names.join(", ")
+                    ),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let polled = s.hipri || matches!(inp.policy.delivery, Delivery::Polled | Delivery::Hybrid);
+    if polled && s.ioengine == IoEngine::Libaio {
+        return Err(job_err(
+            s,
+            "libaio cannot poll for completions (no hipri); use ioengine=io_uring or pvsync2, or an interrupt delivery",
+        ));
+    }
+    check_job_length(s)?;
+    Ok((devices, polled))
+}
+
+/// A job must end, within the model's bounds of run time and I/O size.
+fn check_job_length(s: &JobSpec) -> Result<(), SimError> {
+    if s.runtime_ns.is_none() && s.size.is_none() && s.number_ios.is_none() {
+        return Err(job_err(
+            s,
+            "the job never ends: give runtime=, size= or number_ios=",
+        ));
+    }
+    if s.time_based && s.runtime_ns.is_none() {
+        return Err(job_err(s, "time_based needs runtime="));
+    }
+    if s.total_time_ns().is_some_and(|t| t > MAX_SIMULATED_NS) {
+        return Err(job_err(
+            s,
+            "runtime + ramp_time is over 600 s; the model simulates about a second of a busy server per few seconds of wall time: expected a shorter runtime (figures settle within tens of ms)",
+        ));
+    }
+    // Checked sums: a start delay past the limit would schedule events no run reaches.
+    let delayed = s
+        .startdelay_ns
+        .1
+        .checked_add(s.total_time_ns().unwrap_or(s.ramp_time_ns));
+    if delayed.is_none_or(|t| t > MAX_SIMULATED_NS) {
+        return Err(job_err(
+            s,
+            "startdelay + ramp_time + runtime is over 600 s, the limit of a run; expected a shorter startdelay",
+        ));
+    }
+    if s.thinktime.is_some_and(|t| t.ns > MAX_SIMULATED_NS) {
+        return Err(job_err(
+            s,
+            "thinktime is over 600 s, the limit of a run; expected a shorter thinktime",
+        ));
+    }
+    if s.bs > MAX_BS {
+        return Err(job_err(
+            s,
+            "bs is over 16 MiB: the block layer would split such I/Os into max_sectors_kb pieces, which the model does not do; expected bs <= 16m",
+        ));
+    }
+    Ok(())
+}
+
+/// Every clone's thread (blocked, or runnable when it starts at once) and job, in clone
+/// order, a polled one spinning on its queues; and the jobs of each stonewall wave.
+fn add_jobs(
+    specs: &[JobSpec],
+    inp: &Inputs<'_>,
+    clones: &[JobClone],
+    queue_of: &[[Vec<QueueId>; 2]],
+    window_start: u64,
+    m: &mut Machine,
+) -> Result<(Vec<Job>, Vec<Vec<JobId>>), SimError> {
+    let nwaves = irqlab_fio::stonewall_waves(specs)
+        .last()
+        .map_or(1, |&w| w as usize + 1);
+    let mut waves: Vec<Vec<JobId>> = vec![Vec::new(); nwaves];
+    let mut jobs = Vec::new();
+    let seed = inp.opts.seed;
+    let seed_override = inp.opts.override_randseed.then_some(seed);
+    for (ji, c) in clones.iter().enumerate() {
+        let s = &specs[c.spec];
+        let set = usize::from(c.polled);
+        let queues: Vec<QueueId> = c.devices.iter().map(|&d| queue_of[d][set][c.cpu]).collect();
+        let mut fio = FioJob::new(s, ji as u32 + 1, c.wave, seed_override, seed);
+        waves[c.wave as usize].push(JobId::new(ji));
+        // Jobs of the first wave start at their startdelay; later waves when the one
+        // before is over (job.rs job_exit).
+        // (Their first events are scheduled by Sim::start.)
+        let starts_now = c.wave == 0 && fio.startdelay_ns == 0;
+        if starts_now {
+            fio.start(0, window_start);
+        }
+        m.threads.push(Thread {
+            start_runnable: starts_now,
+            ..Thread::new(ThreadKind::Job(JobId::new(ji)), CpuId::new(c.cpu))
+        });
+        let thread = ThreadId::new(m.threads.len() - 1);
+        if c.polled {
+            for &q in &queues {
+                m.queues[q.ix()].spinners.push(thread);
+            }
+        }
+        jobs.push(new_job(s, c, thread, queues, fio, inp));
+    }
+    Ok((jobs, waves))
+}
+
+/// A job as fio's loop starts it: nothing issued, its batch sizes from the section.
+fn new_job(
+    s: &JobSpec,
+    c: &JobClone,
+    thread: ThreadId,
+    queues: Vec<QueueId>,
+    fio: FioJob,
+    inp: &Inputs<'_>,
+) -> Job {
+    let iodepth = s.effective_iodepth();
+    let batch_submit = if s.iodepth_batch_submit == 0 {
+        iodepth
+    } else {
+        s.iodepth_batch_submit.min(iodepth)
+    };
+    // A device no fio engine drives (DSA) brings its own submitter costs.
+    let submitter = c
+        .devices
+        .first()
+        .and_then(|&d| device_group(inp.p, d).submitter.clone());
+    let usr_io = if submitter.is_some() {
+        0
+    } else {
+        inp.costs.usr_io
+    };
+    Job {
+        name: s.name.clone(),
+        groupid: c.groupid,
+        options: s.job_options(),
+        thread,
+        engine: s.ioengine,
+        submitter,
+        usr_io,
+        queues,
+        next_file: 0,
+        iodepth,
+        batch_submit: batch_submit.max(1),
+        complete_min: s.iodepth_batch_complete_min.min(iodepth),
+        complete_max: if s.iodepth_batch_complete_max == 0 {
+            iodepth
+        } else {
+            s.iodepth_batch_complete_max
+        },
+        polled: c.polled,
+        hybrid: c.polled && inp.policy.delivery == Delivery::Hybrid,
+        ramp_end: fio.measure_from,
+        end: if fio.started { s.total_time_ns() } else { None },
+        // number_ios here; size is a byte budget (FioJob::byte_limit).
+        io_limit: if s.time_based { None } else { s.number_ios },
+        issued: 0,
+        outstanding: 0,
+        ready: VecDeque::with_capacity(iodepth.min(4096) as usize),
+        waiting_for: 0,
+        phase: JobPhase::Start,
+        batch_start: 0,
+        hybrid_poll: irqlab_core::hybrid::HybridPoll::new(),
+        last_submit: 0,
+        finished_at: 0,
+        read: DirStats::default(),
+        write: DirStats::default(),
+        usr: 0,
+        sys: 0,
+        ctx: 0,
+        depth_level: [0; 7],
+        fio: Box::new(fio),
+    }
+}
+
+/// Every queue has room for what its jobs may have in flight (one entry stays free).
+fn check_queue_depths(jobs: &[Job], inp: &Inputs<'_>, m: &Machine) -> Result<(), SimError> {
+    let mut depth = vec![0u64; m.queues.len()];
+    for job in jobs {
+        for &q in &job.queues {
+            depth[q.ix()] += u64::from(job.iodepth);
+        }
+    }
+    for (queue, &d) in m.queues.iter().zip(&depth) {
+        let cap = u64::from(queue.qp.sq.q_depth()) - 1;
+        if d > cap {
+            return Err(SimError::Config(format!(
+                "{} I/Os may be in flight on a queue of {} with room for {cap}: lower iodepth or numjobs, or raise devices.N.queue_depth",
+                d,
+                inp.names[queue.device.ix()]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The run's time bound: every job ends by its runtime, or at the latest by the run-time
+/// limit when size, loops or number_ios bound it instead; each wave ends soon after, and
+/// the run after the last (1 s of drain per wave).
+fn stop_at(waves: &[Vec<JobId>], jobs: &[Job]) -> u64 {
+    let wave_span = |wave: &Vec<JobId>| -> u64 {
+        wave.iter().fold(0u64, |m, &j| {
+            let f = &jobs[j.ix()].fio;
+            let bound = f.total_ns.unwrap_or(MAX_SIMULATED_NS);
+            m.max(f.startdelay_ns.saturating_add(bound))
+        })
+    };
+    waves
+        .iter()
+        .map(wave_span)
+        .fold(0u64, u64::saturating_add)
+        .saturating_add(1_000_000_000u64.saturating_mul(waves.len() as u64))
+}
+
+/// fio's run-wide state: the waves (none started), the disks the jobs use, the global
+/// options.
+fn fio_run(
+    specs: &[JobSpec],
+    clones: &[JobClone],
+    waves: Vec<Vec<JobId>>,
+    ndevices: usize,
+) -> FioRun {
+    let mut disks = vec![DiskAcct::default(); ndevices];
+    for &d in clones.iter().flat_map(|c| &c.devices) {
+        disks[d].used = true;
+    }
+    FioRun {
+        wave_left: waves.iter().map(Vec::len).collect(),
+        waves,
+        current_wave: 0,
+        disks,
+        global_options: irqlab_fio::global_options(specs),
+    }
+}
+
+// ---------------------------------------------------------------- kernel threads
+
+/// Each CPU's ksoftirqd, after every other thread.
+fn add_ksoftirqds(m: &mut Machine) {
+    for (c, cpu) in m.cpus.iter_mut().enumerate() {
+        let cpu_id = CpuId::new(c);
+        m.threads
+            .push(Thread::new(ThreadKind::Ksoftirqd(cpu_id), cpu_id));
+        cpu.ksoftirqd = Some(ThreadId::new(m.threads.len() - 1));
+    }
+}
+
+// ---------------------------------------------------------------- devices
+
+/// The group device `d` belongs to.
+fn device_group(p: &Platform, d: usize) -> &crate::platform::DeviceGroup {
+    let mut first = 0;
+    for g in &p.devices {
+        if d < first + g.count {
+            return g;
+        }
+        first += g.count;
+    }
+    panic!("device {d} is not on the platform")
+}
+
+/// A root port with an empty FIFO and an idle IOMMU engine.
+fn new_port(rp: &crate::platform::RootPort) -> Port {
+    Port {
+        fifo: VecDeque::new(),
+        busy: false,
+        write_ns: rp.write_ns,
+        bytes_per_ns: rp.bytes_per_ns,
+        msi_ns: rp.msi_ns,
+        credits: rp.credits,
+        used: 0,
+        mps: rp.mps_bytes,
+        blocked: VecDeque::new(),
+        notify_slots: rp.notify_slots,
+        notify_inflight: 0,
+        notify_stalled: false,
+        engine_msi: None,
+        engine_stalled: false,
+        busy_ns: 0,
+        stalled_ns: 0,
+        stalled_since: 0,
+        write_memo: (u64::MAX, 0),
+    }
+}
+
+/// Every device of the platform, group by group, with the queues its jobs need. Returns,
+/// per device, each CPU's queue in the interrupt-driven set [0] and the polled set [1]
+/// (empty when no job needs that set).
+fn add_devices(
+    inp: &Inputs<'_>,
+    clones: &[JobClone],
+    m: &mut Machine,
+) -> Result<Vec<[Vec<QueueId>; 2]>, SimError> {
+    let p = inp.p;
+    let mut queue_of = Vec::new();
+    for g in &p.devices {
+        let port = p
+            .root_ports
+            .iter()
+            .position(|rp| rp.name == g.port)
+            .expect("validated port");
+        for _ in 0..g.count {
+            let d = m.devices.len();
+            m.devices.push(new_device(
+                g,
+                &inp.names[d],
+                PortId::new(port),
+                inp.opts.seed,
+                d,
+            ));
+            let wanted = |polled: bool| {
+                clones
+                    .iter()
+                    .any(|c| c.polled == polled && c.devices.contains(&d))
+            };
+            let mut sets: [Vec<QueueId>; 2] = [Vec::new(), Vec::new()];
+            for (set, polled) in [(0, false), (1, true)] {
+                if wanted(polled) {
+                    sets[set] = add_queue_set(inp, g, d, set, m)?;
+                }
+            }
+            queue_of.push(sets);
+        }
+    }
+    Ok(queue_of)
+}
+
+/// Device `d` of group `g`, idle, its internal parallelism from max_iops × read time
+/// ([`media_units`]).
+fn new_device(
+    g: &crate::platform::DeviceGroup,
+    name: &str,
+    port: PortId,
+    seed: u64,
+    d: usize,
+) -> Device {
+    let (servers, read_ns) = media_units(g);
+    let read_time = ServiceTime::new(read_ns, g.service_cv);
+    let units = if g.striped { servers as usize } else { 0 };
+    Device {
+        name: name.to_string(),
+        port,
+        servers,
+        busy: 0,
+        waiting: VecDeque::new(),
+        read_time,
+        write_time: ServiceTime::new(g.write_ns, g.service_cv),
+        cqe_bytes: g.cqe_bytes,
+        fetch_ns: g.sqe_fetch_ns,
+        fetch_busy_ns: g.fetch_busy_ns,
+        fetch_free_at: 0,
+        rng: Stream::new(seed, 1_000 + d as u64),
+        unit_busy: vec![false; units],
+        unit_wait: vec![VecDeque::new(); units],
+        egress: VecDeque::new(),
+        msi_wait: VecDeque::new(),
+        blocked: false,
+        writes_data: g.writes_data,
+        response_ns: 0,
+        command_time: None,
+    }
+}
+
+/// One set of device `d`'s queues (set 0: interrupt-driven, each with its MSI-X
+/// vector; set 1: polled, none), mapped as blk_mq_map_queues does: CPU c uses queue
+/// c × nq / ncpu, contiguous ranges. Returns each CPU's queue.
+fn add_queue_set(
+    inp: &Inputs<'_>,
+    g: &crate::platform::DeviceGroup,
+    d: usize,
+    set: usize,
+    m: &mut Machine,
+) -> Result<Vec<QueueId>, SimError> {
+    let (p, policy) = (inp.p, inp.policy);
+    let ncpu = p.cpu.count;
+    let nq = if g.queues == 0 {
+        ncpu
+    } else {
+        g.queues.min(ncpu)
+    };
+    let name = &inp.names[d];
+    let first_q = m.queues.len();
+    for q in 0..nq {
+        let qid = (set * nq + q + 1) as u16;
+        let qp = QueuePair::new(qid, qid, g.queue_depth)
+            .map_err(|e| SimError::Platform(format!("device {name}: {e}")))?;
+        let cpus_here = (0..ncpu).filter(|&c| c * nq / ncpu == q).count();
+        let vector = if set == 0 {
+            let spec = VectorSpec {
+                name: format!("{name}q{}", q + 1),
+                queue: QueueId::new(first_q + q),
+                cpu: irq_cpu(g, q, nq, ncpu),
+                rule: g.msi_rule(),
+                group: g,
+                rescue_thread: policy.flood_detection && cpus_here > 1,
+            };
+            Some(add_vector(spec, m, policy, p)?)
+        } else {
+            None
+        };
+        // nvme_irq: nvme_poll_cq rings the doorbell, then nvme_pci_complete_batch runs.
+        let complete_ns =
+            (g.kind == crate::platform::DeviceKind::Nvme).then_some(p.kernel.complete_io_ns);
+        m.queues.push(Queue {
+            doorbell: g.kind.has_cq_doorbell(),
+            complete_ns,
+            shared: cpus_here > 1,
+            ..Queue::new(
+                DeviceId::new(d),
+                vector,
+                qp,
+                g.completion_ns.unwrap_or(inp.costs.cqe),
+            )
+        });
+    }
+    Ok((0..ncpu)
+        .map(|c| QueueId::new(first_q + c * nq / ncpu))
+        .collect())
+}
+
+/// Managed affinity: a queue's vector goes to the first CPU of its range; with
+/// vectors_per_cpu = k, to that of the first queue of its group of k (or the group's
+/// fixed irq_cpu).
+fn irq_cpu(g: &crate::platform::DeviceGroup, q: usize, nq: usize, ncpu: usize) -> usize {
+    let home = match g.vectors_per_cpu {
+        0 => q,
+        k => q / k * k,
+    };
+    g.irq_cpu
+        .unwrap_or_else(|| (0..ncpu).find(|&c| c * nq / ncpu == home).unwrap_or(0))
+}
+
+// ---------------------------------------------------------------- vectors
+
+/// What [`add_vector`] needs to know about one MSI-X vector.
+pub(crate) struct VectorSpec<'g> {
+    pub name: String,
+    pub queue: QueueId,
+    pub cpu: usize,
+    pub rule: MsiRule,
+    pub group: &'g crate::platform::DeviceGroup,
+    /// Flood detection's rescue thread (vectors whose affinity spans several CPUs).
+    pub rescue_thread: bool,
+}
+
+/// Adds queue `spec.queue`'s MSI-X vector on CPU `spec.cpu`: the next free IDT vector
+/// there, its irq_poll instance and irq thread when the handler needs them, the adaptive
+/// moderator, and the device-side coalescing at the moderator's start profile.
+pub(crate) fn add_vector(
+    spec: VectorSpec<'_>,
+    m: &mut Machine,
+    policy: &Policy,
+    p: &Platform,
+) -> Result<VectorId, SimError> {
+    let cpu = spec.cpu;
+    let v = VectorId::new(m.vectors.len());
+    let cpu_s = &mut m.cpus[cpu];
+    let idt = cpu_s.next_idt;
+    if idt >= POSTED_MSI_NOTIFICATION_VECTOR {
+        return Err(SimError::Config(format!(
+            "CPU {cpu} has no free interrupt vector for {}: too many device vectors on one CPU",
+            spec.name
+        )));
+    }
+    cpu_s.next_idt += 1;
+    cpu_s.vec_of_idt[idt as usize] = Some(v);
+    let iop = match policy.handler {
+        HandlerStyle::IrqPoll { weight, .. } => {
+            let id = cpu_s
+                .irq_poll
+                .init(weight)
+                .map_err(|e| SimError::Config(format!("irq_poll: {e}")))?;
+            cpu_s.iop_vector.push(v);
+            Some(id)
+        }
+        _ => None,
+    };
+    // Threaded handlers, and flood detection's rescue thread.
+    let wants_thread = policy.handler == HandlerStyle::Threaded || spec.rescue_thread;
+    let thread = wants_thread.then(|| {
+        m.threads
+            .push(Thread::new(ThreadKind::IrqThread(v), CpuId::new(cpu)));
+        ThreadId::new(m.threads.len() - 1)
+    });
+    let (irq, moderator) = vector_irq(policy, p, spec.group)?;
+    m.vectors.push(Vector {
+        name: spec.name,
+        queue: spec.queue,
+        cpu: CpuId::new(cpu),
+        idt,
+        msix: MsixVector::new(irq, spec.rule),
+        moderator,
+        bytes_since: 0,
+        msi_held: false,
+        disabled: false,
+        resend_pending: false,
+        iop,
+        thread,
+        thread_pending: false,
+        messages: 0,
+        per_cpu: vec![0; m.cpus.len()],
+        device_coalesced: 0,
+        completions: 0,
+        merged: 0,
+        pended: 0,
+        resent: 0,
+        withheld: 0,
+    });
+    Ok(v)
+}
+
+/// A vector's device-side interrupt policy and its adaptive moderator, the coalescing
+/// programmed at the moderator's start profile.
+fn vector_irq(
+    policy: &Policy,
+    p: &Platform,
+    g: &crate::platform::DeviceGroup,
+) -> Result<(DeviceIrq, Option<Moderator>), SimError> {
+    let moderator = Moderator::new(policy.moderator, None)
+        .and_then(|m| {
+            m.map(|m| m.with_nr_events(p.kernel.irq_am_nr_events))
+                .transpose()
+        })
+        .map_err(|e| SimError::Config(e.to_string()))?;
+    let mut irq = device_irq(policy, g);
+    if let Some(m) = &moderator {
+        // The CQ starts at the moderator's start profile.
+        let p = m.profile();
+        irq.program(
+            CoalesceParams::from_usec_count(u32::from(p.usec), u32::from(p.count)),
+            0,
+        );
+    }
+    Ok((irq, moderator))
+}
+
 fn check_policy(policy: &Policy) -> Result<(), SimError> {
     if policy.moderator == ModeratorKind::Gsim
         && matches!(policy.handler, HandlerStyle::IrqPoll { .. })
@@ -144,670 +937,16 @@ fn check_policy(policy: &Policy) -> Result<(), SimError> {
     Ok(())
 }
 
-pub(crate) fn build<'a, O: Observer>(
-    specs: &[JobSpec],
-    p: &Platform,
-    policy: &Policy,
-    opts: &crate::SimOptions,
-    obs: &'a mut O,
-) -> Result<Sim<'a, O>, SimError> {
-    p.validate().map_err(SimError::Platform)?;
-    check_policy(policy)?;
-    if specs.is_empty() {
-        return Err(SimError::Config("the job file defines no jobs".into()));
-    }
-    let SimOptions {
-        seed,
-        override_randseed,
-        ..
-    } = *opts;
-    let ncpu = p.cpu.count;
-    let names = device_names(p);
-    let costs = costs(p);
-    let posted_delivery = matches!(policy.delivery, Delivery::Posted { .. });
-    let max_loop = match policy.delivery {
-        Delivery::Posted { max_loop } => max_loop,
-        _ => 0,
-    };
-    let all_poll = matches!(policy.delivery, Delivery::Polled | Delivery::Hybrid);
-
-    // ---- job clones: CPU, files, limits ----
-    struct Clone_ {
-        spec: usize,
-        cpu: usize,
-        devices: Vec<usize>,
-        polled: bool,
-        /// init.c add_job: the reporting group (stonewall and new_group start one).
-        groupid: u32,
-        /// backend.c run_threads: a stonewall job waits for every job above it.
-        wave: u32,
-    }
-    let mut clones = Vec::new();
-    let mut any_index = 0usize;
-    let groups = irqlab_fio::reporting_groups(specs);
-    let spec_waves = irqlab_fio::stonewall_waves(specs);
-    // Every spec is checked before anything is made per clone.
-    let mut resolved: Vec<(Vec<usize>, bool)> = Vec::with_capacity(specs.len());
-    for s in specs {
-        if s.iodepth == 0 {
-            return Err(job_err(s, "iodepth=0: at least one I/O must be in flight"));
-        }
-        if s.bs == 0 {
-            return Err(job_err(s, "bs=0: the block size must be at least 1 byte"));
-        }
-        if s.numjobs == 0 {
-            return Err(job_err(s, "numjobs=0: at least one job is needed"));
-        }
-        if let Some(set) = &s.cpus_allowed {
-            if set.is_empty() {
-                return Err(job_err(s, "cpus_allowed is empty"));
-            }
-            if let Some(bad) = set.iter().find(|&&c| c >= ncpu) {
-                return Err(job_err(
-                    s,
-                    format!(
-                        "cpus_allowed names CPU {bad}, but platform '{}' has CPUs 0-{}",
-                        p.name,
-                        ncpu - 1
-                    ),
-                ));
-            }
-        }
-        if s.filenames.is_empty() {
-            return Err(job_err(
-                s,
-                format!(
-                    "no filename=; name a device of the platform: {}",
-                    names.join(", ")
-                ),
-            ));
-        }
-        let mut devices = Vec::new();
-        for f in &s.filenames {
-            let d = resolve_file(f, &names).ok_or_else(|| {
-                job_err(
-                    s,
-                    format!(
-                        "filename '{f}' is not a device of platform '{}'; it has {} (as /dev/NAMEn1, NAMEn1 or NAME)",
-                        p.name,
-                        names.join(", ")
-                    ),
-                )
-            })?;
-            devices.push(d);
-        }
-        let polled = s.hipri || all_poll;
-        if polled && s.ioengine == IoEngine::Libaio {
-            return Err(job_err(
-                s,
-                "libaio cannot poll for completions (no hipri); use ioengine=io_uring or pvsync2, or an interrupt delivery",
-            ));
-        }
-        if s.runtime_ns.is_none() && s.size.is_none() && s.number_ios.is_none() {
-            return Err(job_err(
-                s,
-                "the job never ends: give runtime=, size= or number_ios=",
-            ));
-        }
-        if s.time_based && s.runtime_ns.is_none() {
-            return Err(job_err(s, "time_based needs runtime="));
-        }
-        if s.total_time_ns().is_some_and(|t| t > MAX_SIMULATED_NS) {
-            return Err(job_err(
-                s,
-                "runtime + ramp_time is over 600 s; the model simulates about a second of a busy server per few seconds of wall time: expected a shorter runtime (figures settle within tens of ms)",
-            ));
-        }
-        // Checked sums: a start delay past the limit would schedule events no run reaches.
-        let delayed = s
-            .startdelay_ns
-            .1
-            .checked_add(s.total_time_ns().unwrap_or(s.ramp_time_ns));
-        if delayed.is_none_or(|t| t > MAX_SIMULATED_NS) {
-            return Err(job_err(
-                s,
-                "startdelay + ramp_time + runtime is over 600 s, the limit of a run; expected a shorter startdelay",
-            ));
-        }
-        if s.thinktime.is_some_and(|t| t.ns > MAX_SIMULATED_NS) {
-            return Err(job_err(
-                s,
-                "thinktime is over 600 s, the limit of a run; expected a shorter thinktime",
-            ));
-        }
-        if s.bs > MAX_BS {
-            return Err(job_err(
-                s,
-                "bs is over 16 MiB: the block layer would split such I/Os into max_sectors_kb pieces, which the model does not do; expected bs <= 16m",
-            ));
-        }
-        resolved.push((devices, polled));
-    }
-    // The resource budget, before anything is made per clone, queue or vector.
-    let estimate = super::budget::estimate(specs, p, policy)?;
-    super::budget::check(&estimate, &opts.budget)?;
-    for (si, (s, (devices, polled))) in specs.iter().zip(resolved).enumerate() {
-        for k in 0..s.numjobs {
-            let cpu = match s.clone_cpus(k) {
-                Some(set) => set[k as usize % set.len()],
-                None => {
-                    let c = any_index % ncpu;
-                    any_index += 1;
-                    c
-                }
-            };
-            clones.push(Clone_ {
-                spec: si,
-                cpu,
-                devices: devices.clone(),
-                polled,
-                groupid: groups[si],
-                wave: spec_waves[si],
-            });
-        }
-    }
-    let nwaves = spec_waves.last().map_or(1, |&w| w as usize + 1);
-    // The machine's window opens when the first wave's ramp_time ends.
-    let window_start = clones
-        .iter()
-        .filter(|c| c.wave == 0)
-        .map(|c| specs[c.spec].ramp_time_ns)
-        .max()
-        .unwrap_or(0);
-
-    // GSIM with the proposal's suggested settings (delay 100 µs, 1 M interrupts/s).
-    let gsim_global = (policy.moderator == ModeratorKind::Gsim)
-        .then(|| GsimGlobal::new(GsimParams::suggested()))
-        .transpose()
-        .map_err(|e| SimError::Config(format!("gsim: {e}")))?;
-    // ---- devices, queues, vectors ----
-    let mut cpus: Vec<Cpu> = (0..ncpu)
-        .map(|c| Cpu {
-            epoch: 0,
-            stepping: false,
-            mode: Mode::Idle,
-            kind: SliceKind::Idle,
-            acct_from: 0,
-            current: None,
-            runq: VecDeque::new(),
-            min_vruntime: 0,
-            need_resched: false,
-            slice_start: 0,
-            irr: [0; 4],
-            tick_due: 0,
-            irq: IrqFrame::new(0),
-            soft_active: false,
-            soft_phase: SoftPhase::Begin,
-            reaping: Vec::with_capacity(256),
-            vec_of_idt: vec![u32::MAX; 256],
-            next_idt: FIRST_DEVICE_VECTOR,
-            pi: posted_delivery
-                .then(|| PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR as u8, c as u32)),
-            pir_shadow: [0; 4],
-            pid_dirty: false,
-            softirq: SoftirqCpu::new(SoftirqConfig {
-                defer_to_running_ksoftirqd: p.kernel.softirq_defer_to_ksoftirqd,
-                ..SoftirqConfig::new(costs.hz)
-            }),
-            irq_poll: IrqPollCpu::default(),
-            iop_vector: Vec::new(),
-            ksoftirqd: 0,
-            flood: irqlab_core::flood::FloodDetector::default(),
-            gsim: gsim_global.as_ref().map(|g| GsimCpu::new(g, 0)),
-            gsim_epoch: 0,
-            hardirq_total: 0,
-            step_end: 0,
-            soft_left: 0,
-            soft_reaping: Vec::with_capacity(256),
-            ipi_inflight: false,
-            hrtimer_wake: Vec::new(),
-            stats: CpuStats::default(),
-        })
-        .collect();
-    let mut threads: Vec<Thread> = Vec::new();
-    let ports: Vec<Port> = p
-        .root_ports
-        .iter()
-        .map(|rp| Port {
-            fifo: VecDeque::new(),
-            busy: false,
-            write_ns: rp.write_ns,
-            bytes_per_ns: rp.bytes_per_ns,
-            msi_ns: rp.msi_ns,
-            credits: rp.credits,
-            used: 0,
-            mps: rp.mps_bytes,
-            blocked: VecDeque::new(),
-            notify_slots: rp.notify_slots,
-            notify_inflight: 0,
-            notify_stalled: false,
-            engine_busy: false,
-            engine_msi: (0, false),
-            engine_stalled: false,
-            busy_ns: 0,
-            stalled_ns: 0,
-            stalled_since: 0,
-        })
-        .collect();
-    let mut devices = Vec::new();
-    let mut queues: Vec<Queue> = Vec::new();
-    let mut vectors: Vec<Vector> = Vec::new();
-    // queue_of[device][0 = irq set, 1 = poll set][cpu]
-    let mut queue_of: Vec<[Vec<u32>; 2]> = Vec::new();
-    let mut dev_ix = 0usize;
-    // The group of each device, for its submitter costs.
-    let mut group_of: Vec<&crate::platform::DeviceGroup> = Vec::new();
-    for g in &p.devices {
-        let doorbell = g.kind.has_cq_doorbell();
-        let msi_rule = g.msi_rule();
-        let cqe_ns = g.completion_ns.unwrap_or(costs.cqe);
-        // nvme_irq: nvme_poll_cq rings the doorbell, then nvme_pci_complete_batch runs.
-        let complete_ns =
-            (g.kind == crate::platform::DeviceKind::Nvme).then_some(p.kernel.complete_io_ns);
-        let port = p
-            .root_ports
-            .iter()
-            .position(|rp| rp.name == g.port)
-            .expect("validated port") as u32;
-        for _ in 0..g.count {
-            let name = &names[dev_ix];
-            let nq = if g.queues == 0 {
-                ncpu
-            } else {
-                g.queues.min(ncpu)
-            };
-            let (servers, read_ns) = media_units(g);
-            let read_time = ServiceTime::new(read_ns, g.service_cv);
-            devices.push(Device {
-                name: name.clone(),
-                port,
-                servers,
-                busy: 0,
-                waiting: VecDeque::new(),
-                read_time,
-                write_time: ServiceTime::new(g.write_ns, g.service_cv),
-                cqe_bytes: g.cqe_bytes,
-                fetch_ns: g.sqe_fetch_ns,
-                fetch_busy_ns: g.fetch_busy_ns,
-                fetch_free_at: 0,
-                rng: Stream::new(seed, 1_000 + dev_ix as u64),
-                unit_busy: if g.striped {
-                    vec![false; servers as usize]
-                } else {
-                    Vec::new()
-                },
-                unit_wait: if g.striped {
-                    vec![VecDeque::new(); servers as usize]
-                } else {
-                    Vec::new()
-                },
-                egress: VecDeque::new(),
-                msi_wait: VecDeque::new(),
-                blocked: false,
-                writes_data: g.writes_data,
-            });
-            group_of.push(g);
-            let wants_poll = clones
-                .iter()
-                .any(|c| c.polled && c.devices.contains(&dev_ix));
-            let wants_irq = clones
-                .iter()
-                .any(|c| !c.polled && c.devices.contains(&dev_ix));
-            let mut sets: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
-            for (set, wanted) in [(0usize, wants_irq), (1, wants_poll)] {
-                if !wanted {
-                    continue;
-                }
-                let first_q = queues.len() as u32;
-                for q in 0..nq {
-                    let qid = (set * nq + q + 1) as u16;
-                    let qp = QueuePair::new(qid, qid, g.queue_depth)
-                        .map_err(|e| SimError::Platform(format!("device {name}: {e}")))?;
-                    let cpus_here = (0..ncpu).filter(|&c| c * nq / ncpu == q).count();
-                    let vector = if set == 0 {
-                        // Managed affinity: the first CPU of the queue's range; with
-                        // vectors_per_cpu = k, that of the first queue of its group of k.
-                        let home = match g.vectors_per_cpu {
-                            0 => q,
-                            k => q / k * k,
-                        };
-                        let cpu = g.irq_cpu.unwrap_or_else(|| {
-                            (0..ncpu).find(|&c| c * nq / ncpu == home).unwrap_or(0)
-                        });
-                        let cpu_s = &mut cpus[cpu];
-                        let idt = cpu_s.next_idt;
-                        if idt >= POSTED_MSI_NOTIFICATION_VECTOR {
-                            return Err(SimError::Config(format!(
-                                "CPU {cpu} has no free interrupt vector for {name}q{}: too many device vectors on one CPU",
-                                q + 1
-                            )));
-                        }
-                        cpu_s.next_idt += 1;
-                        let v = vectors.len() as u32;
-                        cpu_s.vec_of_idt[idt as usize] = v;
-                        let iop = match policy.handler {
-                            HandlerStyle::IrqPoll { weight, .. } => {
-                                let id = cpu_s
-                                    .irq_poll
-                                    .init(weight)
-                                    .map_err(|e| SimError::Config(format!("irq_poll: {e}")))?;
-                                cpu_s.iop_vector.push(v);
-                                Some(id)
-                            }
-                            _ => None,
-                        };
-                        // Threaded handlers, and flood detection's rescue thread (requested
-                        // only for vectors whose affinity spans several CPUs).
-                        let wants_thread = policy.handler == HandlerStyle::Threaded
-                            || (policy.flood_detection && cpus_here > 1);
-                        let thread = if wants_thread {
-                            threads.push(Thread {
-                                vruntime: 0,
-                                kind: ThreadKind::IrqThread(v),
-                                cpu: cpu as u32,
-                                state: TState::Blocked,
-                                left: 0,
-                                step_kind: SliceKind::IrqThread,
-                                spinning: false,
-                                fifo: true,
-                                timer_gen: 0,
-                                start_runnable: false,
-                                reaping: Vec::new(),
-                                wakeups: 0,
-                                completing: false,
-                            });
-                            Some(threads.len() as u32 - 1)
-                        } else {
-                            None
-                        };
-                        let moderator = Moderator::new(policy.moderator, None)
-                            .and_then(|m| {
-                                m.map(|m| m.with_nr_events(p.kernel.irq_am_nr_events))
-                                    .transpose()
-                            })
-                            .map_err(|e| SimError::Config(e.to_string()))?;
-                        let mut irq = device_irq(policy, g);
-                        if let Some(m) = &moderator {
-                            // The CQ starts at the moderator's start profile.
-                            let p = m.profile();
-                            irq.program(
-                                CoalesceParams::from_usec_count(
-                                    u32::from(p.usec),
-                                    u32::from(p.count),
-                                ),
-                                0,
-                            );
-                        }
-                        vectors.push(Vector {
-                            name: format!("{name}q{}", q + 1),
-                            queue: first_q + q as u32,
-                            cpu: cpu as u32,
-                            idt,
-                            gate: VectorGate::with_rule(msi_rule),
-                            irq,
-                            moderator,
-                            bytes_since: 0,
-                            timer_gen: 0,
-                            msi_held: false,
-                            disabled: false,
-                            masked: false,
-                            mask_pending: false,
-                            resend_pending: false,
-                            iop,
-                            thread,
-                            thread_pending: false,
-                            messages: 0,
-                            per_cpu: vec![0; ncpu],
-                            device_coalesced: 0,
-                            completions: 0,
-                            merged: 0,
-                            pended: 0,
-                            resent: 0,
-                            withheld: 0,
-                        });
-                        Some(v)
-                    } else {
-                        None
-                    };
-                    queues.push(Queue {
-                        device: dev_ix as u32,
-                        vector,
-                        doorbell,
-                        cqe_ns,
-                        complete_ns,
-                        qp,
-                        tags: vec![u32::MAX; g.queue_depth as usize],
-                        // Command ids 0..queue_depth (65536 entries use every u16).
-                        free_tags: (0..g.queue_depth).rev().map(|t| t as u16).collect(),
-                        cqes_in_flight: 0,
-                        shared: cpus_here > 1,
-                        cq_locked: false,
-                        spinners: Vec::new(),
-                        completions: 0,
-                    });
-                }
-                sets[set] = (0..ncpu)
-                    .map(|c| first_q + (c * nq / ncpu) as u32)
-                    .collect();
-            }
-            queue_of.push(sets);
-            dev_ix += 1;
-        }
-    }
-
-    // ---- threads: jobs, ksoftirqd ----
-    let mut jobs = Vec::new();
-    let mut depth_per_queue = vec![0u64; queues.len()];
-    let mut q = EventQueue::new();
-    let mut waves: Vec<Vec<u32>> = vec![Vec::new(); nwaves];
-    for (ji, c) in clones.iter().enumerate() {
-        let s = &specs[c.spec];
-        let set = if c.polled { 1 } else { 0 };
-        let jq: Vec<u32> = c.devices.iter().map(|&d| queue_of[d][set][c.cpu]).collect();
-        let depth = u64::from(s.effective_iodepth());
-        for &q in &jq {
-            depth_per_queue[q as usize] += depth;
-        }
-        let seed_override = override_randseed.then_some(seed);
-        let mut fio = FioJob::new(s, ji as u32 + 1, c.wave, seed_override, seed);
-        waves[c.wave as usize].push(ji as u32);
-        // Jobs of the first wave start at their startdelay; later waves when the one
-        // before is over (job.rs job_exit).
-        let starts_now = c.wave == 0 && fio.startdelay_ns == 0;
-        if starts_now {
-            fio.start(0, window_start);
-            if fio.measure_from > 0 {
-                q.push(fio.measure_from, Event::JobRampEnd { job: ji as u32 });
-            }
-        } else if c.wave == 0 {
-            q.push(fio.startdelay_ns, Event::JobStart { job: ji as u32 });
-        }
-        threads.push(Thread {
-            vruntime: 0,
-            kind: ThreadKind::Job(ji as u32),
-            cpu: c.cpu as u32,
-            state: TState::Blocked,
-            left: 0,
-            step_kind: SliceKind::Usr,
-            spinning: false,
-            fifo: false,
-            timer_gen: 0,
-            start_runnable: starts_now,
-            reaping: Vec::new(),
-            wakeups: 0,
-            completing: false,
-        });
-        if c.polled {
-            let tid = threads.len() as u32 - 1;
-            for &q in &jq {
-                queues[q as usize].spinners.push(tid);
-            }
-        }
-        let iodepth = s.effective_iodepth();
-        let batch_submit = if s.iodepth_batch_submit == 0 {
-            iodepth
-        } else {
-            s.iodepth_batch_submit.min(iodepth)
-        };
-        let name = s.name.clone();
-        // A device no fio engine drives (DSA) brings its own submitter costs.
-        let submitter = c
-            .devices
-            .first()
-            .and_then(|&d| group_of[d].submitter.clone());
-        let usr_io = if submitter.is_some() { 0 } else { costs.usr_io };
-        jobs.push(Job {
-            name,
-            groupid: c.groupid,
-            options: s.job_options(),
-            thread: threads.len() as u32 - 1,
-            engine: s.ioengine,
-            submitter,
-            usr_io,
-            queues: jq,
-            next_file: 0,
-            iodepth,
-            batch_submit: batch_submit.max(1),
-            complete_min: s.iodepth_batch_complete_min.min(iodepth),
-            complete_max: if s.iodepth_batch_complete_max == 0 {
-                iodepth
-            } else {
-                s.iodepth_batch_complete_max
-            },
-            polled: c.polled,
-            hybrid: c.polled && policy.delivery == Delivery::Hybrid,
-            ramp_end: fio.measure_from,
-            end: if fio.started { s.total_time_ns() } else { None },
-            // number_ios here; size is a byte budget (FioJob::byte_limit).
-            io_limit: if s.time_based { None } else { s.number_ios },
-            issued: 0,
-            outstanding: 0,
-            ready: VecDeque::with_capacity(iodepth.min(4096) as usize),
-            waiting_for: 0,
-            phase: JobPhase::Start,
-            batch_start: 0,
-            hybrid_min: u64::MAX,
-            last_submit: 0,
-            slept: false,
-            finished_at: 0,
-            read: DirStats::default(),
-            write: DirStats::default(),
-            usr: 0,
-            sys: 0,
-            ctx: 0,
-            depth_level: [0; 7],
-            fio: Box::new(fio),
-        });
-    }
-    for (q, &d) in depth_per_queue.iter().enumerate() {
-        let cap = u64::from(queues[q].qp.sq.q_depth()) - 1;
-        if d > cap {
-            return Err(SimError::Config(format!(
-                "{} I/Os may be in flight on a queue of {} with room for {cap}: lower iodepth or numjobs, or raise devices.N.queue_depth",
-                d, names[queues[q].device as usize]
-            )));
-        }
-    }
-    for (c, cpu) in cpus.iter_mut().enumerate() {
-        threads.push(Thread {
-            vruntime: 0,
-            kind: ThreadKind::Ksoftirqd(c as u32),
-            cpu: c as u32,
-            state: TState::Blocked,
-            left: 0,
-            step_kind: SliceKind::Ksoftirqd,
-            spinning: false,
-            fifo: false,
-            timer_gen: 0,
-            start_runnable: false,
-            reaping: Vec::new(),
-            wakeups: 0,
-            completing: false,
-        });
-        cpu.ksoftirqd = threads.len() as u32 - 1;
-    }
-    let njobs = jobs.len();
-    // Every job ends by its runtime, or at the latest by the run-time limit when size,
-    // loops or number_ios bound it instead: each wave ends soon after, and the run after
-    // the last (a second of drain per wave).
-    let wave_span = |w: usize| -> u64 {
-        waves[w].iter().fold(0u64, |m, &ji| {
-            let f = &jobs[ji as usize].fio;
-            let bound = f.total_ns.unwrap_or(MAX_SIMULATED_NS);
-            m.max(f.startdelay_ns.saturating_add(bound))
-        })
-    };
-    let stop_at = (0..nwaves)
-        .map(wave_span)
-        .fold(0u64, u64::saturating_add)
-        .saturating_add(1_000_000_000u64.saturating_mul(nwaves as u64));
-    let wave_left = waves.iter().map(Vec::len).collect();
-    let global_options = irqlab_fio::global_options(specs);
-    let ndevices = devices.len();
-    let mut disks = vec![DiskAcct::default(); ndevices];
-    for c in &clones {
-        for &d in &c.devices {
-            disks[d].used = true;
-        }
-    }
-    Ok(Sim {
-        now: 0,
-        q,
-        costs,
-        engine: p.engine.clone(),
-        policy: *policy,
-        scheduler: p.cpu.scheduler,
-        posted: posted_delivery,
-        max_loop,
-        platform_name: p.name.clone(),
-        seed,
-        cpus,
-        threads,
-        jobs,
-        devices,
-        queues,
-        vectors,
-        ports,
-        delivery: DeliveryUnit {
-            service_ns: p.iommu.deliver_ns,
-            busy: false,
-            queue: VecDeque::new(),
-            delivered: 0,
-            busy_ns: 0,
-            busy_since: 0,
-        },
-        ios: Vec::with_capacity(4096),
-        free_ios: Vec::new(),
-        jobs_live: njobs,
-        draining: false,
-        stop_at,
-        cut_short: false,
-        measuring: false,
-        window_start,
-        window_end: 0,
-        totals: Totals::default(),
-        gsim: gsim_global,
-        fio: FioRun {
-            waves,
-            wave_left,
-            current_wave: 0,
-            disks,
-            global_options,
-        },
-        obs,
-    })
-}
-
 /// Queue names as the kernel would call their vectors (nvme0q1, ...), polled ones too.
 pub(crate) fn queue_names<O: Observer>(sim: &Sim<'_, O>) -> Vec<String> {
     let mut per_dev = vec![0usize; sim.devices.len()];
     sim.queues
         .iter()
         .map(|q| {
-            let d = q.device as usize;
+            let d = q.device.ix();
             per_dev[d] += 1;
             match q.vector {
-                Some(v) => sim.vectors[v as usize].name.clone(),
+                Some(v) => sim.vectors[v.ix()].name.clone(),
                 None => format!("{}q{}", sim.devices[d].name, per_dev[d]),
             }
         })

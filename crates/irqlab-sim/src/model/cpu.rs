@@ -2,15 +2,16 @@
 //! the posted MSI demux, the threaded primary handler, the budgeted irq_poll variant), the
 //! tick, softirq at irq_exit and in ksoftirqd, and a per-CPU scheduler.
 
+use super::ids::{CpuId, IoId, QueueId, ThreadId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
-use irqlab_core::HandlerStyle;
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
 use irqlab_core::irq_poll::jiffies;
-use irqlab_core::posted::Demux;
+use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP, vector_bit};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
+use irqlab_core::{Delivery, HandlerStyle};
 use irqlab_report::Latency;
 
 impl<O: Observer> Sim<'_, O> {
@@ -45,13 +46,13 @@ impl<O: Observer> Sim<'_, O> {
             SliceKind::Usr | SliceKind::Sys | SliceKind::Ksoftirqd | SliceKind::IrqThread
         ) && let Some(t) = cpu.current
         {
-            self.threads[t as usize].vruntime += dt;
+            self.threads[t.ix()].vruntime += dt;
         }
         if matches!(cpu.kind, SliceKind::Usr | SliceKind::Sys)
             && let Some(t) = cpu.current
-            && let ThreadKind::Job(j) = self.threads[t as usize].kind
+            && let ThreadKind::Job(j) = self.threads[t.ix()].kind
         {
-            let job = &mut self.jobs[j as usize];
+            let job = &mut self.jobs[j.ix()];
             if cpu.kind == SliceKind::Usr {
                 job.usr += dt;
             } else {
@@ -81,7 +82,7 @@ impl<O: Observer> Sim<'_, O> {
         self.q.push(
             self.now + ns,
             Event::CpuStep {
-                cpu: c as u32,
+                cpu: CpuId::new(c),
                 epoch,
             },
         );
@@ -112,17 +113,17 @@ impl<O: Observer> Sim<'_, O> {
                 if self.irr_pending(c) {
                     self.take_interrupt(c);
                 } else if let Some(t) = self.cpus[c].current {
-                    self.run_thread(c, t as usize);
+                    self.run_thread(c, t.ix());
                 }
             }
             Mode::Thread => {
                 let Some(t) = self.cpus[c].current else {
                     return;
                 };
-                let th = &mut self.threads[t as usize];
+                let th = &mut self.threads[t.ix()];
                 th.left = 0;
                 th.spinning = false;
-                self.advance_thread(c, t as usize);
+                self.advance_thread(c, t.ix());
             }
             Mode::Idle => {}
         }
@@ -140,13 +141,12 @@ impl<O: Observer> Sim<'_, O> {
         if vec == RESCHEDULE_VECTOR {
             self.cpus[c].ipi_inflight = false;
         }
-        let (w, b) = ((vec / 64) as usize, 1u64 << (vec % 64));
+        let (w, b) = vector_bit(vec as u8);
         let cpu = &mut self.cpus[c];
         if cpu.irr[w] & b != 0 {
             // Already pending in the IRR: the two messages become one interrupt.
-            let v = cpu.vec_of_idt[vec as usize];
-            if v != u32::MAX {
-                self.vectors[v as usize].merged += 1;
+            if let Some(v) = cpu.vec_of_idt[vec as usize] {
+                self.vectors[v.ix()].merged += 1;
             }
             return;
         }
@@ -162,7 +162,7 @@ impl<O: Observer> Sim<'_, O> {
                 // The interrupted thread keeps what its step had left.
                 let left = self.cancel_step(c);
                 if let Some(t) = self.cpus[c].current {
-                    let th = &mut self.threads[t as usize];
+                    let th = &mut self.threads[t.ix()];
                     if !th.spinning {
                         th.left = left;
                     }
@@ -206,7 +206,11 @@ impl<O: Observer> Sim<'_, O> {
                 if measuring {
                     cpu.stats.pmn += 1;
                 }
-                cpu.irq.demux = Some(Demux::new(self.max_loop));
+                let max_loop = match self.policy.delivery {
+                    Delivery::Posted { max_loop } => max_loop,
+                    _ => MAX_POSTED_MSI_COALESCING_LOOP,
+                };
+                cpu.irq.demux = Some(Demux::new(max_loop));
                 self.obs.irq_counted(self.now, c, None);
             }
             _ => {}
@@ -230,30 +234,11 @@ impl<O: Observer> Sim<'_, O> {
         self.step(c, ns, SliceKind::HardIrq);
     }
 
+    /// The hardirq step in progress ended: the handler's next step, by phase.
     fn irq_step(&mut self, c: usize) {
         let phase = self.cpus[c].irq.phase;
         match phase {
-            IrqPhase::Entry => {
-                let idt = self.cpus[c].irq.idt;
-                match idt {
-                    LOCAL_TIMER_VECTOR => self.hard(c, IrqPhase::Tick, self.costs.tick),
-                    HRTIMER_VECTOR => self.hard(c, IrqPhase::Hrtimer, self.costs.hrtimer),
-                    RESCHEDULE_VECTOR => {
-                        // scheduler_ipi(): the wake-up was queued by the sender.
-                        self.cpus[c].need_resched = true;
-                        self.eoi_and_exit(c);
-                    }
-                    POSTED_MSI_NOTIFICATION_VECTOR => self.pir_round(c),
-                    _ => {
-                        let v = self.cpus[c].vec_of_idt[idt as usize];
-                        if v == u32::MAX {
-                            self.eoi_and_exit(c);
-                        } else {
-                            self.start_vector(c, v as usize);
-                        }
-                    }
-                }
-            }
+            IrqPhase::Entry => self.irq_entered(c),
             IrqPhase::Tick => {
                 self.tick_work(c);
                 self.eoi_and_exit(c);
@@ -261,15 +246,15 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::Hrtimer => {
                 let woken = std::mem::take(&mut self.cpus[c].hrtimer_wake);
                 for &t in &woken {
-                    self.wake_thread(t as usize, Some(c));
+                    self.wake_thread(t.ix(), Some(c));
                 }
                 self.cpus[c].hrtimer_wake = woken;
                 self.cpus[c].hrtimer_wake.clear();
                 self.eoi_and_exit(c);
             }
             IrqPhase::Reap => {
-                let v = self.cpus[c].irq.vector as usize;
-                let q = self.vectors[v].queue as usize;
+                let v = self.cpus[c].irq.running_vector();
+                let q = self.vectors[v].queue.ix();
                 // NVMe: nvme_poll_cq keeps polling; the batch completes after the doorbell.
                 let batched = self.queues[q].complete_ns.is_some();
                 if batched || !self.complete_reaped(c, IrqPhase::Reap) {
@@ -287,36 +272,59 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             IrqPhase::Doorbell => {
-                let v = self.cpus[c].irq.vector as usize;
-                let q = self.vectors[v].queue as usize;
+                let v = self.cpus[c].irq.running_vector();
+                let q = self.vectors[v].queue.ix();
                 self.queues[q].cq_locked = false;
                 self.ring_cq_doorbell(q);
                 self.vector_done(c);
             }
-            IrqPhase::Primary => {
-                let v = self.cpus[c].irq.vector as usize;
-                let q = self.vectors[v].queue as usize;
-                let mut woke = 0;
-                if self.queues[q].qp.cqe_pending() {
-                    // IRQ_WAKE_THREAD: __irq_wake_thread sets RUNTHREAD and wakes it.
-                    self.vectors[v].thread_pending = true;
-                    if let Some(t) = self.vectors[v].thread
-                        && self.threads[t as usize].state == TState::Blocked
-                    {
-                        self.wake_thread(t as usize, Some(c));
-                        woke = 1;
-                    }
-                }
-                if woke > 0 {
-                    self.cpus[c].irq.after_wakeups = IrqPhase::Primary;
-                    self.hard(c, IrqPhase::Wakeups, self.costs.wakeup);
-                } else {
-                    self.vector_done(c);
-                }
-            }
+            IrqPhase::Primary => self.primary_handler_returned(c),
             IrqPhase::PirRound => self.dispatch_next(c),
             IrqPhase::Mask => self.vector_done(c),
             IrqPhase::Exit => self.irq_exit(c),
+        }
+    }
+
+    /// Interrupt entry is over: the IDT vector's handler runs (the timer, hrtimer,
+    /// reschedule and posted-notification sysvecs, or common_interrupt's device vector).
+    fn irq_entered(&mut self, c: usize) {
+        let idt = self.cpus[c].irq.idt;
+        match idt {
+            LOCAL_TIMER_VECTOR => self.hard(c, IrqPhase::Tick, self.costs.tick),
+            HRTIMER_VECTOR => self.hard(c, IrqPhase::Hrtimer, self.costs.hrtimer),
+            RESCHEDULE_VECTOR => {
+                // scheduler_ipi(): the wake-up was queued by the sender.
+                self.cpus[c].need_resched = true;
+                self.eoi_and_exit(c);
+            }
+            POSTED_MSI_NOTIFICATION_VECTOR => self.pir_round(c),
+            _ => match self.cpus[c].vec_of_idt[idt as usize] {
+                Some(v) => self.start_vector(c, v.ix()),
+                None => self.eoi_and_exit(c),
+            },
+        }
+    }
+
+    /// A threaded vector's primary handler checked its CQ: with entries pending it
+    /// returns IRQ_WAKE_THREAD (__irq_wake_thread sets RUNTHREAD and wakes the thread).
+    fn primary_handler_returned(&mut self, c: usize) {
+        let v = self.cpus[c].irq.running_vector();
+        let q = self.vectors[v].queue.ix();
+        let mut woke = false;
+        if self.queues[q].qp.cqe_pending() {
+            self.vectors[v].thread_pending = true;
+            if let Some(t) = self.vectors[v].thread
+                && self.threads[t.ix()].state == TState::Blocked
+            {
+                self.wake_thread(t.ix(), Some(c));
+                woke = true;
+            }
+        }
+        if woke {
+            self.cpus[c].irq.after_wakeups = IrqPhase::Primary;
+            self.hard(c, IrqPhase::Wakeups, self.costs.wakeup);
+        } else {
+            self.vector_done(c);
         }
     }
 
@@ -326,7 +334,7 @@ impl<O: Observer> Sim<'_, O> {
         // the handler does not run and the interrupt is not counted: the vector is masked
         // now (mask_ack_irq) and IRQS_PENDING makes enable_irq resend it.
         if self.vectors[v].disabled {
-            self.vectors[v].masked = true;
+            self.vectors[v].msix.mask();
             self.vectors[v].resend_pending = true;
             self.vectors[v].pended += 1;
             // The MSI-X vector control write and its read-back.
@@ -338,7 +346,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.obs.irq_counted(self.now, c, Some(v));
         let frame = &mut self.cpus[c].irq;
-        frame.vector = v as u32;
+        frame.vector = Some(VectorId::new(v));
         frame.reaped = 0;
         // --flood-detection: a flooded CPU sends a rescue-thread vector's work to its thread.
         let rescue = self.policy.flood_detection
@@ -356,7 +364,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.hard(c, IrqPhase::Primary, self.costs.poll_check);
             }
             _ => {
-                let q = self.vectors[v].queue as usize;
+                let q = self.vectors[v].queue.ix();
                 self.queues[q].cq_locked = true;
                 self.reap_more(c);
             }
@@ -366,8 +374,8 @@ impl<O: Observer> Sim<'_, O> {
     /// nvme_poll_cq in the hardirq handler: reap what is visible, in steps, until the
     /// phase tag says nothing is pending (or the irq_poll budget is spent).
     fn reap_more(&mut self, c: usize) {
-        let v = self.cpus[c].irq.vector as usize;
-        let q = self.vectors[v].queue as usize;
+        let v = self.cpus[c].irq.running_vector();
+        let q = self.vectors[v].queue.ix();
         let reaped = self.cpus[c].irq.reaped;
         let budget_left = match self.policy.handler {
             HandlerStyle::IrqPoll { budget, .. } => budget.saturating_sub(reaped),
@@ -378,7 +386,7 @@ impl<O: Observer> Sim<'_, O> {
             let n = self.poll_queue(q, budget_left, &mut list);
             self.cpus[c].reaping = list;
             self.cpus[c].irq.reaped += n;
-            let ns = u64::from(n) * self.queues[q].cqe_ns;
+            let ns = self.handler_work_ns(q, n);
             self.hard(c, IrqPhase::Reap, ns);
             return;
         }
@@ -418,7 +426,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Completes the requests the running handler reaped. If that woke threads, starts
     /// the waker's Wakeups step, which continues at `then`, and returns true.
     fn complete_reaped(&mut self, c: usize, then: IrqPhase) -> bool {
-        let v = self.cpus[c].irq.vector as usize;
+        let v = self.cpus[c].irq.running_vector();
         let mut list = std::mem::take(&mut self.cpus[c].reaping);
         let woke = self.complete_list(c, v, &mut list);
         self.cpus[c].reaping = list;
@@ -440,7 +448,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// nvme_pci_complete_batch is over: nvme_irq returns.
     fn batch_done(&mut self, c: usize) {
-        let v = self.cpus[c].irq.vector as usize;
+        let v = self.cpus[c].irq.running_vector();
         let reaped = self.cpus[c].irq.reaped;
         self.handler_returned(c, v, reaped);
         self.irq_poll_if_pending(c, v);
@@ -451,7 +459,7 @@ impl<O: Observer> Sim<'_, O> {
     /// completing the batch, `if (nvme_cqe_pending(nvmeq)) { disable_irq_nosync(irq);
     /// irq_poll_sched(&nvmeq->iop); }`: entries that arrived meanwhile go to IRQ_POLL.
     fn irq_poll_if_pending(&mut self, c: usize, v: usize) {
-        let q = self.vectors[v].queue as usize;
+        let q = self.vectors[v].queue.ix();
         let Some(id) = self.vectors[v].iop else {
             return;
         };
@@ -481,7 +489,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Tells a tracer how many PIR bits CPU `c` has pending (free without one).
     pub(crate) fn report_pir_pending(&mut self, c: usize) {
         if self.obs.wants_counters() {
-            let bits: u32 = self.cpus[c].pir_shadow.iter().map(|w| w.count_ones()).sum();
+            let bits = self.cpus[c].pir_pending();
             self.obs
                 .counter(self.now, "pir_pending", c, f64::from(bits));
         }
@@ -490,21 +498,18 @@ impl<O: Observer> Sim<'_, O> {
     /// One handle_pending_pir round of sysvec_posted_msi_notification.
     fn pir_round(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let (Some(demux), Some(pi)) = (cpu.irq.demux.as_mut(), cpu.pi.as_ref()) else {
+        let (Some(demux), Some(pi)) = (cpu.irq.demux.as_mut(), cpu.path.pi_desc()) else {
             self.eoi_and_exit(c);
             return;
         };
         match demux.next_round(pi) {
             Some(snap) => {
-                let words = snap.words();
-                for (s, w) in cpu.pir_shadow.iter_mut().zip(words) {
-                    *s &= !w;
-                }
+                let missed = cpu.harvest_pir(snap.words());
                 cpu.irq.snapshot = Some(snap);
                 cpu.irq.next_vec = 0;
                 // arch/x86/kernel/irq.c handle_pending_pir: the IOMMU's atomic update
                 // evicts the line from this CPU; an untouched line is read from L1.
-                let cost = if std::mem::take(&mut cpu.pid_dirty) {
+                let cost = if missed {
                     self.costs.pir_round
                 } else {
                     self.costs.pir_round_clean
@@ -528,11 +533,9 @@ impl<O: Observer> Sim<'_, O> {
         match next {
             Some(x) => {
                 frame.next_vec = u16::from(x) + 1;
-                let v = self.cpus[c].vec_of_idt[x as usize];
-                if v == u32::MAX {
-                    self.dispatch_next(c);
-                } else {
-                    self.start_vector(c, v as usize);
+                match self.cpus[c].vec_of_idt[x as usize] {
+                    Some(v) => self.start_vector(c, v.ix()),
+                    None => self.dispatch_next(c),
                 }
             }
             None => self.pir_round(c),
@@ -607,20 +610,20 @@ impl<O: Observer> Sim<'_, O> {
         match self.cpus[c].soft_phase {
             SoftPhase::Poll { vector, work } => {
                 let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
-                let woke = self.complete_list(c, vector as usize, &mut list);
+                let woke = self.complete_list(c, vector.ix(), &mut list);
                 self.cpus[c].soft_reaping = list;
                 if woke > 0 {
                     self.cpus[c].soft_phase = SoftPhase::Wakeups { vector, work };
                     return Some(woke * self.costs.wakeup);
                 }
-                let unmask = self.finish_poll(c, vector as usize, work);
+                let unmask = self.finish_poll(c, vector.ix(), work);
                 self.cpus[c].soft_phase = SoftPhase::Begin;
                 if unmask > 0 {
                     return Some(unmask);
                 }
             }
             SoftPhase::Wakeups { vector, work } => {
-                let unmask = self.finish_poll(c, vector as usize, work);
+                let unmask = self.finish_poll(c, vector.ix(), work);
                 self.cpus[c].soft_phase = SoftPhase::Begin;
                 if unmask > 0 {
                     return Some(unmask);
@@ -635,24 +638,7 @@ impl<O: Observer> Sim<'_, O> {
             // Inside the IRQ_POLL action: irq_poll_softirq's loop.
             if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll(j) {
                 let v = cpu.iop_vector[id.0];
-                let q = self.vectors[v as usize].queue as usize;
-                let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
-                let n = self.poll_queue(q, weight, &mut list);
-                self.cpus[c].soft_reaping = list;
-                self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
-                let has_db = self.queues[q].doorbell;
-                let db = if n > 0 && has_db {
-                    self.costs.cq_doorbell
-                } else {
-                    0
-                };
-                if db > 0 && self.queues[q].complete_ns.is_some() {
-                    // nvme_process_cq rings the doorbell before the requests complete.
-                    let scan = self.costs.irq_poll_call + u64::from(n) * self.queues[q].cqe_ns;
-                    self.ring_cq_doorbell_in(q, scan + db);
-                }
-                let per = self.queues[q].reap_ns();
-                return Some((self.costs.irq_poll_call + u64::from(n) * per + db).max(1));
+                return Some(self.irq_poll_call(c, v, weight));
             }
             let cpu = &mut self.cpus[c];
             if let Ok((rearm, _, _)) = cpu.irq_poll.finish()
@@ -668,17 +654,45 @@ impl<O: Observer> Sim<'_, O> {
                 SoftirqStep::Run(_) => {}
                 SoftirqStep::Done => return None,
                 SoftirqStep::WakeKsoftirqd => {
-                    let t = self.cpus[c].ksoftirqd as usize;
-                    if self.threads[t].state == TState::Blocked {
-                        // wakeup_softirqd: only a sleeping ksoftirqd is woken (and counted).
-                        if self.measuring {
-                            self.cpus[c].stats.ksoftirqd_wakeups += 1;
-                        }
-                        self.wake_thread(t, Some(c));
-                    }
+                    self.wakeup_softirqd(c);
                     return None;
                 }
             }
+        }
+    }
+
+    /// One irq_poll poll call of vector `v` (the driver's poll function, up to `weight`
+    /// CQEs): the CQEs it reaps go to the CPU's softirq list. Returns its CPU time.
+    fn irq_poll_call(&mut self, c: usize, v: VectorId, weight: u32) -> u64 {
+        let q = self.vectors[v.ix()].queue.ix();
+        let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+        let n = self.poll_queue(q, weight, &mut list);
+        self.cpus[c].soft_reaping = list;
+        self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
+        let has_db = self.queues[q].doorbell;
+        let db = if n > 0 && has_db {
+            self.costs.cq_doorbell
+        } else {
+            0
+        };
+        if db > 0 && self.queues[q].complete_ns.is_some() {
+            // nvme_process_cq rings the doorbell before the requests complete.
+            let scan = self.costs.irq_poll_call + u64::from(n) * self.queues[q].cqe_ns;
+            self.ring_cq_doorbell_in(q, scan + db);
+        }
+        let per = self.queues[q].reap_ns();
+        (self.costs.irq_poll_call + u64::from(n) * per + db).max(1)
+    }
+
+    /// wakeup_softirqd: the softirq limits were hit; only a sleeping ksoftirqd is woken
+    /// (and counted).
+    fn wakeup_softirqd(&mut self, c: usize) {
+        let t = self.cpus[c].ksoftirqd.expect("every CPU has its ksoftirqd");
+        if self.threads[t.ix()].state == TState::Blocked {
+            if self.measuring {
+                self.cpus[c].stats.ksoftirqd_wakeups += 1;
+            }
+            self.wake_thread(t.ix(), Some(c));
         }
     }
 
@@ -686,7 +700,7 @@ impl<O: Observer> Sim<'_, O> {
     /// did less than its weight, irq_poll_complete() and enable_irq(). Returns the CPU time
     /// of unmasking the vector, when it had been masked.
     fn finish_poll(&mut self, c: usize, v: usize, work: u32) -> u64 {
-        let q = self.vectors[v].queue as usize;
+        let q = self.vectors[v].queue.ix();
         // NVMe rang it when the poll began (soft_next); idxd and ib_cq ring after.
         if work > 0 && self.queues[q].complete_ns.is_none() {
             self.ring_cq_doorbell(q);
@@ -708,12 +722,14 @@ impl<O: Observer> Sim<'_, O> {
 
     /// nvme_poll_cq on queue `q` with a budget: pops visible CQEs (phase tags), frees their
     /// tags, and appends the I/Os to `out`. Returns how many.
-    pub(crate) fn poll_queue(&mut self, q: usize, budget: u32, out: &mut Vec<u32>) -> u32 {
+    pub(crate) fn poll_queue(&mut self, q: usize, budget: u32, out: &mut Vec<IoId>) -> u32 {
         let queue = &mut self.queues[q];
         let tags = &mut queue.tags;
         let free = &mut queue.free_tags;
         let n = queue.qp.poll_cq(budget, |cqe| {
-            let io = tags[cqe.command_id as usize];
+            let io = tags[cqe.command_id as usize]
+                .take()
+                .expect("a CQE's command id names a request in flight");
             free.push(cqe.command_id);
             out.push(io);
         });
@@ -723,22 +739,29 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Completes the reaped I/Os in `list` (blk_mq_end_request, event post, wake-up) on
     /// CPU `c`, counting them on vector `v`. Returns how many wake-ups it made.
-    pub(crate) fn complete_list(&mut self, c: usize, v: usize, list: &mut Vec<u32>) -> u64 {
-        if v < self.vectors.len() {
-            if self.measuring {
-                self.vectors[v].completions += list.len() as u64;
+    pub(crate) fn complete_list(&mut self, c: usize, v: usize, list: &mut Vec<IoId>) -> u64 {
+        if self.measuring {
+            self.vectors[v].completions += list.len() as u64;
+        }
+        if self.vectors[v].moderator.is_some() {
+            let bytes: u64 = list
+                .iter()
+                .map(|&io| u64::from(self.ios[io.ix()].bytes))
+                .sum();
+            self.vectors[v].bytes_since += bytes;
+        }
+        let q = self.vectors[v].queue.ix();
+        if self.queues[q].local_irq_ns.is_some() {
+            // nvmet-rdma: each received command is answered, nothing completes here.
+            for &io in list.iter() {
+                self.target_respond(io);
             }
-            if self.vectors[v].moderator.is_some() {
-                let bytes: u64 = list
-                    .iter()
-                    .map(|&io| u64::from(self.ios[io as usize].bytes))
-                    .sum();
-                self.vectors[v].bytes_since += bytes;
-            }
+            list.clear();
+            return 0;
         }
         let mut woke = 0;
         for &io in list.iter() {
-            if self.complete_io(io as usize, c) {
+            if self.complete_io(io, c) {
                 woke += 1;
             }
         }
@@ -758,7 +781,12 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         let at = self.now + cpu_ns + self.costs.mmio_flight;
-        self.q.push(at, Event::CqDoorbell { queue: q as u32 });
+        self.q.push(
+            at,
+            Event::CqDoorbell {
+                queue: QueueId::new(q),
+            },
+        );
     }
 
     // ---------------------------------------------------------------- tick
@@ -766,7 +794,7 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn tick(&mut self, c: usize) {
         if !self.draining {
             let next = self.now + self.costs.tick_period;
-            self.q.push(next, Event::Tick { cpu: c as u32 });
+            self.q.push(next, Event::Tick { cpu: CpuId::new(c) });
         }
         // NOHZ idle: an idle CPU's tick is stopped.
         if self.cpus[c].mode == Mode::Idle {
@@ -774,10 +802,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         // The tick hrtimer's expiry stays at the first missed period until its handler
         // runs (hrtimer_forward is called there), so lateness counts from that tick.
-        let (w, b) = (
-            (LOCAL_TIMER_VECTOR / 64) as usize,
-            1u64 << (LOCAL_TIMER_VECTOR % 64),
-        );
+        let (w, b) = vector_bit(LOCAL_TIMER_VECTOR as u8);
         if self.cpus[c].irr[w] & b == 0 {
             self.cpus[c].tick_due = self.now;
         }
@@ -789,8 +814,8 @@ impl<O: Observer> Sim<'_, O> {
         if th.timer_gen != epoch || th.state != TState::Blocked {
             return;
         }
-        let c = th.cpu as usize;
-        self.cpus[c].hrtimer_wake.push(t as u32);
+        let c = th.cpu.ix();
+        self.cpus[c].hrtimer_wake.push(ThreadId::new(t));
         self.notify(c, HRTIMER_VECTOR);
     }
 
@@ -825,7 +850,7 @@ impl<O: Observer> Sim<'_, O> {
         self.q.push(
             at.max(self.now),
             Event::GsimTimer {
-                cpu: c as u32,
+                cpu: CpuId::new(c),
                 epoch,
             },
         );
@@ -857,12 +882,12 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn spin_check(&mut self, c: usize, t: usize) {
         let found = match self.threads[t].kind {
             ThreadKind::Job(j) => {
-                let job = &self.jobs[j as usize];
+                let job = &self.jobs[j.ix()];
                 job.ready.len() as u32 >= job.waiting_for
                     || job
                         .queues
                         .iter()
-                        .any(|&q| self.queues[q as usize].qp.cqe_pending())
+                        .any(|&q| self.queues[q.ix()].qp.cqe_pending())
             }
             _ => true,
         };
@@ -878,7 +903,7 @@ impl<O: Observer> Sim<'_, O> {
     /// A CQE was posted on queue `q`: spinning pollers notice it one poll later.
     pub(crate) fn poke_spinners(&mut self, q: usize) {
         for i in 0..self.queues[q].spinners.len() {
-            let t = self.queues[q].spinners[i] as usize;
+            let t = self.queues[q].spinners[i].ix();
             self.poke_thread(t);
         }
     }
@@ -886,10 +911,10 @@ impl<O: Observer> Sim<'_, O> {
     /// Thread `t`, if it is spinning on its CPU right now, finds work one poll later.
     pub(crate) fn poke_thread(&mut self, t: usize) {
         let th = &self.threads[t];
-        let c = th.cpu as usize;
+        let c = th.cpu.ix();
         if th.spinning
             && th.state == TState::Running
-            && self.cpus[c].current == Some(t as u32)
+            && self.cpus[c].current == Some(ThreadId::new(t))
             && self.cpus[c].mode == Mode::Thread
             && !self.cpus[c].stepping
         {
@@ -933,7 +958,7 @@ impl<O: Observer> Sim<'_, O> {
     /// irq_thread: while RUNTHREAD is set, run nvme_irq as the thread function (poll
     /// every pending CQE, ring the CQ doorbell once, complete the batch), then sleep.
     pub(crate) fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
-        let q = self.vectors[v].queue as usize;
+        let q = self.vectors[v].queue.ix();
         let inline = self.queues[q].complete_ns.is_none();
         if (self.threads[t].completing || inline) && !self.threads[t].reaping.is_empty() {
             self.threads[t].completing = false;

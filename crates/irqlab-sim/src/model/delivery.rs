@@ -22,6 +22,7 @@
 //! notification at a time. A posted notification waiting there keeps ON set, so the
 //! IOMMU's later posts to that CPU only set PIR bits: a busy path coalesces.
 
+use super::ids::{PortId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
@@ -30,25 +31,29 @@ impl<O: Observer> Sim<'_, O> {
     /// The MSI of vector `v` at port `p`'s FIFO head goes to the port's engine. False: the
     /// engine or every notification slot is busy, and the FIFO waits.
     pub(crate) fn engine_take(&mut self, p: usize, v: usize) -> bool {
-        if self.ports[p].engine_busy {
+        if self.ports[p].engine_msi.is_some() {
             self.ports[p].engine_stalled = true;
             return false;
         }
-        if !self.posted && !self.take_notify_slot(p) {
+        let posted = self.posted_vector(v);
+        if !posted && !self.take_notify_slot(p) {
             self.ports[p].notify_stalled = true;
             return false;
         }
-        let (notify, work) = if self.posted {
+        let (notify, work) = if posted {
             (self.post_msi(v), self.costs.remap + self.costs.post)
         } else {
             (true, self.costs.remap + self.costs.notify)
         };
         let port = &mut self.ports[p];
-        port.engine_busy = true;
-        port.engine_msi = (v as u32, notify);
+        port.engine_msi = Some((VectorId::new(v), notify));
         let at = self.now + port.msi_ns + work;
-        self.q
-            .push(at.max(self.now + 1), Event::EngineDone { port: p as u32 });
+        self.q.push(
+            at.max(self.now + 1),
+            Event::EngineDone {
+                port: PortId::new(p),
+            },
+        );
         true
     }
 
@@ -56,21 +61,21 @@ impl<O: Observer> Sim<'_, O> {
     /// delivery unit, and an MSI waiting at the FIFO head may start.
     pub(crate) fn engine_done(&mut self, p: usize) {
         let port = &mut self.ports[p];
-        port.engine_busy = false;
-        let (v, notify) = port.engine_msi;
+        let (v, notify) = port.engine_msi.take().expect("the engine holds an MSI");
         let resume = std::mem::take(&mut port.engine_stalled);
         if notify {
-            let v = v as usize;
-            let idt = if self.posted {
+            let v = v.ix();
+            let posted = self.posted_vector(v);
+            let idt = if posted {
                 POSTED_MSI_NOTIFICATION_VECTOR
             } else {
                 self.vectors[v].idt
             };
             self.send_notification(Notification {
-                port: p as u32,
+                port: PortId::new(p),
                 cpu: self.vectors[v].cpu,
                 idt,
-                holds_slot: !self.posted,
+                holds_slot: !posted,
             });
         }
         if resume && !self.ports[p].busy {
@@ -81,18 +86,18 @@ impl<O: Observer> Sim<'_, O> {
     /// The IOMMU posts an MSI of vector `v` into its CPU's descriptor: PIR bit, then ON
     /// unless already set (`PiDesc::post`). Returns whether a notification is due.
     fn post_msi(&mut self, v: usize) -> bool {
-        let c = self.vectors[v].cpu as usize;
-        let idt = self.vectors[v].idt;
-        let cpu = &mut self.cpus[c];
-        let (w, b) = ((idt / 64) as usize, 1u64 << (idt % 64));
-        if cpu.pir_shadow[w] & b != 0 {
+        let c = self.vectors[v].cpu.ix();
+        let posted = self.cpus[c].post_interrupt(self.vectors[v].idt);
+        if posted.merged {
             self.vectors[v].merged += 1;
         }
-        cpu.pir_shadow[w] |= b;
-        cpu.pid_dirty = true;
-        let notify = cpu.pi.as_ref().is_some_and(|pi| pi.post(idt as u8));
         self.report_pir_pending(c);
-        notify
+        posted.notify
+    }
+
+    /// Whether vector `v`'s IRTE is in posted format (its CPU's delivery path).
+    pub(crate) fn posted_vector(&self, v: usize) -> bool {
+        self.cpus[self.vectors[v].cpu.ix()].path.is_posted()
     }
 
     /// Takes one of port `p`'s notification slots; false when all are in use.
@@ -145,10 +150,10 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The interrupt message reaches the CPU, and a remapped one frees its port's slot.
     fn deliver(&mut self, n: Notification) {
-        let c = n.cpu as usize;
+        let c = n.cpu.ix();
         self.obs
             .notification(self.now, c, n.idt == POSTED_MSI_NOTIFICATION_VECTOR);
-        let p = n.port as usize;
+        let p = n.port.ix();
         let resume = n.holds_slot && {
             let port = &mut self.ports[p];
             port.notify_inflight -= 1;

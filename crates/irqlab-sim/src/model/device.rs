@@ -3,27 +3,35 @@
 //! one outstanding message until the CQ head doorbell), the root port's ordered FIFO of
 //! posted writes, and the IOMMU's remapped or posted handling of each MSI.
 
+use super::ids::{DeviceId, IoId, PortId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
-use irqlab_core::nvme::{CoalesceParams, Hint, IrqDecision};
+use irqlab_core::nvme::{CoalesceParams, Hint, MsixAction, Quiet};
 
 impl<O: Observer> Sim<'_, O> {
     /// The controller fetched `count` SQEs of queue `q`.
     pub(crate) fn sq_fetched(&mut self, q: usize, count: u32) {
-        let d = self.queues[q].device as usize;
+        let d = self.queues[q].device.ix();
         for _ in 0..count {
             let Some(sqe) = self.queues[q].qp.fetch() else {
                 break;
             };
-            let io = self.queues[q].tags[sqe.command_id as usize];
+            let io = self.queues[q].tags[sqe.command_id as usize]
+                .expect("a fetched SQE's command id names its request");
             self.media_take(d, io);
         }
     }
 
     /// A fetched command goes to the media: any free unit (a shared pool), or on striped
     /// media the unit its LBA maps to (uniform for random I/O), FIFO behind that unit.
-    fn media_take(&mut self, d: usize, io: u32) {
+    fn media_take(&mut self, d: usize, io: IoId) {
+        let q = self.ios[io.ix()].queue.ix();
+        if let Some(tq) = self.queues[q].target {
+            // NVMe over RDMA: the command capsule reached the target's CPUs.
+            self.target_receive(tq.ix(), io);
+            return;
+        }
         let dev = &mut self.devices[d];
         if dev.unit_busy.is_empty() {
             if dev.busy < dev.servers {
@@ -34,7 +42,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         let u = dev.rng.below(dev.unit_busy.len() as u64) as usize;
-        self.ios[io as usize].unit = u as u32;
+        self.ios[io.ix()].unit = u as u32;
         if dev.unit_busy[u] {
             dev.unit_wait[u].push_back(io);
         } else {
@@ -43,13 +51,13 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// One of the device's internal servers takes command `io`.
-    fn start_service(&mut self, d: usize, io: u32) {
+    fn start_service(&mut self, d: usize, io: IoId) {
         let dev = &mut self.devices[d];
         dev.busy += 1;
         if !dev.unit_busy.is_empty() {
-            dev.unit_busy[self.ios[io as usize].unit as usize] = true;
+            dev.unit_busy[self.ios[io.ix()].unit as usize] = true;
         }
-        let t = if self.ios[io as usize].read {
+        let t = if self.ios[io.ix()].read {
             dev.read_time.draw(&mut dev.rng)
         } else {
             dev.write_time.draw(&mut dev.rng)
@@ -60,9 +68,9 @@ impl<O: Observer> Sim<'_, O> {
     /// Media service of `io` ended: the unit takes its next command, and the completion
     /// (data, CQE, then the message decision) goes out if the port has credits; otherwise
     /// the device holds it, in order, until credits return.
-    pub(crate) fn service_done(&mut self, io: u32) {
-        let q = self.ios[io as usize].queue as usize;
-        let d = self.queues[q].device as usize;
+    pub(crate) fn service_done(&mut self, io: IoId) {
+        let q = self.ios[io.ix()].queue.ix();
+        let d = self.queues[q].device.ix();
         let dev = &mut self.devices[d];
         dev.busy -= 1;
         if dev.unit_busy.is_empty() {
@@ -70,14 +78,22 @@ impl<O: Observer> Sim<'_, O> {
                 self.start_service(d, next);
             }
         } else {
-            let u = self.ios[io as usize].unit as usize;
+            let u = self.ios[io.ix()].unit as usize;
             dev.unit_busy[u] = false;
             if let Some(next) = dev.unit_wait[u].pop_front() {
                 self.start_service(d, next);
             }
         }
+        self.deliver_completion(io);
+    }
+
+    /// The device has `io`'s completion: data, CQE, then the message decision go out if
+    /// the port has credits; otherwise the device holds it, in order, until they return.
+    pub(crate) fn deliver_completion(&mut self, io: IoId) {
+        let q = self.ios[io.ix()].queue.ix();
+        let d = self.queues[q].device.ix();
         let dev = &self.devices[d];
-        let port = dev.port as usize;
+        let port = dev.port.ix();
         if dev.egress.is_empty()
             && dev.msi_wait.is_empty()
             && self.port_room(port, self.completion_credits(io))
@@ -91,85 +107,87 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The device writes `io`'s data and CQE into the root port, then decides about the
     /// vector's message.
-    fn emit_completion(&mut self, io: u32) {
-        let Io { queue, hints, .. } = self.ios[io as usize];
-        let q = queue as usize;
-        let d = self.queues[q].device as usize;
+    fn emit_completion(&mut self, io: IoId) {
+        let Io { queue, hints, .. } = self.ios[io.ix()];
+        let q = queue.ix();
+        let d = self.queues[q].device.ix();
         self.queues[q].cqes_in_flight += 1;
-        let port = self.devices[d].port as usize;
+        let port = self.devices[d].port.ix();
         self.port_push(port, PortItem::Completion { io });
         let Some(v) = self.queues[q].vector else {
             return;
         };
-        let v = v as usize;
-        if self.vectors[v].masked {
-            // MSI-X masked (disable_irq_nosync): the pending bit remembers it.
-            self.vectors[v].mask_pending = true;
-            self.vectors[v].withheld += 1;
-            return;
-        }
-        let now = self.now;
-        match self.vectors[v]
-            .irq
-            .on_completion(now, Hint::from_sqe_hints(hints))
-        {
-            IrqDecision::Fire(_) => self.gate_raise(v),
-            IrqDecision::ArmTimer { deadline_ns } => {
-                self.count_coalesced(v);
-                self.arm_coalesce_timer(v, deadline_ns.max(now));
+        let v = v.ix();
+        let (now, unacked) = (self.now, self.unacked(q));
+        let a = self.vectors[v]
+            .msix
+            .post_completion(now, Hint::from_sqe_hints(hints), unacked);
+        self.count_posted(v, a);
+        self.carry_out(v, a);
+    }
+
+    /// The counters a posted completion's action moves: coalesced by the device, or
+    /// withheld by the mask (disable_irq_nosync: the pending bit remembers it).
+    pub(crate) fn count_posted(&mut self, v: usize, a: MsixAction) {
+        match a {
+            MsixAction::ArmTimer { .. } | MsixAction::Quiet(Quiet::Coalesced) => {
+                self.count_coalesced(v)
             }
-            IrqDecision::Hold => self.count_coalesced(v),
+            MsixAction::Quiet(Quiet::Masked) => self.vectors[v].withheld += 1,
+            _ => {}
         }
     }
 
-    fn count_coalesced(&mut self, v: usize) {
+    /// What the vector's MSI-X state decided: a message, its coalescing timer, or
+    /// nothing (a raise the one-message rule refused counts as withheld).
+    pub(crate) fn carry_out(&mut self, v: usize, a: MsixAction) {
+        match a {
+            MsixAction::SendMsi => self.send_msi(v),
+            MsixAction::ArmTimer { deadline_ns, epoch } => self.q.push(
+                deadline_ns,
+                Event::CoalesceTimer {
+                    vector: VectorId::new(v),
+                    epoch,
+                },
+            ),
+            MsixAction::Quiet(Quiet::Outstanding | Quiet::Consumed) => {
+                self.vectors[v].withheld += 1
+            }
+            MsixAction::Quiet(_) => {}
+        }
+    }
+
+    /// CQEs the host has not acknowledged with a head doorbell: in the CQ or on their
+    /// way through the root port.
+    #[inline]
+    pub(crate) fn unacked(&self, q: usize) -> u32 {
+        self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight
+    }
+
+    pub(crate) fn count_coalesced(&mut self, v: usize) {
         if self.measuring {
             self.vectors[v].device_coalesced += 1;
         }
     }
 
-    /// The aggregation time of a vector ran out.
+    /// The aggregation time of a vector ran out (a stale expiry does nothing).
     pub(crate) fn coalesce_timer(&mut self, v: usize, epoch: u32) {
-        if self.vectors[v].timer_gen != epoch {
-            return;
-        }
-        let now = self.now;
-        if self.vectors[v].irq.on_timer(now).is_some() {
-            if self.vectors[v].masked {
-                self.vectors[v].mask_pending = true;
-            } else {
-                self.gate_raise(v);
-            }
-        }
-    }
-
-    /// (Re)arms vector `v`'s coalescing timer; a newer arming makes older expiries stale.
-    fn arm_coalesce_timer(&mut self, v: usize, at: u64) {
-        let vec = &mut self.vectors[v];
-        vec.timer_gen = vec.timer_gen.wrapping_add(1);
-        let epoch = vec.timer_gen;
-        self.q.push(
-            at,
-            Event::CoalesceTimer {
-                vector: v as u32,
-                epoch,
-            },
-        );
-    }
-
-    /// The device wants to signal vector `v`: its message rule decides (a message per
-    /// completion, or one outstanding until the CQ head doorbell).
-    fn gate_raise(&mut self, v: usize) {
-        let q = self.vectors[v].queue as usize;
-        let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
-        if self.vectors[v].gate.raise(unacked) {
-            self.send_msi(v);
-        } else {
-            self.vectors[v].withheld += 1;
-        }
+        let unacked = self.unacked(self.vectors[v].queue.ix());
+        let a = self.vectors[v].msix.timer_expired(self.now, epoch, unacked);
+        self.carry_out(v, a);
     }
 
     fn send_msi(&mut self, v: usize) {
+        let q = self.vectors[v].queue.ix();
+        if let Some(lat) = self.queues[q].local_irq_ns {
+            // A CQ on the target machine: its NIC's MSI-X reaches the target CPU directly.
+            self.vectors[v].messages += 1;
+            self.obs.message(self.now, v);
+            let (cpu, vec) = (self.vectors[v].cpu, self.vectors[v].idt);
+            self.q
+                .push(self.now + lat.max(1), Event::Notify { cpu, vec });
+            return;
+        }
         if self.vectors[v].msi_held {
             // MSI-X keeps one pending message per vector: a message the device could not
             // write yet already covers this completion.
@@ -178,15 +196,16 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.vectors[v].messages += 1;
         self.obs.message(self.now, v);
-        let q = self.vectors[v].queue as usize;
-        let d = self.queues[q].device as usize;
-        let port = self.devices[d].port as usize;
+        let q = self.vectors[v].queue.ix();
+        let d = self.queues[q].device.ix();
+        let port = self.devices[d].port.ix();
         // The MSI follows the CQEs already written and goes ahead of completions the
         // device still holds; without a credit it waits in the device too.
         if self.devices[d].msi_wait.is_empty() && self.port_room(port, 1) {
-            self.port_push(port, PortItem::Msi { vector: v as u32 });
+            let vector = VectorId::new(v);
+            self.port_push(port, PortItem::Msi { vector });
         } else {
-            self.devices[d].msi_wait.push_back(v as u32);
+            self.devices[d].msi_wait.push_back(VectorId::new(v));
             self.vectors[v].msi_held = true;
             self.block_device(d);
         }
@@ -198,20 +217,12 @@ impl<O: Observer> Sim<'_, O> {
         let Some(v) = self.queues[q].vector else {
             return;
         };
-        let v = v as usize;
-        let unacked = self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight;
-        let vec = &mut self.vectors[v];
-        if vec.masked {
-            // The doorbell still acknowledges the message; a raise it owes waits in the
-            // MSI-X pending bit until enable_irq.
-            let owed = vec.gate.has_withheld() && unacked > 0;
-            vec.gate.on_cq_doorbell(0);
-            vec.mask_pending |= owed;
-            return;
-        }
-        if vec.gate.on_cq_doorbell(unacked) {
-            self.send_msi(v);
-        }
+        let v = v.ix();
+        // Masked, the doorbell still acknowledges the message; a raise it owes waits in
+        // the MSI-X pending bit until enable_irq.
+        let unacked = self.unacked(q);
+        let a = self.vectors[v].msix.cq_head_doorbell(unacked);
+        self.carry_out(v, a);
     }
 
     /// enable_irq() after irq_poll or GSIM: unmasking lets the device send the message its
@@ -220,21 +231,20 @@ impl<O: Observer> Sim<'_, O> {
     /// apic_retrigger_irq), which reaches the local APIC at once.
     /// Returns whether the vector had been masked (an MSI-X table write to undo).
     pub(crate) fn unmask_vector(&mut self, v: usize) -> bool {
+        let q = self.vectors[v].queue.ix();
+        let (unacked, cqe_pending) = (self.unacked(q), self.queues[q].qp.cqe_pending());
         let vec = &mut self.vectors[v];
         vec.disabled = false;
-        let was_masked = std::mem::take(&mut vec.masked);
-        let q = vec.queue as usize;
-        let pending = std::mem::take(&mut vec.mask_pending);
+        let was_masked = vec.msix.is_masked();
+        let a = vec.msix.unmask(unacked, cqe_pending);
         if std::mem::take(&mut vec.resend_pending) {
             if self.measuring {
                 vec.resent += 1;
             }
-            let (c, idt) = (vec.cpu as usize, vec.idt);
+            let (c, idt) = (vec.cpu.ix(), vec.idt);
             self.notify(c, idt);
         }
-        if pending || self.queues[q].qp.cqe_pending() {
-            self.gate_raise(v);
-        }
+        self.carry_out(v, a);
         was_masked
     }
 
@@ -250,8 +260,12 @@ impl<O: Observer> Sim<'_, O> {
         if m.on_event(now, n, bytes).is_some() {
             // schedule_work(&dim->work): the level reaches the device later.
             let at = now + self.costs.moderation_program;
-            self.q
-                .push(at, Event::ModeratorProgram { vector: v as u32 });
+            self.q.push(
+                at,
+                Event::ModeratorProgram {
+                    vector: VectorId::new(v),
+                },
+            );
         }
     }
 
@@ -264,24 +278,13 @@ impl<O: Observer> Sim<'_, O> {
         let p = m.profile();
         let level = m.level();
         let params = CoalesceParams::from_usec_count(u32::from(p.usec), u32::from(p.count));
-        let decision = self.vectors[v].irq.program(params, now);
+        let unacked = self.unacked(self.vectors[v].queue.ix());
+        let a = self.vectors[v].msix.program(params, now, unacked);
         if let Some(m) = self.vectors[v].moderator.as_mut() {
             m.ack();
         }
         self.obs.counter(now, "moderation_level", v, level as f64);
-        match decision {
-            IrqDecision::Fire(_) => {
-                if self.vectors[v].masked {
-                    self.vectors[v].mask_pending = true;
-                } else {
-                    self.gate_raise(v);
-                }
-            }
-            IrqDecision::ArmTimer { deadline_ns } => {
-                self.arm_coalesce_timer(v, deadline_ns.max(now));
-            }
-            IrqDecision::Hold => {}
-        }
+        self.carry_out(v, a);
     }
 
     // ---------------------------------------------------------------- root port
@@ -290,13 +293,13 @@ impl<O: Observer> Sim<'_, O> {
     /// CQE, but at most half the port's: flow control is per TLP, so a long transfer
     /// streams through a window of credits instead of waiting for an empty port.
     #[inline]
-    fn completion_credits(&self, io: u32) -> u32 {
-        let rec = &self.ios[io as usize];
-        let dev = &self.devices[self.queues[rec.queue as usize].device as usize];
+    fn completion_credits(&self, io: IoId) -> u32 {
+        let rec = &self.ios[io.ix()];
+        let dev = &self.devices[self.queues[rec.queue.ix()].device.ix()];
         if !rec.read && !dev.writes_data {
             return 1;
         }
-        let port = &self.ports[dev.port as usize];
+        let port = &self.ports[dev.port.ix()];
         let tlps = u64::from(rec.bytes).div_ceil(port.mps) + 1;
         tlps.min(u64::from(port.credits.div_ceil(2)).max(1)) as u32
     }
@@ -319,8 +322,8 @@ impl<O: Observer> Sim<'_, O> {
     fn block_device(&mut self, d: usize) {
         if !self.devices[d].blocked {
             self.devices[d].blocked = true;
-            let p = self.devices[d].port as usize;
-            self.ports[p].blocked.push_back(d as u32);
+            let p = self.devices[d].port.ix();
+            self.ports[p].blocked.push_back(DeviceId::new(d));
         }
     }
 
@@ -328,12 +331,12 @@ impl<O: Observer> Sim<'_, O> {
     /// until a write does not fit.
     fn serve_blocked(&mut self, p: usize) {
         while let Some(&d) = self.ports[p].blocked.front() {
-            let d = d as usize;
+            let d = d.ix();
             let dev = &self.devices[d];
             let sent = if let Some(&v) = dev.msi_wait.front() {
                 self.port_room(p, 1) && {
                     self.devices[d].msi_wait.pop_front();
-                    self.vectors[v as usize].msi_held = false;
+                    self.vectors[v.ix()].msi_held = false;
                     self.port_push(p, PortItem::Msi { vector: v });
                     true
                 }
@@ -355,7 +358,7 @@ impl<O: Observer> Sim<'_, O> {
             if dev.egress.is_empty() && dev.msi_wait.is_empty() {
                 dev.blocked = false;
             } else {
-                self.ports[p].blocked.push_back(d as u32);
+                self.ports[p].blocked.push_back(DeviceId::new(d));
             }
         }
     }
@@ -381,7 +384,7 @@ impl<O: Observer> Sim<'_, O> {
         let dur = match item {
             PortItem::Completion { io } => self.completion_write_ns(p, io),
             PortItem::Msi { vector } => {
-                if !self.engine_take(p, vector as usize) {
+                if !self.engine_take(p, vector.ix()) {
                     let port = &mut self.ports[p];
                     if port.stalled_since == 0 {
                         port.stalled_since = self.now.max(1);
@@ -401,23 +404,34 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         port.busy = true;
-        self.q
-            .push(self.now + dur.max(1), Event::PortDone { port: p as u32 });
+        self.q.push(
+            self.now + dur.max(1),
+            Event::PortDone {
+                port: PortId::new(p),
+            },
+        );
     }
 
     /// Port time of one completion: its data (reads, or DSA fills) and its CQE.
-    fn completion_write_ns(&self, p: usize, io: u32) -> u64 {
+    fn completion_write_ns(&mut self, p: usize, io: IoId) -> u64 {
+        let rec = self.ios[io.ix()];
+        let d = self.queues[rec.queue.ix()].device.ix();
+        let data = rec.read || self.devices[d].writes_data;
+        let key = ((d as u64) << 48) | (u64::from(data) << 40) | u64::from(rec.bytes);
         let port = &self.ports[p];
-        let rec = self.ios[io as usize];
-        let d = self.queues[rec.queue as usize].device as usize;
+        if port.write_memo.0 == key {
+            return port.write_memo.1;
+        }
         let tr = self.costs.dma_translate;
         let bytes = |n: u64| (n as f64 / port.bytes_per_ns) as u64;
-        let data = if rec.read || self.devices[d].writes_data {
+        let data_ns = if data {
             port.write_ns + bytes(u64::from(rec.bytes)) + tr
         } else {
             0
         };
-        data + port.write_ns + bytes(self.devices[d].cqe_bytes) + tr
+        let ns = data_ns + port.write_ns + bytes(self.devices[d].cqe_bytes) + tr;
+        self.ports[p].write_memo = (key, ns);
+        ns
     }
 
     pub(crate) fn port_done(&mut self, p: usize) {
@@ -431,8 +445,8 @@ impl<O: Observer> Sim<'_, O> {
         }
         match item {
             Some(PortItem::Completion { io }) => {
-                let Io { queue, tag, .. } = self.ios[io as usize];
-                let q = queue as usize;
+                let Io { queue, tag, .. } = self.ios[io.ix()];
+                let q = queue.ix();
                 self.queues[q].cqes_in_flight -= 1;
                 // The CQE lands in host memory with the current phase tag.
                 let posted = self.queues[q].qp.complete(tag, 0, 0);

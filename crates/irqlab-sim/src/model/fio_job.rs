@@ -4,6 +4,7 @@
 //! bandwidth and IOPS samples (bwavgtime/iopsavgtime) and the log files. The job loop in
 //! `job.rs` asks it what to issue; the report reads its counters.
 
+use super::ids::JobId;
 use crate::rng::Stream;
 use irqlab_fio::seeds::{self, RAND_BS_READ, RAND_BS_WRITE, RAND_MIX, RAND_START_DELAY};
 use irqlab_fio::{BlockSizes, JobSpec, RateClock, ThinkTime};
@@ -119,6 +120,46 @@ pub(crate) struct Logs {
     pub iops: Option<IoLog>,
 }
 
+impl Logs {
+    /// The logs job clone `thread_number` of `spec` writes (write_lat_log,
+    /// write_bw_log, write_iops_log; an empty prefix is the job's name).
+    fn for_job(spec: &JobSpec, thread_number: u32) -> Logs {
+        Logs {
+            lat: spec.logs.lat.as_ref().map(|p| {
+                let prefix = if p.is_empty() { spec.name.as_str() } else { p };
+                [LogKind::Lat, LogKind::Clat, LogKind::Slat].map(|k| {
+                    IoLog::new(
+                        k,
+                        prefix,
+                        thread_number,
+                        spec.logs.per_job,
+                        spec.logs.avg_msec,
+                    )
+                })
+            }),
+            bw: spec.logs.bw.as_ref().map(|p| {
+                let prefix = if p.is_empty() { spec.name.as_str() } else { p };
+                // init.c: with bwavgtime set, the log averages over the shorter of the two.
+                let avg = if spec.bw_avg_set {
+                    spec.logs.avg_msec.min(spec.bw_avg_ms)
+                } else {
+                    spec.logs.avg_msec
+                };
+                IoLog::new(LogKind::Bw, prefix, thread_number, spec.logs.per_job, avg)
+            }),
+            iops: spec.logs.iops.as_ref().map(|p| {
+                let prefix = if p.is_empty() { spec.name.as_str() } else { p };
+                let avg = if spec.iops_avg_set {
+                    spec.logs.avg_msec.min(spec.iops_avg_ms)
+                } else {
+                    spec.logs.avg_msec
+                };
+                IoLog::new(LogKind::Iops, prefix, thread_number, spec.logs.per_job, avg)
+            }),
+        }
+    }
+}
+
 /// fio's state of one job clone beyond the queue.
 pub(crate) struct FioJob {
     /// fio's 1-based thread_number (clones count).
@@ -195,39 +236,7 @@ impl FioJob {
         } else {
             lo
         };
-        let logs = Logs {
-            lat: spec.logs.lat.as_ref().map(|p| {
-                let prefix = if p.is_empty() { spec.name.as_str() } else { p };
-                [LogKind::Lat, LogKind::Clat, LogKind::Slat].map(|k| {
-                    IoLog::new(
-                        k,
-                        prefix,
-                        thread_number,
-                        spec.logs.per_job,
-                        spec.logs.avg_msec,
-                    )
-                })
-            }),
-            bw: spec.logs.bw.as_ref().map(|p| {
-                let prefix = if p.is_empty() { spec.name.as_str() } else { p };
-                // init.c: with bwavgtime set, the log averages over the shorter of the two.
-                let avg = if spec.bw_avg_set {
-                    spec.logs.avg_msec.min(spec.bw_avg_ms)
-                } else {
-                    spec.logs.avg_msec
-                };
-                IoLog::new(LogKind::Bw, prefix, thread_number, spec.logs.per_job, avg)
-            }),
-            iops: spec.logs.iops.as_ref().map(|p| {
-                let prefix = if p.is_empty() { spec.name.as_str() } else { p };
-                let avg = if spec.iops_avg_set {
-                    spec.logs.avg_msec.min(spec.iops_avg_ms)
-                } else {
-                    spec.logs.avg_msec
-                };
-                IoLog::new(LogKind::Iops, prefix, thread_number, spec.logs.per_job, avg)
-            }),
-        };
+        let logs = Logs::for_job(spec, thread_number);
         let fixed_bs = [0, 1].map(|d| {
             let b = &spec.block_sizes[d];
             if b.min() == b.max() { b.min() } else { 0 }
@@ -503,7 +512,7 @@ impl DiskAcct {
 #[derive(Default)]
 pub(crate) struct FioRun {
     /// The jobs of each wave, in job order.
-    pub waves: Vec<Vec<u32>>,
+    pub waves: Vec<Vec<JobId>>,
     pub wave_left: Vec<usize>,
     pub current_wave: usize,
     pub disks: Vec<DiskAcct>,

@@ -7,11 +7,12 @@
 //! quiesce the queue and sleep (io_u.c rate_ddir, backend.c handle_thinktime); jobs
 //! start after their startdelay or stonewall wave (backend.c run_threads).
 
-use super::fio_job::{calls_bucket, depth_bucket};
+use super::fio_job::{Planned, calls_bucket, depth_bucket};
+use super::ids::{IoId, JobId, QueueId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
-use irqlab_core::nvme::{SQE_HINT_BARRIER, Sqe};
+use irqlab_core::nvme::{NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, Sqe};
 use irqlab_fio::IoEngine;
 
 impl<O: Observer> Sim<'_, O> {
@@ -41,39 +42,32 @@ impl<O: Observer> Sim<'_, O> {
         )
     }
 
-    /// The job's thread finished its step on CPU `c`: what next?
+    /// The job's thread finished its step on CPU `c`: what next? One arm per phase of
+    /// fio's loop; an arm returns None when the next phase starts at once.
     pub(crate) fn job_advance(&mut self, c: usize, j: usize) -> ThreadStep {
         let (submit_call, submit_io, reap_call, reap_io) = self.engine_costs(j);
         loop {
-            match self.jobs[j].phase {
-                JobPhase::Start => {
-                    if let Some(step) = self.decide(j, reap_call) {
-                        return step;
-                    }
-                }
+            let next = match self.jobs[j].phase {
+                JobPhase::Start => self.decide(j, reap_call),
                 JobPhase::Usr { k } => {
                     self.jobs[j].phase = JobPhase::Submit { k };
                     let ns = submit_call + u64::from(k) * submit_io + self.costs.sq_doorbell;
-                    return ThreadStep::Run {
-                        ns,
-                        kind: SliceKind::Sys,
-                    };
+                    Some(ThreadStep::sys(ns))
                 }
                 JobPhase::Submit { k } => {
                     self.submit_batch(j, k);
-                    if self.policy.reap_after_submit && !self.jobs[j].polled {
-                        let (n, reap_ns) = self.reap_after_submit(c, j);
-                        if n > 0 {
-                            self.jobs[j].phase = JobPhase::SubmitReap;
-                            let ns = reap_ns + self.costs.cq_doorbell;
-                            return ThreadStep::Run {
-                                ns,
-                                kind: SliceKind::Sys,
-                            };
-                        }
-                    }
-                    if let Some(step) = self.decide(j, reap_call) {
-                        return step;
+                    // Ming Lei's 2019 patch: after bd->last on a queue shared by several
+                    // CPUs, spin_trylock the CQ lock and reap what is there.
+                    let (n, reap_ns) = if self.policy.reap_after_submit && !self.jobs[j].polled {
+                        self.reap_own_queues(j, true)
+                    } else {
+                        (0, 0)
+                    };
+                    if n > 0 {
+                        self.jobs[j].phase = JobPhase::SubmitReap;
+                        Some(ThreadStep::sys(reap_ns + self.costs.cq_doorbell))
+                    } else {
+                        self.decide(j, reap_call)
                     }
                 }
                 JobPhase::SubmitReap => {
@@ -81,94 +75,35 @@ impl<O: Observer> Sim<'_, O> {
                     if woke > 0 {
                         // The waker's cost of the wake-ups it did for other jobs.
                         self.jobs[j].phase = JobPhase::Start;
-                        return ThreadStep::Run {
-                            ns: woke * self.costs.wakeup,
-                            kind: SliceKind::Sys,
-                        };
-                    }
-                    if let Some(step) = self.decide(j, reap_call) {
-                        return step;
-                    }
-                }
-                JobPhase::ReapCall | JobPhase::Wait => {
-                    let job = &mut self.jobs[j];
-                    let ready = job.ready.len() as u32;
-                    if ready >= job.waiting_for {
-                        let n = ready.min(job.complete_max).max(1);
-                        job.phase = JobPhase::Collect { n };
-                        job.waiting_for = 0;
-                        let ns = u64::from(n) * reap_io;
-                        if ns > 0 {
-                            return ThreadStep::Run {
-                                ns,
-                                kind: SliceKind::Sys,
-                            };
-                        }
-                    } else if job.polled {
-                        if job.hybrid && !job.slept && job.hybrid_min != u64::MAX {
-                            // io_uring hybrid IOPOLL: sleep half the fastest completion.
-                            job.slept = true;
-                            let wake_at = job.last_submit + job.hybrid_min / 2;
-                            if wake_at > self.now + self.costs.hrtimer {
-                                job.phase = JobPhase::HybridSleep;
-                                return ThreadStep::Sleep {
-                                    ns: wake_at - self.now,
-                                };
-                            }
-                        }
-                        job.phase = JobPhase::Poll;
+                        Some(ThreadStep::sys(woke * self.costs.wakeup))
                     } else {
-                        job.phase = JobPhase::Wait;
-                        return ThreadStep::Block;
+                        self.decide(j, reap_call)
                     }
                 }
+                JobPhase::ReapCall | JobPhase::Wait => self.wait_for_events(j, reap_io),
                 JobPhase::HybridSleep => {
                     self.jobs[j].phase = JobPhase::Poll;
+                    None
                 }
                 JobPhase::ThinkSpin { sleep_ns } => {
                     let job = &mut self.jobs[j];
                     if sleep_ns > 0 {
                         job.phase = JobPhase::Pause;
-                        return ThreadStep::Sleep { ns: sleep_ns };
+                        Some(ThreadStep::Sleep { ns: sleep_ns })
+                    } else {
+                        job.phase = JobPhase::Start;
+                        None
                     }
-                    job.phase = JobPhase::Start;
                 }
-                JobPhase::Pause => self.jobs[j].phase = JobPhase::Start,
+                JobPhase::Pause => {
+                    self.jobs[j].phase = JobPhase::Start;
+                    None
+                }
                 JobPhase::Collect { n } => {
                     self.collect(j, n);
-                    if let Some(step) = self.decide(j, reap_call) {
-                        return step;
-                    }
+                    self.decide(j, reap_call)
                 }
-                JobPhase::Poll => {
-                    // Another poller of a shared queue may have reaped our completions.
-                    let job = &mut self.jobs[j];
-                    if job.ready.len() as u32 >= job.waiting_for {
-                        job.phase = JobPhase::ReapCall;
-                        continue;
-                    }
-                    let mut list =
-                        std::mem::take(&mut self.threads[self.jobs[j].thread as usize].reaping);
-                    let (mut n, mut reap_ns) = (0, 0);
-                    for i in 0..self.jobs[j].queues.len() {
-                        let q = self.jobs[j].queues[i] as usize;
-                        if self.queues[q].qp.cqe_pending() {
-                            let got = self.poll_queue(q, u32::MAX, &mut list);
-                            n += got;
-                            reap_ns += u64::from(got) * self.queues[q].reap_ns();
-                            self.ring_cq_doorbell(q);
-                        }
-                    }
-                    self.threads[self.jobs[j].thread as usize].reaping = list;
-                    if n == 0 {
-                        return ThreadStep::Spin;
-                    }
-                    self.jobs[j].phase = JobPhase::PollReap;
-                    return ThreadStep::Run {
-                        ns: reap_ns + self.costs.cq_doorbell,
-                        kind: SliceKind::Sys,
-                    };
-                }
+                JobPhase::Poll => self.poll_step(j),
                 JobPhase::PollReap => {
                     self.finish_thread_reap(c, j);
                     let job = &mut self.jobs[j];
@@ -177,10 +112,60 @@ impl<O: Observer> Sim<'_, O> {
                     } else {
                         JobPhase::Poll
                     };
+                    None
                 }
-                JobPhase::Done => return ThreadStep::Exit,
+                JobPhase::Done => Some(ThreadStep::Exit),
+            };
+            if let Some(step) = next {
+                return step;
             }
         }
+    }
+
+    /// The reap call (io_getevents, io_uring_enter with min_complete): collect when
+    /// enough completions are ready; otherwise block until they are, or poll (a hybrid
+    /// ring first sleeps).
+    fn wait_for_events(&mut self, j: usize, reap_io: u64) -> Option<ThreadStep> {
+        let (now, hrtimer) = (self.now, self.costs.hrtimer);
+        let job = &mut self.jobs[j];
+        let ready = job.ready.len() as u32;
+        if ready >= job.waiting_for {
+            let n = ready.min(job.complete_max).max(1);
+            job.phase = JobPhase::Collect { n };
+            job.waiting_for = 0;
+            let ns = u64::from(n) * reap_io;
+            return (ns > 0).then_some(ThreadStep::sys(ns));
+        }
+        if !job.polled {
+            job.phase = JobPhase::Wait;
+            return Some(ThreadStep::Block);
+        }
+        // io_uring hybrid IOPOLL: sleep half the fastest completion.
+        if job.hybrid
+            && let Some(wake_at) = job.hybrid_poll.sleep_until(now, job.last_submit, hrtimer)
+        {
+            job.phase = JobPhase::HybridSleep;
+            return Some(ThreadStep::Sleep { ns: wake_at - now });
+        }
+        job.phase = JobPhase::Poll;
+        None
+    }
+
+    /// One look at the job's completion queues while it polls: reap what is there, or
+    /// spin until a CQE appears.
+    fn poll_step(&mut self, j: usize) -> Option<ThreadStep> {
+        // Another poller of a shared queue may have reaped our completions.
+        let job = &mut self.jobs[j];
+        if job.ready.len() as u32 >= job.waiting_for {
+            job.phase = JobPhase::ReapCall;
+            return None;
+        }
+        let (n, reap_ns) = self.reap_own_queues(j, false);
+        if n == 0 {
+            return Some(ThreadStep::Spin);
+        }
+        self.jobs[j].phase = JobPhase::PollReap;
+        Some(ThreadStep::sys(reap_ns + self.costs.cq_doorbell))
     }
 
     /// The top of fio's loop: stop, think, submit a batch (as the rate clock allows),
@@ -251,14 +236,8 @@ impl<O: Observer> Sim<'_, O> {
         }
         let job = &mut self.jobs[j];
         job.phase = JobPhase::ReapCall;
-        job.slept = false;
-        if reap_call > 0 {
-            return Some(ThreadStep::Run {
-                ns: reap_call,
-                kind: SliceKind::Sys,
-            });
-        }
-        None
+        job.hybrid_poll.start_wait();
+        (reap_call > 0).then_some(ThreadStep::sys(reap_call))
     }
 
     /// Up to `k` I/Os the job issues now (directions, sizes), or when the rate clock lets
@@ -319,7 +298,7 @@ impl<O: Observer> Sim<'_, O> {
             self.fio.current_wave += 1;
             if let Some(next) = self.fio.waves.get(self.fio.current_wave) {
                 for &jj in next {
-                    let at = now.max(self.jobs[jj as usize].fio.startdelay_ns);
+                    let at = now.max(self.jobs[jj.ix()].fio.startdelay_ns);
                     self.q.push(at, Event::JobStart { job: jj });
                 }
             }
@@ -337,9 +316,9 @@ impl<O: Observer> Sim<'_, O> {
         job.end = job.fio.total_ns.map(|t| now + t);
         if job.ramp_end > now {
             self.q
-                .push(job.ramp_end, Event::JobRampEnd { job: j as u32 });
+                .push(job.ramp_end, Event::JobRampEnd { job: JobId::new(j) });
         }
-        let t = job.thread as usize;
+        let t = job.thread.ix();
         self.wake_thread(t, None);
     }
 
@@ -361,61 +340,29 @@ impl<O: Observer> Sim<'_, O> {
     /// (bd->last), so the controller fetches them after the MMIO flight.
     fn submit_batch(&mut self, j: usize, k: u32) {
         let now = self.now;
-        let mut touched: [(u32, u32); 4] = [(u32::MAX, 0); 4];
+        // The queues this batch rang, and how many SQEs each fetch brings.
+        let mut touched: [(Option<QueueId>, u32); 4] = [(None, 0); 4];
         for i in 0..k {
             let job = &mut self.jobs[j];
             let q = job.queues[job.next_file];
             job.next_file = (job.next_file + 1) % job.queues.len();
             let next_q = job.queues[job.next_file];
             let planned = job.fio.batch[i as usize];
-            let read = planned.ddir == 0;
             let last = i + 1 == k || next_q != q;
-            let hints = if last { SQE_HINT_BARRIER } else { 0 };
-            let start = job.batch_start;
-            let queue = &mut self.queues[q as usize];
-            let Some(tag) = queue.free_tags.pop() else {
-                debug_assert!(false, "no free tag: the depth check failed");
+            if !self.queue_command(j, q, planned, last) {
                 continue;
-            };
-            let io = match self.free_ios.pop() {
-                Some(io) => io,
-                None => {
-                    self.ios.push(Io::default());
-                    self.ios.len() as u32 - 1
-                }
-            };
-            self.ios[io as usize] = Io {
-                job: j as u32,
-                queue: q,
-                tag,
-                read,
-                bytes: planned.bytes as u32,
-                hints,
-                start,
-                submitted: now,
-                unit: 0,
-            };
-            let d = queue.device as usize;
-            self.fio.disks[d].submit(now, self.measuring);
-            queue.tags[tag as usize] = io;
-            let _ = queue.qp.submit(
-                Sqe {
-                    command_id: tag,
-                    opcode: if read { 2 } else { 1 },
-                    hints,
-                    data: io,
-                },
-                last,
-            );
-            if let Some(slot) = touched.iter_mut().find(|s| s.0 == q || s.0 == u32::MAX) {
-                slot.0 = q;
+            }
+            if let Some(slot) = touched.iter_mut().find(|s| s.0.is_none_or(|t| t == q)) {
+                slot.0 = Some(q);
                 slot.1 += 1;
             } else {
                 self.schedule_fetch(q, 1);
             }
         }
-        for &(q, n) in touched.iter().filter(|s| s.0 != u32::MAX) {
-            self.schedule_fetch(q, n);
+        for &(q, n) in &touched {
+            if let Some(q) = q {
+                self.schedule_fetch(q, n);
+            }
         }
         let job = &mut self.jobs[j];
         job.outstanding += k;
@@ -435,10 +382,58 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
+    /// Job `j` puts one command into queue `q`'s SQ: a free tag, the I/O's record and its
+    /// SQE (`last`: bd->last, the SQE hint that closes a batch). False when no tag is free.
+    fn queue_command(&mut self, j: usize, q: QueueId, planned: Planned, last: bool) -> bool {
+        let now = self.now;
+        let read = planned.ddir == 0;
+        let hints = if last { SQE_HINT_BARRIER } else { 0 };
+        let start = self.jobs[j].batch_start;
+        let queue = &mut self.queues[q.ix()];
+        let Some(tag) = queue.free_tags.pop() else {
+            debug_assert!(false, "no free tag: the depth check failed");
+            return false;
+        };
+        let rec = Io {
+            job: JobId::new(j),
+            queue: q,
+            tag,
+            read,
+            bytes: planned.bytes as u32,
+            hints,
+            start,
+            submitted: now,
+            unit: 0,
+        };
+        let io = match self.free_ios.pop() {
+            Some(io) => {
+                self.ios[io.ix()] = rec;
+                io
+            }
+            None => {
+                self.ios.push(rec);
+                IoId::new(self.ios.len() - 1)
+            }
+        };
+        let d = queue.device.ix();
+        self.fio.disks[d].submit(now, self.measuring);
+        queue.tags[tag as usize] = Some(io);
+        let _ = queue.qp.submit(
+            Sqe {
+                command_id: tag,
+                opcode: if read { NVME_CMD_READ } else { NVME_CMD_WRITE },
+                hints,
+                data: io.ix() as u32,
+            },
+            last,
+        );
+        true
+    }
+
     /// The SQ tail doorbell reaches the device; its fetch engine serves doorbells in
     /// arrival order, one at a time when it has an occupancy (`fetch_busy_ns`).
-    fn schedule_fetch(&mut self, q: u32, count: u32) {
-        let d = self.queues[q as usize].device as usize;
+    fn schedule_fetch(&mut self, q: QueueId, count: u32) {
+        let d = self.queues[q.ix()].device.ix();
         let dev = &mut self.devices[d];
         let arrival = self.now + self.costs.mmio_flight;
         let start = if dev.fetch_busy_ns > 0 {
@@ -452,17 +447,19 @@ impl<O: Observer> Sim<'_, O> {
             .push(start + dev.fetch_ns, Event::SqFetched { queue: q, count });
     }
 
-    /// Ming Lei's 2019 patch: after bd->last on a queue shared by several CPUs,
-    /// spin_trylock the CQ lock and reap what is there. Returns the CQEs taken.
-    /// Returns the CQEs reaped and their CPU time.
-    fn reap_after_submit(&mut self, _c: usize, j: usize) -> (u32, u64) {
-        let t = self.jobs[j].thread as usize;
+    /// The job's thread reaps its queues' CQs itself, ringing each one's doorbell: a
+    /// polled wait, or with `trylock_shared` the reap after submit, which takes only
+    /// queues shared by several CPUs whose cq_lock is free. Returns the CQEs reaped and
+    /// their CPU time.
+    fn reap_own_queues(&mut self, j: usize, trylock_shared: bool) -> (u32, u64) {
+        let t = self.jobs[j].thread.ix();
         let mut list = std::mem::take(&mut self.threads[t].reaping);
         let (mut n, mut ns) = (0, 0);
         for i in 0..self.jobs[j].queues.len() {
-            let q = self.jobs[j].queues[i] as usize;
+            let q = self.jobs[j].queues[i].ix();
             let queue = &self.queues[q];
-            if !queue.shared || queue.cq_locked || !queue.qp.cqe_pending() {
+            let locked_out = trylock_shared && (!queue.shared || queue.cq_locked);
+            if locked_out || !queue.qp.cqe_pending() {
                 continue;
             }
             let got = self.poll_queue(q, u32::MAX, &mut list);
@@ -476,21 +473,21 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Completes the CQEs the job's thread reaped itself (polling, reap after submit).
     fn finish_thread_reap(&mut self, c: usize, j: usize) -> u64 {
-        let t = self.jobs[j].thread as usize;
+        let t = self.jobs[j].thread.ix();
         let mut list = std::mem::take(&mut self.threads[t].reaping);
         let mut woke = 0;
         for &io in &list {
-            let rec = self.ios[io as usize];
-            if rec.job as usize == j && self.jobs[j].hybrid {
+            let rec = self.ios[io.ix()];
+            if rec.job.ix() == j && self.jobs[j].hybrid {
                 let rt = self.now - rec.submitted;
-                self.jobs[j].hybrid_min = self.jobs[j].hybrid_min.min(rt);
+                self.jobs[j].hybrid_poll.observe(rt);
             }
-            if let Some(v) = self.queues[rec.queue as usize].vector
+            if let Some(v) = self.queues[rec.queue.ix()].vector
                 && self.measuring
             {
-                self.vectors[v as usize].completions += 1;
+                self.vectors[v.ix()].completions += 1;
             }
-            if self.complete_io(io as usize, c) {
+            if self.complete_io(io, c) {
                 woke += 1;
             }
         }
@@ -502,10 +499,10 @@ impl<O: Observer> Sim<'_, O> {
     /// The kernel completed `io` (blk_mq_end_request → aio_complete / io_uring CQE):
     /// it is ready for the job's reap. Wakes the job if enough are ready. Returns whether
     /// it woke a thread.
-    pub(crate) fn complete_io(&mut self, io: usize, c: usize) -> bool {
+    pub(crate) fn complete_io(&mut self, io: IoId, c: usize) -> bool {
         self.totals.completed += 1;
-        let rec = self.ios[io];
-        let d = self.queues[rec.queue as usize].device as usize;
+        let rec = self.ios[io.ix()];
+        let d = self.queues[rec.queue.ix()].device.ix();
         self.fio.disks[d].complete(
             self.now,
             self.measuring,
@@ -513,11 +510,11 @@ impl<O: Observer> Sim<'_, O> {
             u64::from(rec.bytes),
             self.now - rec.submitted,
         );
-        let j = rec.job as usize;
+        let j = rec.job.ix();
         let job = &mut self.jobs[j];
-        job.ready.push_back(io as u32);
+        job.ready.push_back(io);
         let enough = job.ready.len() as u32 >= job.waiting_for;
-        let t = job.thread as usize;
+        let t = job.thread.ix();
         if job.phase == JobPhase::Wait && enough {
             if self.threads[t].state == TState::Blocked {
                 self.wake_thread(t, Some(c));
@@ -539,7 +536,7 @@ impl<O: Observer> Sim<'_, O> {
                 break;
             };
             got += 1;
-            let rec = self.ios[io as usize];
+            let rec = self.ios[io.ix()];
             self.free_ios.push(io);
             self.totals.reaped += 1;
             let job = &mut self.jobs[j];

@@ -1,7 +1,13 @@
 //! The model: state of every CPU, thread, job, device, queue, vector and root port, and
-//! the event loop that moves them. Behaviour lives in the sibling files: `cpu` (interrupt
-//! entry, handlers, softirq, scheduler), `device` (controller, root port, IOMMU), `job`
-//! (the fio job loop), `build` (topology from platform and jobs), `report`.
+//! the event loop that moves them. The sibling files:
+//! - `state`: each component's state, one arena per kind in `Sim`; `ids`: their typed ids.
+//! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
+//!   per-CPU scheduler and the threads' steps.
+//! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
+//!   port's IOMMU engine and the socket's delivery unit; `target`: NVMe over RDMA targets.
+//! - `job`: the fio job loop; `fio_job`: fio's per-job and run-wide state.
+//! - `build`: the machine from platform, jobs and policy; `report`: the measured window
+//!   and the report; `parts`: independent parts of a machine on threads.
 
 mod budget;
 mod build;
@@ -9,41 +15,70 @@ mod cpu;
 mod delivery;
 mod device;
 mod fio_job;
+pub(crate) mod ids;
 mod job;
+mod parts;
 mod report;
 mod sched;
 mod state;
+mod target;
 
 pub(crate) use budget::estimate;
 pub(crate) use build::build;
+pub(crate) use parts::{Partition, run_parts};
 pub(crate) use state::Sim;
 
-use crate::StopFlag;
 use crate::engine::Event;
 use crate::observer::Observer;
+use ids::{CpuId, JobId};
 
 /// Events between two looks at the stop flag: a relaxed load every few µs of wall time.
 const STOP_CHECK_EVENTS: u64 = 4096;
 
 impl<O: Observer> Sim<'_, O> {
-    /// Runs until every job has finished and the machine is quiet, or until `stop` is
-    /// set (then returns true: the window closes now and the report covers the run so
-    /// far, as fio's does after SIGINT).
-    pub(crate) fn run(&mut self, stop: &StopFlag) -> bool {
-        let mut interrupted = false;
+    /// Runs until every job has finished and the machine is quiet.
+    pub(crate) fn run(&mut self) {
+        self.start(None);
+        let end = self.run_jobs();
+        self.finish(end);
+    }
+
+    /// Schedules the first events: job start delays and ramp ends, every CPU's tick, the
+    /// threads that start runnable, the end of the ramp. With `only`, just those of one
+    /// part of the machine (parts.rs): the rest stays idle and unreported.
+    pub(crate) fn start(&mut self, only: Option<(&Partition, u32)>) {
+        let mine = |of: &dyn Fn(&Partition) -> u32| only.is_none_or(|(p, k)| of(p) == k);
         let names = build::queue_names(self);
         let vector_names: Vec<String> = self
             .vectors
             .iter()
-            .map(|v| names[v.queue as usize].clone())
+            .map(|v| names[v.queue.ix()].clone())
             .collect();
         self.obs.start(&vector_names, self.cpus.len());
+        self.jobs_live = 0;
+        for j in 0..self.jobs.len() {
+            if !mine(&|p| p.job(j)) {
+                continue;
+            }
+            self.jobs_live += 1;
+            let f = &self.jobs[j].fio;
+            let job = JobId::new(j);
+            if self.threads[self.jobs[j].thread.ix()].start_runnable {
+                if f.measure_from > 0 {
+                    self.q.push(f.measure_from, Event::JobRampEnd { job });
+                }
+            } else if f.wave == 0 {
+                self.q.push(f.startdelay_ns, Event::JobStart { job });
+            }
+        }
         for c in 0..self.cpus.len() {
-            let first = self.costs.tick_period;
-            self.q.push(first, Event::Tick { cpu: c as u32 });
+            if mine(&|p| p.cpu(c)) {
+                let first = self.costs.tick_period;
+                self.q.push(first, Event::Tick { cpu: CpuId::new(c) });
+            }
         }
         for t in 0..self.threads.len() {
-            if self.threads[t].start_runnable {
+            if self.threads[t].start_runnable && mine(&|p| p.thread(t)) {
                 self.wake_thread(t, None);
             }
         }
@@ -52,56 +87,87 @@ impl<O: Observer> Sim<'_, O> {
         } else {
             self.open_window();
         }
-        while let Some((t, ev)) = self.q.pop() {
-            debug_assert!(t >= self.now, "time went backwards");
-            if self.q.popped().is_multiple_of(STOP_CHECK_EVENTS) && stop.is_set() {
-                interrupted = true;
+    }
+
+    /// Runs until the jobs are done, with every event at the time the last one ended, or
+    /// until the time bound, or until the run's stop flag is set. Returns the time the
+    /// measuring window may close.
+    pub(crate) fn run_jobs(&mut self) -> u64 {
+        loop {
+            let limit = if self.jobs_live == 0 {
+                self.now
+            } else {
+                self.stop_at
+            };
+            if self.q.popped().is_multiple_of(STOP_CHECK_EVENTS) && self.stop.is_set() {
+                self.interrupted = true;
                 break;
             }
-            if t > self.stop_at {
-                self.cut_short = true;
+            let Some((t, ev)) = self.q.pop_until(limit) else {
                 break;
-            }
-            self.now = t;
-            self.dispatch(ev);
-            if self.jobs_live == 0 && !self.draining {
-                self.draining = true;
-                self.window_end = self.now;
-                self.close_window();
-            }
+            };
+            self.at(t, ev);
         }
-        if !self.draining {
-            self.window_end = self.now;
-            self.close_window();
+        if self.jobs_live > 0 && !self.q.is_empty() && !self.interrupted {
+            self.cut_short = true;
         }
-        interrupted
+        self.now
+    }
+
+    /// Runs the events up to `end`, closes the measuring window there, then lets the
+    /// machine drain (ticks stop, in-flight work ends) unless the run was cut short. A
+    /// stopped run closes its window where it stopped, as fio's report after SIGINT
+    /// covers the run so far.
+    pub(crate) fn finish(&mut self, end: u64) {
+        while !self.interrupted
+            && let Some((t, ev)) = self.q.pop_until(end)
+        {
+            self.at(t, ev);
+        }
+        self.now = self.now.max(end);
+        self.draining = true;
+        self.window_end = self.now;
+        self.close_window();
+        if self.cut_short || self.interrupted {
+            return;
+        }
+        while let Some((t, ev)) = self.q.pop_until(self.stop_at) {
+            self.at(t, ev);
+        }
+        self.cut_short = !self.q.is_empty();
+    }
+
+    #[inline]
+    fn at(&mut self, t: u64, ev: Event) {
+        debug_assert!(t >= self.now, "time went backwards");
+        self.now = t;
+        self.dispatch(ev);
     }
 
     #[inline]
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::CpuStep { cpu, epoch } => {
-                let c = cpu as usize;
-                if self.cpus[c].epoch == epoch && self.cpus[c].stepping {
-                    self.cpus[c].stepping = false;
-                    self.step_done(c);
+                if self.cpus[cpu.ix()].end_step(epoch) {
+                    self.step_done(cpu.ix());
                 }
             }
-            Event::SqFetched { queue, count } => self.sq_fetched(queue as usize, count),
+            Event::SqFetched { queue, count } => self.sq_fetched(queue.ix(), count),
             Event::ServiceDone { io } => self.service_done(io),
-            Event::PortDone { port } => self.port_done(port as usize),
-            Event::Notify { cpu, vec } => self.notify(cpu as usize, vec),
-            Event::Tick { cpu } => self.tick(cpu as usize),
-            Event::CqDoorbell { queue } => self.cq_doorbell_arrives(queue as usize),
-            Event::CoalesceTimer { vector, epoch } => self.coalesce_timer(vector as usize, epoch),
-            Event::ThreadTimer { thread, epoch } => self.thread_timer(thread as usize, epoch),
-            Event::GsimTimer { cpu, epoch } => self.gsim_timer(cpu as usize, epoch),
-            Event::ModeratorProgram { vector } => self.moderator_program(vector as usize),
-            Event::EngineDone { port } => self.engine_done(port as usize),
+            Event::TargetResponse { io } => self.deliver_completion(io),
+            Event::PortDone { port } => self.port_done(port.ix()),
+            Event::Notify { cpu, vec } => self.notify(cpu.ix(), vec),
+            Event::Tick { cpu } => self.tick(cpu.ix()),
+            Event::CqDoorbell { queue } => self.cq_doorbell_arrives(queue.ix()),
+            Event::CoalesceTimer { vector, epoch } => self.coalesce_timer(vector.ix(), epoch),
+            Event::ThreadTimer { thread, epoch } => self.thread_timer(thread.ix(), epoch),
+            Event::GsimTimer { cpu, epoch } => self.gsim_timer(cpu.ix(), epoch),
+            Event::ModeratorProgram { vector } => self.moderator_program(vector.ix()),
+            Event::EngineDone { port } => self.engine_done(port.ix()),
             Event::Delivered => self.delivered(),
             Event::RampEnd => self.open_window(),
-            Event::JobStart { job } => self.start_job(job as usize),
-            Event::JobRampEnd { job } => self.job_ramp_end(job as usize),
+            Event::JobStart { job } => self.start_job(job.ix()),
+            Event::JobRampEnd { job } => self.job_ramp_end(job.ix()),
         }
     }
 }

@@ -2,10 +2,22 @@
 
 use super::state::*;
 use crate::observer::Observer;
+use irqlab_core::moderator::Moderator;
 use irqlab_report::{
     CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, JobReport,
-    Latency, RunReport, VectorReport, pci_address,
+    Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
+
+/// A vector's moderator as the report shows it: its final level, programs and time at
+/// each level (the whole run; the moderator keeps them).
+fn moderation_report(m: &Moderator) -> ModerationReport {
+    ModerationReport {
+        moderator: m.kind().to_string(),
+        final_level: m.applied_level(),
+        programs: m.counters().programs,
+        level_ns: m.level_ns().to_vec(),
+    }
+}
 
 impl<O: Observer> Sim<'_, O> {
     /// ramp_time is over: every statistic starts from zero now.
@@ -65,6 +77,31 @@ impl<O: Observer> Sim<'_, O> {
 
     pub(crate) fn report(&mut self) -> RunReport {
         let duration_ns = self.window_end.saturating_sub(self.window_start);
+        let jobs = self.job_reports();
+        let cpus = self.cpu_reports();
+        let vectors = self.vector_reports();
+        let disks = self.disk_utils(duration_ns);
+        let extra = self.extra_counters(duration_ns);
+        RunReport {
+            engine: Engine::Simulated,
+            platform: self.platform_name.clone(),
+            policy: self.policy.describe(),
+            seed: self.seed,
+            duration_ns,
+            end_ns: self.now,
+            global_options: self.fio.global_options.clone(),
+            jobs,
+            disks,
+            cpus,
+            vectors,
+            measured: None,
+            extra,
+        }
+    }
+
+    /// Each job's statistics over its part of the window (its latency histograms and
+    /// logs move into the report), then group_reporting.
+    fn job_reports(&mut self) -> Vec<JobReport> {
         let dir = |d: &mut DirStats, runtime_ns: u64| {
             let [slat, clat, lat] = match d.lat.take() {
                 Some(b) => *b,
@@ -129,9 +166,12 @@ impl<O: Observer> Sim<'_, O> {
                 }
             })
             .collect();
-        let jobs = irqlab_report::group_reporting(jobs);
-        let cpus = self
-            .cpus
+        irqlab_report::group_reporting(jobs)
+    }
+
+    /// Each CPU's time buckets and counters (its tick lateness moves into the report).
+    fn cpu_reports(&mut self) -> Vec<CpuReport> {
+        self.cpus
             .iter_mut()
             .enumerate()
             .map(|(i, c)| {
@@ -153,55 +193,67 @@ impl<O: Observer> Sim<'_, O> {
                     tick_lateness: s.tick_lateness.take().map_or_else(Latency::new, |b| *b),
                 }
             })
-            .collect();
-        let chip = if self.posted {
-            CHIP_POSTED
-        } else {
-            CHIP_REMAPPED
-        };
+            .collect()
+    }
+
+    /// /proc/interrupts as the report shows it: every device vector, then the polled
+    /// queues that completed I/O, as POLLED rows.
+    fn vector_reports(&self) -> Vec<VectorReport> {
         // The MSI-X entry of a queue: its number on its device (nvme0q3 is entry 3).
         let mut per_dev = vec![0u32; self.devices.len()];
         let entry: Vec<u32> = self
             .queues
             .iter()
             .map(|q| {
-                per_dev[q.device as usize] += 1;
-                per_dev[q.device as usize]
+                per_dev[q.device.ix()] += 1;
+                per_dev[q.device.ix()]
             })
             .collect();
         let mut vectors: Vec<VectorReport> = self
             .vectors
             .iter()
-            .map(|v| VectorReport {
+            .enumerate()
+            .map(|(i, v)| VectorReport {
                 name: v.name.clone(),
-                chip: chip.to_string(),
-                device: pci_address(self.queues[v.queue as usize].device as usize),
-                hwirq: entry[v.queue as usize],
+                // The IRTE's format: posted or remapped (the chip /proc/interrupts names).
+                chip: if self.posted_vector(i) {
+                    CHIP_POSTED
+                } else {
+                    CHIP_REMAPPED
+                }
+                .to_string(),
+                device: pci_address(self.queues[v.queue.ix()].device.ix()),
+                hwirq: entry[v.queue.ix()],
                 messages: v.messages,
                 per_cpu: v.per_cpu.clone(),
                 device_coalesced: v.device_coalesced,
                 completions: v.completions,
+                moderation: v.moderator.as_ref().map(moderation_report),
             })
             .collect();
-        // Polled queues have no vector; they show as POLLED rows with their completions.
         let names = super::build::queue_names(self);
         for (qi, q) in self.queues.iter().enumerate() {
             if q.vector.is_none() && q.completions > 0 {
                 vectors.push(VectorReport {
                     name: names[qi].clone(),
                     chip: CHIP_POLLED.into(),
-                    device: pci_address(q.device as usize),
+                    device: pci_address(q.device.ix()),
                     hwirq: entry[qi],
                     messages: 0,
                     per_cpu: vec![0; self.cpus.len()],
                     device_coalesced: 0,
                     completions: q.completions,
+                    moderation: None,
                 });
             }
         }
+        vectors
+    }
+
+    /// fio's disk statistics of the devices the jobs used.
+    fn disk_utils(&self, duration_ns: u64) -> Vec<DiskUtil> {
         let window_ms = duration_ns / 1_000_000;
-        let disks = self
-            .fio
+        self.fio
             .disks
             .iter()
             .zip(&self.devices)
@@ -220,10 +272,25 @@ impl<O: Observer> Sim<'_, O> {
                 busy_ms: d.busy_ns / 1_000_000,
                 window_ms,
             })
-            .collect();
+            .collect()
+    }
+
+    /// The model's own counters: events, conservation totals, merged and withheld
+    /// messages, the delivery unit, softirq and irq_poll, the busy root ports.
+    fn extra_counters(&self, duration_ns: u64) -> Vec<(String, f64)> {
+        let pct = |ns: u64| {
+            if duration_ns > 0 {
+                100.0 * ns as f64 / duration_ns as f64
+            } else {
+                0.0
+            }
+        };
         let sum = |f: &dyn Fn(&Vector) -> u64| self.vectors.iter().map(f).sum::<u64>();
-        let extra = vec![
-            ("events".to_string(), self.q.popped() as f64),
+        let mut extra = vec![
+            (
+                "events".to_string(),
+                (self.q.popped() + self.merged_events) as f64,
+            ),
             ("ios_submitted".to_string(), self.totals.submitted as f64),
             ("ios_completed".to_string(), self.totals.completed as f64),
             ("ios_reaped".to_string(), self.totals.reaped as f64),
@@ -236,18 +303,13 @@ impl<O: Observer> Sim<'_, O> {
                 "notifications_delivered".to_string(),
                 self.delivery.delivered as f64,
             ),
-            (
-                "delivery_busy_pct".to_string(),
-                if duration_ns > 0 {
-                    100.0 * self.delivery.busy_ns as f64 / duration_ns as f64
-                } else {
-                    0.0
-                },
-            ),
+            ("delivery_busy_pct".to_string(), pct(self.delivery.busy_ns)),
             ("simulated_ns".to_string(), self.now as f64),
-            ("cut_short".to_string(), f64::from(u8::from(self.cut_short))),
+            (
+                irqlab_report::EXTRA_CUT_SHORT.to_string(),
+                f64::from(u8::from(self.cut_short)),
+            ),
         ];
-        let mut extra = extra;
         // Over the whole run (the kernel's counters are not reset at the ramp's end).
         let soft = |f: &dyn Fn(&irqlab_core::softirq::SoftirqCounters) -> u64| {
             self.cpus
@@ -255,6 +317,9 @@ impl<O: Observer> Sim<'_, O> {
                 .map(|c| f(&c.softirq.counters()))
                 .sum::<u64>() as f64
         };
+        if self.interrupted {
+            extra.push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+        }
         extra.push(("softirq_invocations".into(), soft(&|s| s.invocations)));
         extra.push(("softirq_restarts".into(), soft(&|s| s.restarts)));
         extra.push((
@@ -268,30 +333,9 @@ impl<O: Observer> Sim<'_, O> {
             if port.busy_ns == 0 && port.stalled_ns == 0 {
                 continue;
             }
-            let pct = |ns: u64| {
-                if duration_ns > 0 {
-                    100.0 * ns as f64 / duration_ns as f64
-                } else {
-                    0.0
-                }
-            };
             extra.push((format!("port{i}_busy_pct"), pct(port.busy_ns)));
             extra.push((format!("port{i}_stalled_pct"), pct(port.stalled_ns)));
         }
-        RunReport {
-            engine: Engine::Simulated,
-            platform: self.platform_name.clone(),
-            policy: self.policy.describe(),
-            seed: self.seed,
-            duration_ns,
-            end_ns: self.now,
-            global_options: self.fio.global_options.clone(),
-            jobs,
-            disks,
-            cpus,
-            vectors,
-            measured: None,
-            extra,
-        }
+        extra
     }
 }

@@ -17,6 +17,7 @@
 //! 4/3 (1 ms × 4). Preemption follows CONFIG_PREEMPT_VOLUNTARY: at the return from an
 //! interrupt to user mode or to a spinning poll loop, otherwise when the kernel step ends.
 
+use super::ids::{CpuId, ThreadId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
@@ -39,13 +40,13 @@ impl<O: Observer> Sim<'_, O> {
         let cpu = &self.cpus[c];
         let running = cpu
             .current
-            .map(|t| &self.threads[t as usize])
+            .map(|t| &self.threads[t.ix()])
             .filter(|th| !th.fifo && th.state == TState::Running)
             .map(|th| th.vruntime);
         let queued = cpu
             .runq
             .iter()
-            .map(|&t| &self.threads[t as usize])
+            .map(|&t| &self.threads[t.ix()])
             .filter(|th| !th.fifo)
             .map(|th| th.vruntime)
             .min();
@@ -64,7 +65,7 @@ impl<O: Observer> Sim<'_, O> {
         if th.state == TState::Runnable || th.state == TState::Running {
             return;
         }
-        let c = th.cpu as usize;
+        let c = th.cpu.ix();
         let fifo = th.fifo;
         if !fifo {
             // place_entity(): a sleeper comes back at most half a latency period behind.
@@ -77,9 +78,9 @@ impl<O: Observer> Sim<'_, O> {
         self.threads[t].state = TState::Runnable;
         let cpu = &mut self.cpus[c];
         if fifo {
-            cpu.runq.push_front(t as u32);
+            cpu.runq.push_front(ThreadId::new(t));
         } else {
-            cpu.runq.push_back(t as u32);
+            cpu.runq.push_back(ThreadId::new(t));
         }
         match (self.cpus[c].mode, from) {
             (Mode::Idle, None) => self.resume(c),
@@ -102,7 +103,7 @@ impl<O: Observer> Sim<'_, O> {
         let Some(cur) = self.cpus[c].current else {
             return false;
         };
-        let (cur, woken) = (&self.threads[cur as usize], &self.threads[t]);
+        let (cur, woken) = (&self.threads[cur.ix()], &self.threads[t]);
         if cur.fifo {
             return false;
         }
@@ -124,7 +125,7 @@ impl<O: Observer> Sim<'_, O> {
         self.q.push(
             at,
             Event::Notify {
-                cpu: c as u32,
+                cpu: CpuId::new(c),
                 vec: RESCHEDULE_VECTOR,
             },
         );
@@ -141,7 +142,7 @@ impl<O: Observer> Sim<'_, O> {
         if cpu.runq.is_empty() {
             return;
         }
-        let th = &self.threads[t as usize];
+        let th = &self.threads[t.ix()];
         let ran = self.now - cpu.slice_start;
         let resched = th.spinning
             || match self.scheduler {
@@ -152,7 +153,7 @@ impl<O: Observer> Sim<'_, O> {
                     let leftmost = cpu
                         .runq
                         .iter()
-                        .map(|&n| &self.threads[n as usize])
+                        .map(|&n| &self.threads[n.ix()])
                         .filter(|n| !n.fifo)
                         .map(|n| n.vruntime)
                         .min();
@@ -187,7 +188,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         if let Some(t) = self.cpus[c].current {
-            let t = t as usize;
+            let t = t.ix();
             if self.threads[t].state == TState::Running {
                 let cpu = &self.cpus[c];
                 if !(cpu.need_resched && !cpu.runq.is_empty() && self.preemptible(c, t)) {
@@ -211,11 +212,11 @@ impl<O: Observer> Sim<'_, O> {
     /// R), counted as a context switch of its job.
     fn preempt(&mut self, c: usize, t: usize) {
         self.threads[t].state = TState::Runnable;
-        self.cpus[c].runq.push_back(t as u32);
+        self.cpus[c].runq.push_back(ThreadId::new(t));
         if let ThreadKind::Job(j) = self.threads[t].kind
             && self.measuring
         {
-            self.jobs[j as usize].ctx += 1;
+            self.jobs[j.ix()].ctx += 1;
         }
     }
 
@@ -246,12 +247,12 @@ impl<O: Observer> Sim<'_, O> {
         let pick = cpu
             .runq
             .iter()
-            .position(|&n| self.threads[n as usize].fifo)
+            .position(|&n| self.threads[n.ix()].fifo)
             .or_else(|| {
                 cpu.runq
                     .iter()
                     .enumerate()
-                    .min_by_key(|&(i, &n)| (self.threads[n as usize].vruntime, i))
+                    .min_by_key(|&(i, &n)| (self.threads[n.ix()].vruntime, i))
                     .map(|(i, _)| i)
             });
         let Some(n) = pick.and_then(|i| self.cpus[c].runq.remove(i)) else {
@@ -268,9 +269,9 @@ impl<O: Observer> Sim<'_, O> {
         if self.measuring {
             cpu.stats.ctx_switches += 1;
         }
-        self.threads[n as usize].state = TState::Running;
+        self.threads[n.ix()].state = TState::Running;
         let ns = self.costs.ctx_switch.max(1);
-        let kind = match self.threads[n as usize].kind {
+        let kind = match self.threads[n.ix()].kind {
             ThreadKind::Job(_) => SliceKind::Sys,
             ThreadKind::Ksoftirqd(_) => SliceKind::Ksoftirqd,
             ThreadKind::IrqThread(_) => SliceKind::IrqThread,
@@ -299,9 +300,9 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         let next = match self.threads[t].kind {
-            ThreadKind::Job(j) => self.job_advance(c, j as usize),
+            ThreadKind::Job(j) => self.job_advance(c, j.ix()),
             ThreadKind::Ksoftirqd(_) => self.ksoftirqd_advance(c),
-            ThreadKind::IrqThread(v) => self.irq_thread_advance(c, t, v as usize),
+            ThreadKind::IrqThread(v) => self.irq_thread_advance(c, t, v.ix()),
         };
         match next {
             ThreadStep::Run { ns, kind } => {
@@ -320,7 +321,7 @@ impl<O: Observer> Sim<'_, O> {
                     self.q.push(
                         self.now + ns,
                         Event::ThreadTimer {
-                            thread: t as u32,
+                            thread: ThreadId::new(t),
                             epoch,
                         },
                     );
@@ -329,14 +330,14 @@ impl<O: Observer> Sim<'_, O> {
                 if let ThreadKind::Job(j) = self.threads[t].kind
                     && self.measuring
                 {
-                    self.jobs[j as usize].ctx += 1;
+                    self.jobs[j.ix()].ctx += 1;
                 }
                 self.cpus[c].current = None;
                 self.resume(c);
             }
             ThreadStep::Yield => {
                 self.threads[t].state = TState::Runnable;
-                self.cpus[c].runq.push_back(t as u32);
+                self.cpus[c].runq.push_back(ThreadId::new(t));
                 self.cpus[c].current = None;
                 self.resume(c);
             }

@@ -1,12 +1,15 @@
-//! The model's state, in flat arenas indexed by u32: no allocation per event.
+//! The model's state, in flat arenas indexed by typed ids (model/ids.rs): no allocation
+//! per event.
 
+use super::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::rng::{ServiceTime, Stream};
 use irqlab_core::Policy;
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
-use irqlab_core::nvme::{DeviceIrq, QueuePair, VectorGate};
-use irqlab_core::posted::{Demux, PiDesc, PirSnapshot};
+use irqlab_core::nvme::{MsixVector, QueuePair};
+use irqlab_core::posted::{Demux, NR_PIR_WORDS, PirSnapshot, vector_bit};
+use irqlab_core::remapped::DeliveryPath;
 use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
 use std::collections::VecDeque;
@@ -48,7 +51,8 @@ pub(crate) struct Costs {
 /// IDT vectors of the system interrupts the model raises (arch/x86/include/asm/irq_vectors.h).
 pub(crate) const RESCHEDULE_VECTOR: u16 = 0xfd;
 pub(crate) const LOCAL_TIMER_VECTOR: u16 = 0xec;
-pub(crate) const POSTED_MSI_NOTIFICATION_VECTOR: u16 = 0xeb;
+pub(crate) const POSTED_MSI_NOTIFICATION_VECTOR: u16 =
+    irqlab_core::posted::POSTED_MSI_NOTIFICATION_VECTOR as u16;
 /// The hrtimer expiry of a hybrid-polling sleep. The kernel takes it on the local timer
 /// vector; a separate pending bit here keeps the periodic tick's accounting apart.
 pub(crate) const HRTIMER_VECTOR: u16 = 0xee;
@@ -103,8 +107,8 @@ pub(crate) enum IrqPhase {
 pub(crate) struct IrqFrame {
     pub idt: u16,
     pub phase: IrqPhase,
-    /// The device vector whose handler runs (index into `vectors`).
-    pub vector: u32,
+    /// The device vector whose handler runs (None before one starts).
+    pub vector: Option<VectorId>,
     /// CQEs reaped by the current vector's handler.
     pub reaped: u32,
     /// Posted: the demux loop and the round being dispatched.
@@ -121,13 +125,20 @@ impl IrqFrame {
         IrqFrame {
             idt,
             phase: IrqPhase::Entry,
-            vector: u32::MAX,
+            vector: None,
             reaped: 0,
             demux: None,
             snapshot: None,
             next_vec: 0,
             after_wakeups: IrqPhase::Reap,
         }
+    }
+
+    /// The device vector whose handler runs (the Reap, Complete, Doorbell and Primary
+    /// phases come after `start_vector` set it).
+    #[inline]
+    pub fn running_vector(&self) -> usize {
+        self.vector.expect("a device vector's handler runs").ix()
     }
 }
 
@@ -137,9 +148,9 @@ pub(crate) enum SoftPhase {
     /// Entry cost of handle_softirqs.
     Begin,
     /// An irq_poll poll call is running on `vector` (CQEs in the `reaping` list).
-    Poll { vector: u32, work: u32 },
+    Poll { vector: VectorId, work: u32 },
     /// Waker cost after a poll call's completions.
-    Wakeups { vector: u32, work: u32 },
+    Wakeups { vector: VectorId, work: u32 },
 }
 
 /// Time accounting buckets of one CPU, ns, and its counters.
@@ -168,8 +179,8 @@ pub(crate) struct Cpu {
     pub kind: SliceKind,
     pub acct_from: u64,
     /// The thread that owns the CPU (running, spinning, or interrupted).
-    pub current: Option<u32>,
-    pub runq: VecDeque<u32>,
+    pub current: Option<ThreadId>,
+    pub runq: VecDeque<ThreadId>,
     /// The fair class's min_vruntime (kernel/sched/fair.c update_min_vruntime), ns.
     pub min_vruntime: u64,
     pub need_resched: bool,
@@ -183,22 +194,24 @@ pub(crate) struct Cpu {
     pub soft_active: bool,
     pub soft_phase: SoftPhase,
     /// CQEs popped by the step in progress (handler, poll call, polled reap).
-    pub reaping: Vec<u32>,
-    /// Device vectors by IDT vector (u32::MAX: none).
-    pub vec_of_idt: Vec<u32>,
+    pub reaping: Vec<IoId>,
+    /// The device vector behind each IDT vector of this CPU.
+    pub vec_of_idt: Vec<Option<VectorId>>,
     pub next_idt: u16,
-    /// Posted MSI descriptor (posted delivery only).
-    pub pi: Option<PiDesc>,
+    /// How MSIs reach this CPU: an IRTE in remapped format, or the posted-interrupt
+    /// descriptor the IOMMU updates (irqlab-core remapped::DeliveryPath).
+    pub path: DeliveryPath,
     /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
-    pub pir_shadow: [u64; 4],
+    pub pir_shadow: [u64; NR_PIR_WORDS],
     /// The IOMMU wrote the descriptor's line since the last harvest, so the next round's
     /// read misses in this CPU's cache.
     pub pid_dirty: bool,
     pub softirq: SoftirqCpu,
     pub irq_poll: IrqPollCpu,
     /// Vector of each irq_poll instance on this CPU.
-    pub iop_vector: Vec<u32>,
-    pub ksoftirqd: u32,
+    pub iop_vector: Vec<VectorId>,
+    /// This CPU's ksoftirqd (set by the build once the threads exist).
+    pub ksoftirqd: Option<ThreadId>,
     /// GSIM's per-CPU moderation state (with --moderator gsim) and its timer's epoch.
     pub gsim: Option<irqlab_core::gsim::GsimCpu>,
     pub gsim_epoch: u32,
@@ -211,21 +224,71 @@ pub(crate) struct Cpu {
     /// The inline softirq's next step, to run after a nested hardirq (0: none).
     pub soft_left: u64,
     /// CQEs popped by the softirq step in progress (inline or ksoftirqd).
-    pub soft_reaping: Vec<u32>,
+    pub soft_reaping: Vec<IoId>,
     /// A reschedule IPI is on its way here.
     pub ipi_inflight: bool,
     /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
-    pub hrtimer_wake: Vec<u32>,
+    pub hrtimer_wake: Vec<ThreadId>,
     pub stats: CpuStats,
+}
+
+/// What the IOMMU's post of one MSI into a CPU's posted-interrupt descriptor did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Posted {
+    /// The vector's PIR bit was already set: the message merged with a pending one.
+    pub merged: bool,
+    /// ON was clear: a notification to the CPU is due.
+    pub notify: bool,
+}
+
+impl Cpu {
+    /// The CpuStep event of `epoch` came due: true when it ends the step in progress (a
+    /// stale one's step was preempted or replaced).
+    #[inline]
+    pub fn end_step(&mut self, epoch: u32) -> bool {
+        let current = self.epoch == epoch && self.stepping;
+        if current {
+            self.stepping = false;
+        }
+        current
+    }
+
+    /// The IOMMU posts IDT vector `idt` into this CPU's descriptor: the PIR bit, then ON
+    /// unless already set (the hardware's pi_test_and_set_pir and pi_test_and_set_on,
+    /// arch/x86/include/asm/posted_intr.h). Its atomic update takes the descriptor's line
+    /// away from this CPU's cache.
+    pub fn post_interrupt(&mut self, idt: u16) -> Posted {
+        let (w, b) = vector_bit(idt as u8);
+        let merged = self.pir_shadow[w] & b != 0;
+        self.pir_shadow[w] |= b;
+        self.pid_dirty = true;
+        let notify = self.path.pi_desc().is_some_and(|pi| pi.post(idt as u8));
+        Posted { merged, notify }
+    }
+
+    /// handle_pending_pir took `words` out of the PIR (arch/x86/kernel/irq.c,
+    /// pi_harvest_pir). Returns whether the IOMMU wrote the descriptor since the last
+    /// harvest, so that this read missed in the CPU's cache.
+    pub fn harvest_pir(&mut self, words: [u64; NR_PIR_WORDS]) -> bool {
+        for (s, w) in self.pir_shadow.iter_mut().zip(words) {
+            *s &= !w;
+        }
+        std::mem::take(&mut self.pid_dirty)
+    }
+
+    /// PIR bits posted and not yet harvested.
+    pub fn pir_pending(&self) -> u32 {
+        self.pir_shadow.iter().map(|w| w.count_ones()).sum()
+    }
 }
 
 /// What a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ThreadKind {
-    Job(u32),
-    Ksoftirqd(u32),
+    Job(JobId),
+    Ksoftirqd(CpuId),
     /// The irq thread of a vector (use_threaded_interrupts), SCHED_FIFO.
-    IrqThread(u32),
+    IrqThread(VectorId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,7 +301,7 @@ pub(crate) enum TState {
 
 pub(crate) struct Thread {
     pub kind: ThreadKind,
-    pub cpu: u32,
+    pub cpu: CpuId,
     pub state: TState,
     /// Virtual run time (nice 0: run time itself), ns.
     pub vruntime: u64,
@@ -251,11 +314,38 @@ pub(crate) struct Thread {
     pub timer_gen: u32,
     pub start_runnable: bool,
     /// CQEs popped by this thread's reap step in progress.
-    pub reaping: Vec<u32>,
+    pub reaping: Vec<IoId>,
     /// irq thread: CQEs polled since its last doorbell.
     pub wakeups: u32,
     /// irq thread: the step running is the batch completion after the doorbell.
     pub completing: bool,
+}
+
+impl Thread {
+    /// A blocked thread of `kind` on CPU `cpu`: irq threads are SCHED_FIFO, job threads
+    /// and ksoftirqd SCHED_OTHER.
+    pub fn new(kind: ThreadKind, cpu: CpuId) -> Thread {
+        let (step_kind, fifo) = match kind {
+            ThreadKind::Job(_) => (SliceKind::Usr, false),
+            ThreadKind::Ksoftirqd(_) => (SliceKind::Ksoftirqd, false),
+            ThreadKind::IrqThread(_) => (SliceKind::IrqThread, true),
+        };
+        Thread {
+            kind,
+            cpu,
+            state: TState::Blocked,
+            vruntime: 0,
+            left: 0,
+            step_kind,
+            spinning: false,
+            fifo,
+            timer_gen: 0,
+            start_runnable: false,
+            reaping: Vec::new(),
+            wakeups: 0,
+            completing: false,
+        }
+    }
 }
 
 /// What a thread does next, returned by its logic when a step ends.
@@ -275,6 +365,16 @@ pub(crate) enum ThreadStep {
     /// Still runnable, but let others run first (cond_resched with work left).
     Yield,
     Exit,
+}
+
+impl ThreadStep {
+    /// A step of `ns` in the kernel (a system call's work).
+    pub fn sys(ns: u64) -> ThreadStep {
+        ThreadStep::Run {
+            ns,
+            kind: SliceKind::Sys,
+        }
+    }
 }
 
 /// Where a fio job thread is in its loop.
@@ -326,7 +426,7 @@ impl DirStats {
             .lat
             .get_or_insert_with(|| Box::new([Latency::new(), Latency::new(), Latency::new()]));
         l[0].record(slat);
-        l[1].record(clat);
+        l[1].record_clat(clat);
         l[2].record(lat);
     }
 }
@@ -335,14 +435,14 @@ pub(crate) struct Job {
     pub name: String,
     pub groupid: u32,
     pub options: Vec<(String, String)>,
-    pub thread: u32,
+    pub thread: ThreadId,
     pub engine: irqlab_fio::IoEngine,
     /// The device's submitter costs, replacing the engine's (DSA), and fio's user-space
     /// work per I/O (0 with a device submitter).
     pub submitter: Option<crate::platform::SyscallCosts>,
     pub usr_io: u64,
     /// Queues the job's files map to (round robin per I/O).
-    pub queues: Vec<u32>,
+    pub queues: Vec<QueueId>,
     pub next_file: usize,
     pub iodepth: u32,
     pub batch_submit: u32,
@@ -357,13 +457,13 @@ pub(crate) struct Job {
     /// Submitted and not yet reaped by the job.
     pub outstanding: u32,
     /// Completed by the kernel, waiting for the job's reap call.
-    pub ready: VecDeque<u32>,
+    pub ready: VecDeque<IoId>,
     pub waiting_for: u32,
     pub phase: JobPhase,
     pub batch_start: u64,
-    pub hybrid_min: u64,
+    /// io_uring hybrid IOPOLL's ring state (used when `hybrid`).
+    pub hybrid_poll: irqlab_core::hybrid::HybridPoll,
     pub last_submit: u64,
-    pub slept: bool,
     pub finished_at: u64,
     // statistics over the window
     pub read: DirStats,
@@ -377,10 +477,10 @@ pub(crate) struct Job {
 }
 
 /// One I/O in flight.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Io {
-    pub job: u32,
-    pub queue: u32,
+    pub job: JobId,
+    pub queue: QueueId,
     pub tag: u16,
     pub read: bool,
     /// Its size (bs, bsrange or bssplit), bytes.
@@ -395,10 +495,10 @@ pub(crate) struct Io {
 
 pub(crate) struct Device {
     pub name: String,
-    pub port: u32,
+    pub port: PortId,
     pub servers: u32,
     pub busy: u32,
-    pub waiting: VecDeque<u32>,
+    pub waiting: VecDeque<IoId>,
     pub read_time: ServiceTime,
     pub write_time: ServiceTime,
     pub cqe_bytes: u64,
@@ -409,27 +509,24 @@ pub(crate) struct Device {
     pub rng: Stream,
     /// Striped media: per unit, busy and its FIFO of commands (empty when not striped).
     pub unit_busy: Vec<bool>,
-    pub unit_wait: Vec<VecDeque<u32>>,
+    pub unit_wait: Vec<VecDeque<IoId>>,
     /// Completions served but not yet written: the port had no credit (PCIe flow control).
-    pub egress: VecDeque<u32>,
+    pub egress: VecDeque<IoId>,
     /// MSIs decided but not yet written (ahead of `egress`: they follow CQEs already out).
-    pub msi_wait: VecDeque<u32>,
+    pub msi_wait: VecDeque<VectorId>,
     /// In its port's list of devices waiting for credits.
     pub blocked: bool,
     /// Every command writes `bs` bytes toward memory (DSA memory fill), not only reads.
     pub writes_data: bool,
-}
-
-impl Queue {
-    /// CPU time to reap and complete one entry, wherever the completion runs.
-    pub fn reap_ns(&self) -> u64 {
-        self.cqe_ns + self.complete_ns.unwrap_or(0)
-    }
+    /// NVMe over RDMA: a target's response crosses the network this long (ns), and the
+    /// target's CPU time per command (spread by the device's service_cv).
+    pub response_ns: u64,
+    pub command_time: Option<ServiceTime>,
 }
 
 pub(crate) struct Queue {
-    pub device: u32,
-    pub vector: Option<u32>,
+    pub device: DeviceId,
+    pub vector: Option<VectorId>,
     /// The host acknowledges consumed entries with a write the device sees (NVMe CQ head
     /// doorbell, RDMA CQ re-arm); false for DSA, whose handler rings nothing.
     pub doorbell: bool,
@@ -439,8 +536,8 @@ pub(crate) struct Queue {
     /// doorbell. None: the handler completes each entry as it polls it (idxd, ib_cq).
     pub complete_ns: Option<u64>,
     pub qp: QueuePair,
-    /// Request by NVMe command_id (tag).
-    pub tags: Vec<u32>,
+    /// Request by NVMe command_id (tag), while the tag is in use.
+    pub tags: Vec<Option<IoId>>,
     pub free_tags: Vec<u16>,
     /// CQE writes in the root port FIFO, not yet in the CQ (the device's view counts them).
     pub cqes_in_flight: u32,
@@ -449,31 +546,64 @@ pub(crate) struct Queue {
     /// cq_lock held by a reaper (handler, poll, reap after submit).
     pub cq_locked: bool,
     /// Threads spinning on this queue.
-    pub spinners: Vec<u32>,
+    pub spinners: Vec<ThreadId>,
+    /// NVMe over RDMA, host side: the target CQ this queue's commands arrive on.
+    pub target: Option<QueueId>,
+    /// Target side: a completed entry is a command to answer (model/target.rs), and the
+    /// CQ's interrupts reach its CPU after this latency, not through the host's ports.
+    pub local_irq_ns: Option<u64>,
     pub completions: u64,
+}
+
+impl Queue {
+    /// An empty, unshared queue pair of `device`, every command id free, its entries
+    /// handled at `cqe_ns` each and acknowledged by a CQ head doorbell.
+    pub fn new(device: DeviceId, vector: Option<VectorId>, qp: QueuePair, cqe_ns: u64) -> Queue {
+        let depth = qp.sq.q_depth();
+        Queue {
+            device,
+            vector,
+            doorbell: true,
+            cqe_ns,
+            complete_ns: None,
+            qp,
+            tags: vec![None; depth as usize],
+            // Command ids 0..depth (65536 entries use every u16).
+            free_tags: (0..depth).rev().map(|t| t as u16).collect(),
+            cqes_in_flight: 0,
+            shared: false,
+            cq_locked: false,
+            spinners: Vec::new(),
+            target: None,
+            local_irq_ns: None,
+            completions: 0,
+        }
+    }
+
+    /// CPU time to reap and complete one entry, wherever the completion runs.
+    pub fn reap_ns(&self) -> u64 {
+        self.cqe_ns + self.complete_ns.unwrap_or(0)
+    }
 }
 
 pub(crate) struct Vector {
     pub name: String,
-    pub queue: u32,
-    pub cpu: u32,
+    pub queue: QueueId,
+    pub cpu: CpuId,
     pub idt: u16,
-    pub gate: VectorGate,
-    pub irq: DeviceIrq,
-    pub timer_gen: u32,
+    /// The device side of the vector: coalescing, the one-message rule, the MSI-X mask
+    /// and pending bit, the coalescing timer's epoch (irqlab-core nvme::msix).
+    pub msix: MsixVector,
     /// A message of this vector waits in the device for a posted-header credit.
     pub msi_held: bool,
     /// disable_irq_nosync() by the irq_poll handler or GSIM: lazy, the vector is masked
     /// only when its next interrupt arrives (kernel/irq/chip.c handle_edge_irq).
     pub disabled: bool,
-    /// The MSI-X vector's mask bit: messages wait in its pending bit.
-    pub masked: bool,
-    pub mask_pending: bool,
     /// A message reached a CPU while the vector was disabled: the kernel marked
     /// IRQS_PENDING instead of running the handler, and enable_irq resends it.
     pub resend_pending: bool,
     pub iop: Option<IrqPollId>,
-    pub thread: Option<u32>,
+    pub thread: Option<ThreadId>,
     pub thread_pending: bool,
     /// The adaptive moderator reprogramming this vector's coalescing (lib/dim, irq-am).
     pub moderator: Option<irqlab_core::moderator::Moderator>,
@@ -497,16 +627,16 @@ pub(crate) struct Vector {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PortItem {
     /// Data (reads only) and the CQE of one I/O.
-    Completion { io: u32 },
+    Completion { io: IoId },
     /// An MSI write for a vector.
-    Msi { vector: u32 },
+    Msi { vector: VectorId },
 }
 
 /// A CPU notification on its way from a root port through the delivery unit.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Notification {
-    pub port: u32,
-    pub cpu: u32,
+    pub port: PortId,
+    pub cpu: CpuId,
     /// The IDT vector the CPU receives (a device vector, or the posted notification vector).
     pub idt: u16,
     /// A remapped interrupt holds one of its port's notification slots until delivered.
@@ -526,6 +656,20 @@ pub(crate) struct DeliveryUnit {
     pub busy_since: u64,
 }
 
+impl DeliveryUnit {
+    /// An idle unit taking `service_ns` per notification.
+    pub fn idle(service_ns: u64) -> DeliveryUnit {
+        DeliveryUnit {
+            service_ns,
+            busy: false,
+            queue: VecDeque::new(),
+            delivered: 0,
+            busy_ns: 0,
+            busy_since: 0,
+        }
+    }
+}
+
 pub(crate) struct Port {
     pub fifo: VecDeque<PortItem>,
     pub busy: bool,
@@ -538,7 +682,7 @@ pub(crate) struct Port {
     pub used: u32,
     pub mps: u64,
     /// Devices holding writes until credits return, served in turn.
-    pub blocked: VecDeque<u32>,
+    pub blocked: VecDeque<DeviceId>,
     /// Notifications the port may have on their way before an MSI needing another one
     /// holds its FIFO (strong ordering with DMA); 0: no limit.
     pub notify_slots: u32,
@@ -546,15 +690,18 @@ pub(crate) struct Port {
     /// The MSI at the FIFO head waits for a notification slot.
     pub notify_stalled: bool,
     /// The port's IOMMU interrupt engine (its DMAR unit) handles one MSI at a time: the
-    /// MSI it holds and whether that one needs a CPU notification.
-    pub engine_busy: bool,
-    pub engine_msi: (u32, bool),
+    /// vector of the MSI it holds and whether that one needs a CPU notification (None:
+    /// the engine is idle).
+    pub engine_msi: Option<(VectorId, bool)>,
     /// The MSI at the FIFO head waits for the engine.
     pub engine_stalled: bool,
     /// Time the FIFO spent writing, and stalled on its engine or slots, in the window (ns).
     pub busy_ns: u64,
     pub stalled_ns: u64,
     pub stalled_since: u64,
+    /// The last completion write's (device, data, bytes) key and its port time: runs
+    /// repeat one block size, and the float division is the costly part.
+    pub write_memo: (u64, u64),
 }
 
 /// Totals for the conservation checks.
@@ -573,8 +720,6 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub engine: crate::platform::EngineCosts,
     pub policy: Policy,
     pub scheduler: crate::platform::Scheduler,
-    pub posted: bool,
-    pub max_loop: u32,
     pub platform_name: String,
     pub seed: u64,
     pub cpus: Vec<Cpu>,
@@ -586,20 +731,77 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub ports: Vec<Port>,
     pub delivery: DeliveryUnit,
     pub ios: Vec<Io>,
-    pub free_ios: Vec<u32>,
+    pub free_ios: Vec<IoId>,
     pub jobs_live: usize,
     pub draining: bool,
     /// A run always ends: past this time (1 s of simulated time after the last job's
     /// end) the loop stops and the report says `cut_short`. u64::MAX: no bound.
     pub stop_at: u64,
     pub cut_short: bool,
+    /// Set from another thread (Ctrl-C) to end the run where it is.
+    pub stop: crate::StopFlag,
+    /// The loop saw `stop` set: the window closed there and the machine did not drain.
+    pub interrupted: bool,
     pub measuring: bool,
     pub window_start: u64,
     pub window_end: u64,
     pub totals: Totals,
+    /// Events the other parts of a parallel run processed (parts.rs).
+    pub merged_events: u64,
     /// GSIM's global parameters and counters (with --moderator gsim).
     pub gsim: Option<irqlab_core::gsim::GsimGlobal>,
     /// Stonewall waves, disk accounting and global options (model/fio_job.rs).
     pub fio: super::fio_job::FioRun,
     pub obs: &'a mut O,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::Platform;
+    use irqlab_core::Delivery;
+
+    fn cpu(delivery: Delivery) -> Cpu {
+        let text = include_str!("../../../../platforms/example.toml");
+        let p = Platform::from_toml(text, "example.toml", &[]).expect("example platform");
+        let costs = Costs {
+            hz: 1000,
+            ..Costs::default()
+        };
+        super::super::build::new_cpu(0, &p, &costs, delivery, None)
+    }
+
+    #[test]
+    fn posting_sets_pir_bits_and_notifies_only_while_on_is_clear() {
+        let mut c = cpu(Delivery::Posted { max_loop: 3 });
+        let first = c.post_interrupt(0x21);
+        assert_eq!((first.merged, first.notify), (false, true));
+        let other = c.post_interrupt(0x22);
+        assert_eq!((other.merged, other.notify), (false, false));
+        let again = c.post_interrupt(0x21);
+        assert_eq!((again.merged, again.notify), (true, false));
+        assert_eq!(c.pir_pending(), 2);
+        let (w, b) = vector_bit(0x21);
+        let mut words = [0; NR_PIR_WORDS];
+        words[w] = b;
+        assert!(c.harvest_pir(words), "the IOMMU's posts dirtied the line");
+        assert_eq!(c.pir_pending(), 1);
+        assert!(!c.harvest_pir([0; NR_PIR_WORDS]), "nothing posted since");
+    }
+
+    #[test]
+    fn a_remapped_cpu_has_no_descriptor_to_notify_through() {
+        let mut c = cpu(Delivery::Remapped);
+        assert!(!c.post_interrupt(0x21).notify);
+    }
+
+    #[test]
+    fn only_the_current_step_ends() {
+        let mut c = cpu(Delivery::Remapped);
+        c.epoch = 3;
+        c.stepping = true;
+        assert!(!c.end_step(2), "a stale step event");
+        assert!(c.end_step(3));
+        assert!(!c.end_step(3), "the step already ended");
+    }
 }

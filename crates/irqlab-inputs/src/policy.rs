@@ -1,0 +1,367 @@
+//! Policy options shared by `irqlab run`, `irqlab rt`, sweeps, scenario files and the
+//! Python package, turned into a core [`Policy`]. Every front end parses a value with the
+//! same clap parser, so `--max-loop 0`, `--set max_loop=0` and `max_loop=0` in Python are
+//! refused with the same words.
+
+use crate::InputError;
+use clap::{Args, Parser, ValueEnum};
+use irqlab_core::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DeliveryArg {
+    /// Every MSI is a CPU notification (stock kernel with VT-d remapping).
+    Remapped,
+    /// Posted MSI: PIR bits, one notification while ON is clear (intremap=posted_msi).
+    Posted,
+    /// No interrupts: poll the completion queue (poll_queues + hipri).
+    Polled,
+    /// io_uring hybrid IOPOLL: sleep half the fastest completion time, then poll.
+    Hybrid,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeratorArg {
+    None,
+    NetDim,
+    RdmaDim,
+    IrqAm,
+    Gsim,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HandlerArg {
+    /// nvme_irq in hardirq: reap every pending CQE.
+    Hardirq,
+    /// use_threaded_interrupts: check in hardirq, reap in a thread.
+    Threaded,
+    /// Reap up to --budget in hardirq, then hand over to irq_poll.
+    IrqPoll,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct PolicyArgs {
+    /// How completion messages reach the CPU.
+    #[arg(long, value_enum, default_value = "remapped")]
+    pub delivery: DeliveryArg,
+    /// Posted MSI demux loop limit (MAX_POSTED_MSI_COALESCING_LOOP; the kernel uses 3).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_loop: u32,
+    /// Device coalescing: "off", "calibrated", or NVMe feature 08h as "THR,TIME"
+    /// (THR 0-based entries, TIME in 100 µs units; e.g. "7,1").
+    #[arg(long, default_value = "off", value_parser = parse_coalescing)]
+    pub coalesce: DeviceCoalescing,
+    /// Adaptive moderator that reprograms the device's coalescing.
+    #[arg(long, value_enum, default_value = "none")]
+    pub moderator: ModeratorArg,
+    /// Interrupt handler style.
+    #[arg(long, value_enum, default_value = "hardirq")]
+    pub handler: HandlerArg,
+    /// CQEs reaped in hardirq before handing over to irq_poll (NVME_POLL_BUDGET_IRQ).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub budget: u32,
+    /// irq_poll weight per poll call.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub weight: u32,
+    /// Reap the completion queue (trylock) right after each batch submission.
+    #[arg(long)]
+    pub reap_after_submit: bool,
+    /// Detect interrupt floods per CPU and move the flooded vector's work to a thread.
+    #[arg(long)]
+    pub flood_detection: bool,
+}
+
+impl Default for PolicyArgs {
+    /// The stock kernel, as the command line's defaults say.
+    fn default() -> Self {
+        PolicyOnly::parse_from(Vec::<String>::new()).policy
+    }
+}
+
+impl PolicyArgs {
+    /// Options as `irqlab run` takes them (`--delivery posted --max-loop 3 ...`), every
+    /// one written out, so parsing them gives back `self`.
+    pub fn to_args(&self) -> Vec<String> {
+        let name = |v: Option<clap::builder::PossibleValue>| {
+            v.map_or_else(String::new, |p| p.get_name().to_string())
+        };
+        let coalesce = match self.coalesce {
+            DeviceCoalescing::Off => "off".to_string(),
+            DeviceCoalescing::Calibrated => "calibrated".to_string(),
+            DeviceCoalescing::Nvme { thr, time_100us } => format!("{thr},{time_100us}"),
+        };
+        let mut out = vec![
+            "--delivery".to_string(),
+            name(self.delivery.to_possible_value()),
+            "--max-loop".into(),
+            self.max_loop.to_string(),
+            "--coalesce".into(),
+            coalesce,
+            "--moderator".into(),
+            name(self.moderator.to_possible_value()),
+            "--handler".into(),
+            name(self.handler.to_possible_value()),
+            "--budget".into(),
+            self.budget.to_string(),
+            "--weight".into(),
+            self.weight.to_string(),
+        ];
+        if self.reap_after_submit {
+            out.push("--reap-after-submit".into());
+        }
+        if self.flood_detection {
+            out.push("--flood-detection".into());
+        }
+        out
+    }
+
+    /// Parses options in `irqlab run`'s syntax (`--delivery posted --max-loop 3`).
+    pub fn from_args<I: IntoIterator<Item = S>, S: Into<String>>(
+        args: I,
+    ) -> Result<PolicyArgs, String> {
+        let argv: Vec<String> = args.into_iter().map(Into::into).collect();
+        PolicyOnly::try_parse_from(argv)
+            .map(|p| p.policy)
+            .map_err(|e| first_line(&e))
+    }
+
+    pub fn policy(&self) -> Policy {
+        Policy {
+            delivery: match self.delivery {
+                DeliveryArg::Remapped => Delivery::Remapped,
+                DeliveryArg::Posted => Delivery::Posted {
+                    max_loop: self.max_loop,
+                },
+                DeliveryArg::Polled => Delivery::Polled,
+                DeliveryArg::Hybrid => Delivery::Hybrid,
+            },
+            coalescing: self.coalesce,
+            moderator: match self.moderator {
+                ModeratorArg::None => ModeratorKind::None,
+                ModeratorArg::NetDim => ModeratorKind::NetDim,
+                ModeratorArg::RdmaDim => ModeratorKind::RdmaDim,
+                ModeratorArg::IrqAm => ModeratorKind::IrqAm,
+                ModeratorArg::Gsim => ModeratorKind::Gsim,
+            },
+            handler: match self.handler {
+                HandlerArg::Hardirq => HandlerStyle::Hardirq,
+                HandlerArg::Threaded => HandlerStyle::Threaded,
+                HandlerArg::IrqPoll => HandlerStyle::IrqPoll {
+                    budget: self.budget,
+                    weight: self.weight,
+                },
+            },
+            reap_after_submit: self.reap_after_submit,
+            flood_detection: self.flood_detection,
+        }
+    }
+}
+
+/// Only the policy options, to parse them exactly as `irqlab run` would.
+#[derive(Parser)]
+#[command(no_binary_name = true, name = "policy")]
+struct PolicyOnly {
+    #[command(flatten)]
+    policy: PolicyArgs,
+}
+
+/// The first line of a clap error, without its "error: " prefix.
+fn first_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    text.lines()
+        .next()
+        .unwrap_or("invalid policy")
+        .trim()
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+/// Parses `irqlab run` policy options (e.g. "--delivery posted --max-loop 3") with the
+/// command line's own parser, so a scenario file accepts exactly what `irqlab run` does.
+pub fn parse_policy(text: &str) -> Result<Policy, InputError> {
+    PolicyArgs::from_args(text.split_whitespace())
+        .map(|p| p.policy())
+        .map_err(|message| InputError::Policy {
+            text: text.to_string(),
+            message,
+        })
+}
+
+/// A policy choice that can be set from text (a sweep's `--set delivery=posted`, a
+/// Python keyword argument); parsed by the command line's own [`PolicyArgs`] parser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyKey {
+    Delivery,
+    MaxLoop,
+    Coalesce,
+    Moderator,
+    Handler,
+    Budget,
+    Weight,
+    ReapAfterSubmit,
+    FloodDetection,
+}
+
+/// Every policy key by name.
+pub const POLICY_KEYS: [(&str, PolicyKey); 9] = [
+    ("delivery", PolicyKey::Delivery),
+    ("max_loop", PolicyKey::MaxLoop),
+    ("coalesce", PolicyKey::Coalesce),
+    ("moderator", PolicyKey::Moderator),
+    ("handler", PolicyKey::Handler),
+    ("budget", PolicyKey::Budget),
+    ("weight", PolicyKey::Weight),
+    ("reap_after_submit", PolicyKey::ReapAfterSubmit),
+    ("flood_detection", PolicyKey::FloodDetection),
+];
+
+impl PolicyKey {
+    /// The key named `key` (`policy.` prefix and dashes allowed: `max-loop`).
+    pub fn lookup(key: &str) -> Option<PolicyKey> {
+        let key = key.strip_prefix("policy.").unwrap_or(key).replace('-', "_");
+        POLICY_KEYS.iter().find(|(n, _)| *n == key).map(|&(_, k)| k)
+    }
+
+    /// [`PolicyKey::lookup`], or an error listing the keys.
+    pub fn named(key: &str) -> Result<PolicyKey, InputError> {
+        PolicyKey::lookup(key).ok_or_else(|| InputError::UnknownPolicyKey(key.to_string()))
+    }
+
+    pub fn name(self) -> &'static str {
+        POLICY_KEYS
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    fn is_switch(self) -> bool {
+        matches!(self, PolicyKey::ReapAfterSubmit | PolicyKey::FloodDetection)
+    }
+
+    /// Sets this key of `base` to `value`, parsed by the command line's policy options.
+    pub fn apply(self, base: &mut PolicyArgs, value: &str) -> Result<(), InputError> {
+        let fail = |message: String| InputError::PolicyValue {
+            key: self.name().to_string(),
+            message,
+        };
+        let flag = format!("--{}", self.name().replace('_', "-"));
+        let argv: Vec<String> = if self.is_switch() {
+            match value {
+                "true" | "True" | "on" | "1" => vec![flag],
+                "false" | "False" | "off" | "0" => vec![],
+                _ => return Err(fail(format!("'{value}' is not true or false"))),
+            }
+        } else {
+            vec![flag, value.to_string()]
+        };
+        let parsed = PolicyArgs::from_args(argv).map_err(fail)?;
+        match self {
+            PolicyKey::Delivery => base.delivery = parsed.delivery,
+            PolicyKey::MaxLoop => base.max_loop = parsed.max_loop,
+            PolicyKey::Coalesce => base.coalesce = parsed.coalesce,
+            PolicyKey::Moderator => base.moderator = parsed.moderator,
+            PolicyKey::Handler => base.handler = parsed.handler,
+            PolicyKey::Budget => base.budget = parsed.budget,
+            PolicyKey::Weight => base.weight = parsed.weight,
+            PolicyKey::ReapAfterSubmit => base.reap_after_submit = parsed.reap_after_submit,
+            PolicyKey::FloodDetection => base.flood_detection = parsed.flood_detection,
+        }
+        Ok(())
+    }
+}
+
+fn parse_coalescing(s: &str) -> Result<DeviceCoalescing, String> {
+    match s {
+        "off" => return Ok(DeviceCoalescing::Off),
+        "calibrated" => return Ok(DeviceCoalescing::Calibrated),
+        _ => {}
+    }
+    let expected = "expected \"off\", \"calibrated\" or \"THR,TIME\" with THR and TIME in 0..=255";
+    let (thr, time) = s
+        .split_once(',')
+        .ok_or_else(|| format!("'{s}': {expected}"))?;
+    let thr = thr
+        .trim()
+        .parse::<u8>()
+        .map_err(|_| format!("'{s}': THR '{thr}' is not in 0..=255; {expected}"))?;
+    let time_100us = time
+        .trim()
+        .parse::<u8>()
+        .map_err(|_| format!("'{s}': TIME '{time}' is not in 0..=255; {expected}"))?;
+    Ok(DeviceCoalescing::Nvme { thr, time_100us })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coalescing_parses_feature_08h_fields() {
+        assert_eq!(
+            parse_coalescing("7,1"),
+            Ok(DeviceCoalescing::Nvme {
+                thr: 7,
+                time_100us: 1
+            })
+        );
+        assert_eq!(parse_coalescing("off"), Ok(DeviceCoalescing::Off));
+        assert!(parse_coalescing("256,1").unwrap_err().contains("THR"));
+        assert!(parse_coalescing("7").is_err());
+    }
+
+    #[test]
+    fn policy_values_use_the_cli_parser() {
+        let mut p = PolicyArgs::default();
+        PolicyKey::MaxLoop.apply(&mut p, "7").unwrap();
+        assert_eq!(p.max_loop, 7);
+        PolicyKey::Coalesce.apply(&mut p, "7,1").unwrap();
+        PolicyKey::ReapAfterSubmit.apply(&mut p, "true").unwrap();
+        assert!(p.reap_after_submit);
+        PolicyKey::Delivery.apply(&mut p, "posted").unwrap();
+        assert!(matches!(
+            p.policy().delivery,
+            irqlab_core::Delivery::Posted { max_loop: 7 }
+        ));
+        let e = PolicyKey::MaxLoop
+            .apply(&mut p, "0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("max_loop: ") && e.contains('0'), "{e}");
+        let e = PolicyKey::Delivery
+            .apply(&mut p, "carrier-pigeon")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("carrier-pigeon"), "{e}");
+        assert!(PolicyKey::FloodDetection.apply(&mut p, "maybe").is_err());
+        assert!(PolicyKey::named("nope").is_err());
+    }
+
+    #[test]
+    fn options_written_out_parse_back_to_the_same_choices() {
+        let mut p = PolicyArgs::default();
+        for (k, v) in [
+            ("delivery", "posted"),
+            ("max-loop", "5"),
+            ("coalesce", "7,1"),
+            ("moderator", "net-dim"),
+            ("handler", "irq-poll"),
+            ("budget", "32"),
+            ("flood_detection", "on"),
+        ] {
+            PolicyKey::named(k).unwrap().apply(&mut p, v).unwrap();
+        }
+        let back = PolicyArgs::from_args(p.to_args()).unwrap();
+        assert_eq!(back, p);
+        assert_ne!(back, PolicyArgs::default());
+        assert_eq!(
+            parse_policy("--delivery posted --max-loop 5")
+                .unwrap()
+                .delivery,
+            irqlab_core::Delivery::Posted { max_loop: 5 }
+        );
+        let e = parse_policy("--max-loop 0").unwrap_err().to_string();
+        assert!(
+            e.starts_with("policy \"--max-loop 0\": ") && e.contains("max-loop"),
+            "{e}"
+        );
+    }
+}

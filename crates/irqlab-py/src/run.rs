@@ -1,0 +1,63 @@
+//! `run_json`: one simulation, reported as `irqlab run --output-format json` writes it.
+
+use crate::err;
+use irqlab_inputs::{Inputs, JobSource, PolicyArgs, PolicyKey, Topology};
+use irqlab_sim::SimOptions;
+use pyo3::prelude::*;
+
+/// The base policy with `options` (name, value) applied in order, parsed as the command
+/// line parses them.
+pub(crate) fn policy_from(options: &[(String, String)]) -> Result<PolicyArgs, String> {
+    let mut policy = PolicyArgs::default();
+    for (k, v) in options {
+        PolicyKey::named(k)
+            .and_then(|key| key.apply(&mut policy, v))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(policy)
+}
+
+/// Simulates `job` (a path or job text) on `platform` (a name or path) and returns fio's
+/// JSON with the "x-irqlab" section, as text.
+#[pyfunction]
+#[pyo3(signature = (job, platform, policy, sets, disks=None, jobs_per_disk=None, vectors_per_cpu=None, seed=None, plus=false, interrupts=false))]
+#[allow(clippy::too_many_arguments)]
+fn run_json(
+    py: Python<'_>,
+    job: String,
+    platform: String,
+    policy: Vec<(String, String)>,
+    sets: Vec<String>,
+    disks: Option<usize>,
+    jobs_per_disk: Option<u32>,
+    vectors_per_cpu: Option<usize>,
+    seed: Option<u64>,
+    plus: bool,
+    interrupts: bool,
+) -> PyResult<String> {
+    py.detach(move || -> Result<String, String> {
+        let policy = policy_from(&policy)?;
+        let topology = Topology {
+            disks,
+            jobs_per_disk,
+            vectors_per_cpu,
+        };
+        let source = JobSource::guess(&job).map_err(|e| e.to_string())?;
+        let inputs =
+            Inputs::prepare(&source, &platform, &sets, &topology).map_err(|e| e.to_string())?;
+        let opts = seed.map_or_else(SimOptions::default, SimOptions::overriding);
+        let report = irqlab_sim::simulate(&inputs.jobs, &inputs.platform, &policy.policy(), &opts)
+            .map_err(|e| e.to_string())?;
+        let mut value = irqlab_report::fio_json::render(&report, plus);
+        if interrupts {
+            value["x-irqlab"]["proc_interrupts"] =
+                serde_json::Value::String(irqlab_report::proc_interrupts::render(&report));
+        }
+        serde_json::to_string(&value).map_err(|e| format!("cannot encode the JSON report: {e}"))
+    })
+    .map_err(err)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_json, m)?)
+}

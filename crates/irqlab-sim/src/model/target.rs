@@ -1,0 +1,155 @@
+//! The NVMe over RDMA target as CPUs (drivers/nvme/target/rdma.c over null_blk).
+//!
+//! A host queue's command capsule crosses the network (the device's `sqe_fetch_ns`) and
+//! lands as a receive completion in the CQ of its target queue. That CQ follows an RDMA
+//! CQ's rule (one event per arm), is moderated like the host's (the merged rdma_dim feeds
+//! the workqueue-polled CQs of nvmet-rdma as well as the host's softirq ones, cq.c
+//! ib_cq_poll_work), and interrupts one of the target's cores. The handler reaps the
+//! commands at `target.command_ns` each and answers them: the response (RDMA WRITE of the
+//! data, SEND of the completion capsule) reaches the host NIC `target.network_ns` later,
+//! where it is the device's completion. Both machines therefore pay per-interrupt costs,
+//! and moderation saves CPU on both.
+
+use super::build::{Inputs, Machine, VectorSpec, add_vector, new_cpu};
+use super::ids::{DeviceId, IoId, QueueId};
+use super::state::*;
+use crate::SimError;
+use crate::engine::Event;
+use crate::observer::Observer;
+use crate::platform::RdmaTarget;
+use crate::rng::ServiceTime;
+use irqlab_core::gsim::GsimGlobal;
+use irqlab_core::nvme::{Hint, MsiRule, NVME_CMD_READ, QueuePair, Sqe};
+
+impl<O: Observer> Sim<'_, O> {
+    /// Host command `io` reached target queue `tq`: the receive completion is posted in
+    /// the target's CQ, and the CQ's interrupt rule decides about a message.
+    pub(crate) fn target_receive(&mut self, tq: usize, io: IoId) {
+        let queue = &mut self.queues[tq];
+        let Some(tag) = queue.free_tags.pop() else {
+            debug_assert!(false, "target queue full: the depth check failed");
+            return;
+        };
+        queue.tags[tag as usize] = Some(io);
+        // The NIC fills the receive queue and its CQ; the SQ side is the host's.
+        let _ = queue.qp.submit(
+            Sqe {
+                command_id: tag,
+                opcode: NVME_CMD_READ,
+                hints: 0,
+                data: io.ix() as u32,
+            },
+            true,
+        );
+        let _ = queue.qp.fetch();
+        let posted = queue.qp.complete(tag, 0, 0);
+        debug_assert!(posted.is_ok(), "target CQ overflow");
+        let Some(v) = queue.vector else {
+            return;
+        };
+        let v = v.ix();
+        // A target CQ's completion is not held by an MSI-X mask: the model masks host
+        // vectors only.
+        let (now, unacked) = (self.now, self.unacked(tq));
+        let a = self.vectors[v]
+            .msix
+            .post_completion_ignoring_mask(now, Hint::default(), unacked);
+        self.count_posted(v, a);
+        self.carry_out(v, a);
+    }
+
+    /// Handler time for `n` entries of queue `q`: `cqe_ns` each, or on a target queue each
+    /// command's own time (the device's `service_cv` spread around `target.command_ns`).
+    pub(crate) fn handler_work_ns(&mut self, q: usize, n: u32) -> u64 {
+        let queue = &self.queues[q];
+        if queue.local_irq_ns.is_none() {
+            return u64::from(n) * queue.cqe_ns;
+        }
+        let dev = &mut self.devices[queue.device.ix()];
+        match &dev.command_time {
+            Some(t) => (0..n).map(|_| t.draw(&mut dev.rng)).sum(),
+            None => u64::from(n) * queue.cqe_ns,
+        }
+    }
+
+    /// The target answered command `io`: the data and completion capsule reach the host.
+    pub(crate) fn target_respond(&mut self, io: IoId) {
+        let q = self.ios[io.ix()].queue.ix();
+        let d = self.queues[q].device.ix();
+        let at = self.now + self.devices[d].response_ns.max(1);
+        self.q.push(at, Event::TargetResponse { io });
+    }
+}
+
+/// Adds, for every host queue of an NVMe over RDMA device with a target, the target's
+/// cores (after the host's CPUs) and one target queue per host queue, its vector on a
+/// target core round robin.
+pub(crate) fn add_targets(
+    inp: &Inputs<'_>,
+    gsim: Option<&GsimGlobal>,
+    m: &mut Machine,
+) -> Result<(), SimError> {
+    let mut dev_ix = 0usize;
+    for g in &inp.p.devices {
+        for _ in 0..g.count {
+            if let Some(t) = &g.target {
+                add_target(t, g, dev_ix, inp, gsim, m)?;
+            }
+            dev_ix += 1;
+        }
+    }
+    let ncpu = m.cpus.len();
+    for v in m.vectors.iter_mut() {
+        v.per_cpu.resize(ncpu, 0);
+    }
+    Ok(())
+}
+
+fn add_target(
+    t: &RdmaTarget,
+    g: &crate::platform::DeviceGroup,
+    dev_ix: usize,
+    inp: &Inputs<'_>,
+    gsim: Option<&GsimGlobal>,
+    m: &mut Machine,
+) -> Result<(), SimError> {
+    let (p, policy) = (inp.p, inp.policy);
+    m.devices[dev_ix].response_ns = t.network_ns;
+    m.devices[dev_ix].command_time = Some(ServiceTime::new(t.command_ns, g.service_cv));
+    let first_core = m.cpus.len();
+    for k in 0..t.cores {
+        m.cpus.push(new_cpu(
+            first_core + k,
+            p,
+            &inp.costs,
+            policy.delivery,
+            gsim,
+        ));
+    }
+    let host_queues: Vec<usize> = (0..m.queues.len())
+        .filter(|&q| m.queues[q].device.ix() == dev_ix && m.queues[q].vector.is_some())
+        .collect();
+    let name = format!("{}-target", inp.names[dev_ix]);
+    for (i, &hq) in host_queues.iter().enumerate() {
+        let tq = QueueId::new(m.queues.len());
+        let depth = m.queues[hq].qp.sq.q_depth();
+        let qid = (i + 1) as u16;
+        let qp = QueuePair::new(qid, qid, depth)
+            .map_err(|e| SimError::Platform(format!("{name}: {e}")))?;
+        let spec = VectorSpec {
+            name: format!("{name}q{qid}"),
+            queue: tq,
+            cpu: first_core + i % t.cores,
+            rule: MsiRule::UntilDoorbell,
+            group: g,
+            rescue_thread: false,
+        };
+        let v = add_vector(spec, m, policy, p)?;
+        m.queues.push(Queue {
+            local_irq_ns: Some(t.interrupt_ns),
+            ..Queue::new(DeviceId::new(dev_ix), Some(v), qp, t.command_ns)
+        });
+        m.queues[hq].target = Some(tq);
+    }
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! irq-am (Sagi Grimberg's 2018 RFC) wired as the RFC does, into the RDMA CQs of both the
+//! nvme-rdma host and the nvmet-rdma target (platforms/nvmeof-rdma-cx5.toml): under a
+//! steady load it leaves level 0 and raises throughput, and at QD1, where every event
+//! carries one completion, it stays out of the way.
+
+mod common;
+use common::*;
+use irqlab_core::{ModeratorKind, Policy};
+use irqlab_report::RunReport;
+use irqlab_sim::{Observer, Platform, SimOptions, simulate_observed};
+use std::path::PathBuf;
+
+const DEEP: &str = "\
+[global]
+ioengine=libaio
+rw=randread
+bs=512
+iodepth=64
+iodepth_batch_submit=16
+numjobs=16
+cpus_allowed=0-15
+cpus_allowed_policy=split
+time_based
+runtime=5ms
+ramp_time=10ms
+[c5]
+filename=/dev/nvme0n1
+";
+
+const QD1: &str = "\
+[qd1]
+ioengine=pvsync2
+rw=randread
+bs=512
+filename=/dev/nvme0n1
+cpus_allowed=0
+time_based
+runtime=10ms
+ramp_time=1ms
+";
+
+#[derive(Default)]
+struct Levels {
+    changes: u64,
+    top: f64,
+}
+
+impl Observer for Levels {
+    fn wants_counters(&self) -> bool {
+        true
+    }
+    fn counter(&mut self, _now: u64, name: &str, _index: usize, value: f64) {
+        if name == "moderation_level" {
+            self.changes += 1;
+            self.top = self.top.max(value);
+        }
+    }
+}
+
+fn run_rig(text: &str, moderator: ModeratorKind) -> (RunReport, Levels) {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../platforms/nvmeof-rdma-cx5.toml");
+    let platform = Platform::load(&path, &[]).expect("platform");
+    let policy = Policy {
+        moderator,
+        ..Policy::default()
+    };
+    let mut levels = Levels::default();
+    let r = simulate_observed(
+        &jobs(text),
+        &platform,
+        &policy,
+        &SimOptions::with_seed(1),
+        &mut levels,
+    )
+    .expect("runs");
+    (r, levels)
+}
+
+#[test]
+fn irq_am_leaves_level_zero_under_steady_load_and_gains() {
+    let (none, _) = run_rig(DEEP, ModeratorKind::None);
+    let (am, levels) = run_rig(DEEP, ModeratorKind::IrqAm);
+    assert!(
+        levels.top >= 2.0,
+        "irq-am reached level {} only",
+        levels.top
+    );
+    assert!(
+        am.total_ios() as f64 > 1.05 * none.total_ios() as f64,
+        "irq-am {} vs none {}",
+        am.total_ios(),
+        none.total_ios()
+    );
+    assert!(am.vector_interrupts() < none.vector_interrupts());
+}
+
+#[test]
+fn irq_am_costs_little_latency_at_qd1() {
+    let (none, _) = run_rig(QD1, ModeratorKind::None);
+    let (am, _) = run_rig(QD1, ModeratorKind::IrqAm);
+    let (a, b) = (clat_mean(&am), clat_mean(&none));
+    assert!(
+        a < 1.05 * b,
+        "QD1 clat with irq-am {a:.0} ns vs {b:.0} ns without"
+    );
+}
