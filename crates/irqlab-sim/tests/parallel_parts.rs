@@ -128,3 +128,27 @@ fn a_shared_delivery_unit_or_queue_keeps_the_machine_whole() {
         "shared queue",
     );
 }
+
+#[test]
+fn a_split_run_stops_on_its_flag_with_a_report_marked_interrupted() {
+    use irqlab_sim::StopFlag;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let polled = Policy {
+        delivery: Delivery::Polled,
+        ..Policy::default()
+    };
+    // A run of 10 s of simulated time, stopped before it starts: every part stops at
+    // once, the merged report says so and nothing panics.
+    let long = per_drive_jobs(true).replace("runtime=3ms", "runtime=10s");
+    let jobs = jobs(&long);
+    let opts = SimOptions::overriding(3).stopped_by(StopFlag::new(Arc::new(AtomicBool::new(true))));
+    assert_eq!(
+        independent_parts(&jobs, &c3(&[]), &polled, &opts).unwrap(),
+        4
+    );
+    let r = simulate_parallel(&jobs, &c3(&[]), &polled, &opts, 4).expect("runs");
+    assert!(r.flag(irqlab_report::EXTRA_INTERRUPTED), "{:?}", r.extra);
+    assert!(!r.flag(irqlab_report::EXTRA_CUT_SHORT), "{:?}", r.extra);
+    assert!(r.end_ns < 1_000_000_000, "stopped at {} ns", r.end_ns);
+}

@@ -71,9 +71,14 @@ pub(crate) fn run_parts<'a, O: Observer>(
     for (k, sim, _) in &mut parts {
         partition.merge_into(*k, whole, sim);
     }
-    // The end of the ramp is the one event every part ran: count it once.
+    // The end of the ramp is the one event every part ran: count it once. A part stopped
+    // by its flag (Ctrl-C) before the ramp ended did not run it.
     if whole.window_start > 0 {
-        whole.merged_events -= parts.len() as u64 - 1;
+        let ran = parts
+            .iter()
+            .filter(|(_, sim, _)| !sim.interrupted || sim.now > whole.window_start)
+            .count() as u64;
+        whole.merged_events -= ran.saturating_sub(1);
     }
     Ok(true)
 }
