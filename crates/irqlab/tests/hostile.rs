@@ -204,6 +204,18 @@ fn every_run_ends() {
         );
         refused(&d, &["run", &job, "--platform", &p], want);
     }
+    // The runtime's clock is refused the sum it cannot hold, rather than wrapping it into a
+    // run of no time that reports 0 I/O.
+    let job = write(
+        &d,
+        "rt.fio",
+        "[j]\nfilename=/dev/nvme0n1\ntime_based\nruntime=18446744073s\nramp_time=1s\n",
+    );
+    refused(
+        &d,
+        &["rt", &job],
+        "rt.fio:4: job 'j': runtime + ramp_time is over 584 years",
+    );
 }
 
 #[test]
