@@ -216,6 +216,27 @@ fn every_run_ends() {
         &["rt", &job],
         "rt.fio:4: job 'j': runtime + ramp_time is over 584 years",
     );
+    // A run cut short says where its limit was: the 2 ms runtime plus 1 s to drain, not
+    // the 600 s limit of count-bound jobs.
+    let job = write(&d, "j.fio", JOB);
+    let r = irqlab(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.max_iops=1",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the run reached its time limit at 1.002 s of simulated time"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
