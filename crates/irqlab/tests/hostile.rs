@@ -402,6 +402,18 @@ fn silent_wrong_answers_are_errors_or_right() {
         "starts after the run ended",
     );
     assert!(!d.join("t.png").exists());
+    // The same on real threads, whose windows are on wall time.
+    for (flag, file, window) in [
+        ("--trace", "r.json", ["--trace-window", "5s..6s"]),
+        ("--timeline", "r.png", ["--timeline-window", "5s..5001ms"]),
+    ] {
+        refused(
+            &d,
+            &["rt", &job, flag, file, window[0], window[1]],
+            "starts after the run ended",
+        );
+        assert!(!d.join(file).exists(), "{file}");
+    }
 }
 
 #[test]
@@ -545,6 +557,12 @@ fn errors_speak_the_users_terms() {
         ],
         "/nonexistent/x.png: cannot create the picture: No such file or directory",
     );
+    // The runtime checks the picture's path before its threads start.
+    refused(
+        &d,
+        &["rt", &job, "--timeline", "/nonexistent/x.png"],
+        "/nonexistent/x.png: cannot create the picture: No such file or directory",
+    );
 }
 
 #[test]
@@ -555,9 +573,30 @@ fn ctrl_c_prints_the_report_so_far() {
         "long.fio",
         &JOB.replace("runtime=2ms", "time_based\nruntime=120s"),
     );
+    let p = example();
+    interrupted(&d, &["run", &job, "--platform", &p]);
+    // A trace window the run never reached is no error once Ctrl-C stopped it: the
+    // report so far still prints.
+    interrupted(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--trace",
+            "t.json",
+            "--trace-window",
+            "100s..101s",
+        ],
+    );
+}
+
+/// Runs irqlab, sends SIGINT after 1.5 s and checks the report so far and exit 130.
+fn interrupted(d: &Path, args: &[&str]) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_irqlab"))
-        .args(["run", &job, "--platform", &example()])
-        .current_dir(&d)
+        .args(args)
+        .current_dir(d)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
