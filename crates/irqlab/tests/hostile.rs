@@ -563,6 +563,42 @@ fn errors_speak_the_users_terms() {
         &["rt", &job, "--timeline", "/nonexistent/x.png"],
         "/nonexistent/x.png: cannot create the picture: No such file or directory",
     );
+    // A whole number past TOML's range is too large, in the file and under --set.
+    write(
+        &d,
+        "huge.toml",
+        &text.replacen("read_ns = 80000 ", "read_ns = 99999999999999999999 ", 1),
+    );
+    refused(
+        &d,
+        &["run", &job, "--platform", "huge.toml"],
+        "devices.0.read_ns: 99999999999999999999 is too large; a TOML file holds whole numbers up to 9223372036854775807",
+    );
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.read_ns=99999999999999999999",
+        ],
+        "too large; a TOML file holds whole numbers up to 9223372036854775807",
+    );
+    // An optional table the file leaves out cannot be set one value at a time.
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.submitter.submit_io_ns=100",
+        ],
+        "'devices.0' has no table 'submitter' in this file",
+    );
 }
 
 #[test]
