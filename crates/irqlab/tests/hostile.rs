@@ -317,6 +317,36 @@ fn scenarios_are_capped_like_the_command_line_and_wide_rows_print() {
     )
     .unwrap();
     refused(&d, &["reproduce", "--scenarios", "sc"], "262144 jobs");
+    // Scenario runs take the budget flags their message names; a calibration whose
+    // scenario cannot run is no fit, and writes no file.
+    std::fs::write(d.join("sc/big.toml"), scenario("r", "")).unwrap();
+    refused(
+        &d,
+        &["reproduce", "--scenarios", "sc", "--max-memory", "1m"],
+        "over the budget of 1 MiB",
+    );
+    refused(
+        &d,
+        &[
+            "calibrate",
+            "--platform",
+            &example(),
+            "--param",
+            "cpu.irq_entry_ns=100..600",
+            "--scenarios",
+            "sc",
+            "--scenario",
+            "E",
+            "--max-evals",
+            "2",
+            "--max-memory",
+            "1m",
+            "--out",
+            "fit.toml",
+        ],
+        "no fit: a target scenario cannot be simulated at the best values found (cpu.irq_entry_ns=250)",
+    );
+    assert!(!d.join("fit.toml").exists());
     // A row of 65,536 characters once panicked the table.
     let wide = "w".repeat(70_000);
     std::fs::write(d.join("sc/big.toml"), scenario(&wide, "")).unwrap();
