@@ -92,6 +92,7 @@ fn run_traced(
                 max_bs,
                 aligned,
                 write,
+                &cfg.stop,
             )?))
         }
     };

@@ -142,6 +142,7 @@ pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         (args.media_latency_us * 1000.0).round() as u64,
         args.media_iops,
     )?;
+    let stop = crate::stop_on_ctrl_c()?;
     let cfg = RtConfig {
         controller_threads: usize::from(args.controller_threads),
         cpu_threads: usize::from(args.cpu_threads),
@@ -150,7 +151,7 @@ pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         seed: args.seed,
         lazy_wake: args.lazy_wake,
         media_size: args.media_size,
-        stop: crate::stop_on_ctrl_c()?,
+        stop: stop.clone(),
         ..RtConfig::default()
     };
     let policy = args.policy.policy();
@@ -166,12 +167,21 @@ pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
     } else {
         Box::new(std::io::stdout())
     };
-    let report = run_with_observers(&jobs, &policy, cfg, args.irqtop, &args.observe, &mut out)
-        .inspect_err(|_| {
+    let report = match run_with_observers(&jobs, &policy, cfg, args.irqtop, &args.observe, &mut out)
+    {
+        Ok(r) => r,
+        Err(e) => {
             if let Some(p) = &created {
                 let _ = std::fs::remove_file(p);
             }
-        })?;
+            // Ctrl-C before any I/O ran (while the media file was being filled).
+            if stop.is_set() {
+                eprintln!("irqlab: {e}");
+                return Ok(RunEnd::Interrupted);
+            }
+            return Err(e.into());
+        }
+    };
     if let Some(warning) = dropped_events_warning(&report) {
         eprintln!("irqlab: {warning}");
     }
