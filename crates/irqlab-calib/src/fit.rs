@@ -13,7 +13,7 @@ use crate::scenario::load_dir;
 use crate::table::Row;
 use crate::targets::TargetSet;
 use irqlab_inputs::{Topology, disks_used, find_dir, parse_policy, resolve_platform};
-use irqlab_sim::{Platform, SimOptions};
+use irqlab_sim::{Budget, Platform, SimOptions};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -34,6 +34,8 @@ pub struct FitSpec {
     pub max_evals: usize,
     /// Seed of the model's streams in every evaluation.
     pub seed: u64,
+    /// The resource budget of every simulation.
+    pub budget: Budget,
 }
 
 /// A parameter being fitted.
@@ -68,6 +70,9 @@ pub struct EvalTask {
     pub vectors_per_cpu: Option<usize>,
     pub seed: u64,
     pub metrics: Vec<String>,
+    /// Absent from tasks written before it existed: the default budget.
+    #[serde(default)]
+    pub budget: Budget,
 }
 
 impl EvalTask {
@@ -103,9 +108,8 @@ impl EvalTask {
             irqlab_fio::parse_str(&self.job_text, Path::new(&self.job_name)).map_err(|e| at(&e))?;
         let jobs = topology.apply_jobs(&jobs, &platform).map_err(|e| at(&e))?;
         let policy = parse_policy(&self.policy).map_err(|e| at(&e))?;
-        let report =
-            irqlab_sim::simulate(&jobs, &platform, &policy, &SimOptions::with_seed(self.seed))
-                .map_err(|e| at(&e))?;
+        let opts = SimOptions::with_seed(self.seed).with_budget(self.budget);
+        let report = irqlab_sim::simulate(&jobs, &platform, &policy, &opts).map_err(|e| at(&e))?;
         let disks = disks_used(&jobs);
         Ok(metrics.iter().map(|m| m.of(&report, disks)).collect())
     }
@@ -155,6 +159,7 @@ pub struct Fit {
     /// Metrics wanted from each scenario, in order.
     wanted: Vec<Vec<Metric>>,
     seed: u64,
+    budget: Budget,
     max_evals: usize,
 }
 
@@ -227,6 +232,7 @@ impl Fit {
             jobs,
             wanted,
             seed: spec.seed,
+            budget: spec.budget,
             max_evals: spec.max_evals,
         })
     }
@@ -274,6 +280,7 @@ impl Fit {
                     vectors_per_cpu: s.topology.vectors_per_cpu,
                     seed: self.seed,
                     metrics: self.wanted[i].iter().map(|m| m.to_string()).collect(),
+                    budget: self.budget,
                 })
                 .collect(),
         )
@@ -360,10 +367,23 @@ impl Fit {
             .clone()
             .with_overrides(&sets)
             .map_err(irqlab_inputs::InputError::from)?;
-        let results = match self.tasks(x) {
-            Some(tasks) => eval.evaluate(&tasks),
-            None => vec![None; self.set.scenarios.len()],
-        };
+        let tasks = self.tasks(x).unwrap_or_default();
+        let results = eval.evaluate(&tasks);
+        // A scenario that cannot be simulated even at the best values leaves its targets
+        // unfitted: an error naming why (run here to get it), not a fit with NaN rows.
+        if let Some(failed) = tasks.iter().zip(&results).find(|(_, r)| r.is_none()) {
+            let why = failed.0.run().err().map_or_else(
+                || "the evaluator returned no result".to_string(),
+                |e| e.to_string(),
+            );
+            return Err(CalibError::at(
+                &self.path,
+                format!(
+                    "no fit: a target scenario cannot be simulated at the best values found ({}): {why}",
+                    sets.join(" ")
+                ),
+            ));
+        }
         let rows = self
             .set
             .targets
@@ -664,6 +684,7 @@ mod tests {
             scenarios_dir: "scenarios".into(),
             max_evals: 8,
             seed: 1,
+            budget: Budget::DEFAULT,
         };
         let fit = Fit::new(&spec).unwrap();
         let mut counted = 0;

@@ -5,6 +5,7 @@ use crate::CalibError;
 use crate::runner::{par_map, run};
 use crate::scenario::Scenario;
 use crate::table::Row;
+use irqlab_sim::Budget;
 
 /// The scenarios `names` select (every one when empty), in file order: an experiment
 /// ("C1"), a file stem or a path.
@@ -28,16 +29,17 @@ pub fn select(all: Vec<Scenario>, names: &[String]) -> Result<Vec<Scenario>, Cal
         .collect())
 }
 
-/// Runs `scenarios` on `threads` workers and returns the table rows, in scenario order,
-/// and the error of every scenario that could not run (its rows are left out). `done` is
-/// called as each scenario finishes.
+/// Runs `scenarios` on `threads` workers, each within `budget`, and returns the table
+/// rows, in scenario order, and the error of every scenario that could not run (its rows
+/// are left out). `done` is called as each scenario finishes.
 pub fn reproduce(
     scenarios: &[Scenario],
     seed: u64,
+    budget: Budget,
     threads: usize,
     done: &(dyn Fn() + Sync),
 ) -> (Vec<Row>, Vec<CalibError>) {
-    let results = par_map(scenarios, threads, done, |s| run(s, None, seed));
+    let results = par_map(scenarios, threads, done, |s| run(s, None, seed, budget));
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     for (s, r) in scenarios.iter().zip(results) {
@@ -118,7 +120,7 @@ mod tests {
     fn cheap_scenarios_give_a_row_per_target_with_the_right_error() {
         let dir = scratch("rows");
         let scenarios = load_dir(&dir).unwrap();
-        let (rows, failed) = reproduce(&scenarios, 1, 2, &|| {});
+        let (rows, failed) = reproduce(&scenarios, 1, Budget::DEFAULT, 2, &|| {});
         assert!(failed.is_empty(), "{failed:?}");
         assert_eq!(rows.len(), 4);
         assert_eq!(
@@ -135,7 +137,7 @@ mod tests {
             assert!((r.error_pct() - want).abs() < 1e-9);
         }
         // The same seed gives the same table whatever the thread count.
-        let (again, _) = reproduce(&scenarios, 1, 1, &|| {});
+        let (again, _) = reproduce(&scenarios, 1, Budget::DEFAULT, 1, &|| {});
         assert_eq!(rows, again);
         let text = table::text(&rows);
         assert_eq!(text.lines().count(), 6);
@@ -166,10 +168,29 @@ mod tests {
         )
         .unwrap();
         let scenarios = load_dir(&dir).unwrap();
-        let (rows, failed) = reproduce(&scenarios, 1, 2, &|| {});
+        let (rows, failed) = reproduce(&scenarios, 1, Budget::DEFAULT, 2, &|| {});
         assert!(rows.is_empty());
         assert_eq!(failed.len(), 2);
         assert!(failed[0].to_string().contains("nvme9n1"), "{}", failed[0]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn scenarios_run_within_the_budget_given() {
+        let dir = scratch("budget");
+        let scenarios = load_dir(&dir).unwrap();
+        let tight = Budget {
+            max_memory_bytes: 1 << 20,
+            ..Budget::DEFAULT
+        };
+        let (rows, failed) = reproduce(&scenarios, 1, tight, 2, &|| {});
+        assert!(rows.is_empty());
+        assert_eq!(failed.len(), 2);
+        assert!(
+            failed[0].to_string().contains("over the budget of 1 MiB"),
+            "{}",
+            failed[0]
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

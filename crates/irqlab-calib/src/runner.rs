@@ -6,7 +6,7 @@ use crate::CalibError;
 use crate::scenario::Scenario;
 use irqlab_inputs::disks_used;
 use irqlab_report::RunReport;
-use irqlab_sim::{Platform, SimOptions};
+use irqlab_sim::{Budget, Platform, SimOptions};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -20,9 +20,15 @@ pub struct Outcome {
     pub values: Vec<f64>,
 }
 
-/// Simulates `s`. `platform` replaces the scenario's platform file (calibration runs a
-/// candidate platform); the scenario's topology is applied on top of either.
-pub fn run(s: &Scenario, platform: Option<&Platform>, seed: u64) -> Result<Outcome, CalibError> {
+/// Simulates `s` within `budget`. `platform` replaces the scenario's platform file
+/// (calibration runs a candidate platform); the scenario's topology is applied on top of
+/// either.
+pub fn run(
+    s: &Scenario,
+    platform: Option<&Platform>,
+    seed: u64,
+    budget: Budget,
+) -> Result<Outcome, CalibError> {
     let at = |e: &dyn std::fmt::Display| CalibError::at(&s.path, e);
     let base = match platform {
         Some(p) => p.clone(),
@@ -35,8 +41,8 @@ pub fn run(s: &Scenario, platform: Option<&Platform>, seed: u64) -> Result<Outco
         .topology
         .apply_jobs(&jobs, &platform)
         .map_err(|e| at(&e))?;
-    let report = irqlab_sim::simulate(&jobs, &platform, &s.policy, &SimOptions::with_seed(seed))
-        .map_err(|e| at(&e))?;
+    let opts = SimOptions::with_seed(seed).with_budget(budget);
+    let report = irqlab_sim::simulate(&jobs, &platform, &s.policy, &opts).map_err(|e| at(&e))?;
     let disks = disks_used(&jobs);
     let values = s
         .targets

@@ -1,6 +1,6 @@
 //! `--max-memory` and `--max-events`: the simulator's resource budget on the command
-//! line (`irqlab run`, `irqlab sweep`, `irqlab reproduce`). A model past the budget is refused before it is
-//! built, with what to shrink.
+//! line (`irqlab run`, `sweep`, `reproduce` and `calibrate`). A model past the budget is
+//! refused before it is built, with what to shrink.
 
 use clap::Args;
 use irqlab_sim::Budget;

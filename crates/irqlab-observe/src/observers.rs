@@ -216,13 +216,7 @@ pub fn simulate_with_observers(
     let timeline = match &observe.timeline {
         None => None,
         Some(path) => {
-            check_timeline_name(path)?;
-            // Before the run, so a bad directory does not cost a simulation.
-            std::fs::File::create(path).map_err(|e| ObserveError::Create {
-                path: path.clone(),
-                what: "picture",
-                message: irqlab_fio::input::io_reason(&e),
-            })?;
+            create_picture(path)?;
             let (a, b) = timeline_window(jobs, observe.timeline_window);
             Some(TimelineObserver::new(a, b))
         }
@@ -241,7 +235,7 @@ pub fn simulate_with_observers(
     if let (Some(t), Some(path)) = (obs.trace, &observe.trace) {
         t.finish(&report).map_err(|e| trace_write_error(path, e))?;
         if let Some((a, b)) = observe.trace_window {
-            check_window("--trace-window", a, b, &report).inspect_err(|_| {
+            check_window("--trace-window", (a, b), report.end_ns, &report).inspect_err(|_| {
                 let _ = std::fs::remove_file(path);
             })?;
         }
@@ -252,7 +246,7 @@ pub fn simulate_with_observers(
     }
     if let (Some(t), Some(path)) = (obs.timeline, &observe.timeline) {
         let (a, b) = timeline_window(jobs, observe.timeline_window);
-        check_window("--timeline-window", a, b, &report).inspect_err(|_| {
+        check_window("--timeline-window", (a, b), report.end_ns, &report).inspect_err(|_| {
             let _ = std::fs::remove_file(path);
         })?;
         let mut pictures = vec![t.finish(timeline_title(&report.platform, policy))];
@@ -272,16 +266,24 @@ pub fn simulate_with_observers(
     Ok(report)
 }
 
-/// A window of simulated time that starts after the run ended holds nothing: an error,
-/// not an empty file.
-fn check_window(flag: &str, start: u64, end: u64, report: &RunReport) -> Result<(), ObserveError> {
-    if start >= report.end_ns {
+/// A window that starts after the run ended (at `ended_ns` on the window's clock) holds
+/// nothing: an error, not an empty file. A run stopped by Ctrl-C is reported as far as it
+/// got, its files with it.
+pub(crate) fn check_window(
+    flag: &str,
+    (start, end): (u64, u64),
+    ended_ns: u64,
+    report: &RunReport,
+) -> Result<(), ObserveError> {
+    // As the options write times: whole µs at least.
+    let ended_ns = ended_ns.div_ceil(1_000).saturating_mul(1_000);
+    if start >= ended_ns && !report.flag(irqlab_report::EXTRA_INTERRUPTED) {
         return Err(ObserveError::Option(format!(
             "{flag} {}..{} starts after the run ended at {}: nothing happened in it; expected a window within 0..{}",
             ns_text(start),
             ns_text(end),
-            ns_text(report.end_ns),
-            ns_text(report.end_ns)
+            ns_text(ended_ns),
+            ns_text(ended_ns)
         )));
     }
     Ok(())
@@ -307,7 +309,7 @@ pub(crate) fn create_trace(
     let file = std::fs::File::create(path).map_err(|e| ObserveError::Create {
         path: path.to_path_buf(),
         what: "trace",
-        message: e.to_string(),
+        message: irqlab_fio::input::io_reason(&e),
     })?;
     TraceObserver::new(BufWriter::new(file), window.map(|(a, b)| a..b))
         .map_err(|e| trace_write_error(path, e))
@@ -321,8 +323,21 @@ pub(crate) fn trace_write_error(path: &Path, e: std::io::Error) -> ObserveError 
     }
 }
 
+/// The `--timeline` picture, named and created before the run, so a bad name or
+/// directory does not cost a run.
+pub(crate) fn create_picture(path: &Path) -> Result<(), ObserveError> {
+    check_timeline_name(path)?;
+    std::fs::File::create(path)
+        .map(drop)
+        .map_err(|e| ObserveError::Create {
+            path: path.to_path_buf(),
+            what: "picture",
+            message: irqlab_fio::input::io_reason(&e),
+        })
+}
+
 /// `--timeline` must name a picture format before the run starts.
-pub(crate) fn check_timeline_name(path: &Path) -> Result<(), ObserveError> {
+fn check_timeline_name(path: &Path) -> Result<(), ObserveError> {
     match irqlab_plot::timeline::image_format(path) {
         Some(_) => Ok(()),
         None => Err(ObserveError::TimelineName(path.to_path_buf())),

@@ -5,7 +5,7 @@
 
 use crate::ObserveError;
 use crate::observers::{
-    Observers, check_timeline_name, create_trace, timeline_title, trace_write_error,
+    Observers, check_window, create_picture, create_trace, timeline_title, trace_write_error,
 };
 use crate::rt_watch::{Tracing, run_watched};
 use crate::timeline::{TimelineObserver, parse_timeline_window, timeline_window};
@@ -75,7 +75,7 @@ impl RtObserveArgs {
         let timeline = match &self.timeline {
             None => None,
             Some(path) => {
-                check_timeline_name(path)?;
+                create_picture(path)?;
                 let (a, b) = timeline_window(jobs, self.timeline_window);
                 Some(TimelineObserver::new(a, b).on_wall_clock())
             }
@@ -88,17 +88,26 @@ impl RtObserveArgs {
         })
     }
 
-    /// Ends the trace file and draws the picture.
+    /// Ends the trace file and draws the picture; a window that starts after the run
+    /// ended is an error.
     fn finish(
         &self,
+        jobs: &[JobSpec],
         obs: Observers<'_>,
         report: &RunReport,
         policy: &Policy,
     ) -> Result<(), ObserveError> {
+        // The windows are on wall time since the threads started; the run lasted this long.
+        let ended_ns = report.measured.as_ref().map_or(u64::MAX, |m| m.wall_ns);
         if let (Some(t), Some(path)) = (obs.trace, &self.trace) {
             t.finish(report).map_err(|e| trace_write_error(path, e))?;
+            if let Some((a, b)) = self.trace_window {
+                check_window("--trace-window", (a, b), ended_ns, report)?;
+            }
         }
         if let (Some(t), Some(path)) = (obs.timeline, &self.timeline) {
+            let (a, b) = timeline_window(jobs, self.timeline_window);
+            check_window("--timeline-window", (a, b), ended_ns, report)?;
             let picture = t.finish(timeline_title(&report.platform, policy));
             irqlab_plot::timeline::write_stacked(&[picture], path).map_err(ObserveError::Plot)?;
         }
@@ -125,8 +134,17 @@ pub fn run_with_observers(
         observer: &mut obs,
         window: observe.record_window(jobs),
     };
-    let report = run_watched(jobs, policy, cfg, irqtop_ns, out, Some(tracing))?;
-    observe.finish(obs, &report, policy)?;
+    // A run that fails leaves no empty or partial trace and picture behind.
+    let remove_files = |_: &ObserveError| {
+        for path in [&observe.trace, &observe.timeline].into_iter().flatten() {
+            let _ = std::fs::remove_file(path);
+        }
+    };
+    let report =
+        run_watched(jobs, policy, cfg, irqtop_ns, out, Some(tracing)).inspect_err(remove_files)?;
+    observe
+        .finish(jobs, obs, &report, policy)
+        .inspect_err(remove_files)?;
     Ok(report)
 }
 

@@ -26,12 +26,14 @@ pub(crate) const FONT: &str = "sans-serif";
 
 pub(crate) fn png(plot: &LinePlot, ranges: &Ranges, path: &Path) -> Result<(), PlotError> {
     register_font(path)?;
+    create(path)?;
     let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     draw(root, plot, ranges).map_err(|msg| backend(path, msg))
 }
 
 pub(crate) fn svg(plot: &LinePlot, ranges: &Ranges, path: &Path) -> Result<(), PlotError> {
     register_font(path)?;
+    create(path)?;
     let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     draw(root, plot, ranges).map_err(|msg| backend(path, msg))
 }
@@ -41,6 +43,20 @@ pub(crate) fn backend(path: &Path, msg: String) -> PlotError {
         path: path.display().to_string(),
         msg,
     }
+}
+
+/// Creates the picture file before drawing: the backends report a path they cannot write
+/// only at the end, as a debug print of their error.
+pub(crate) fn create(path: &Path) -> Result<(), PlotError> {
+    std::fs::File::create(path).map(drop).map_err(|e| {
+        let text = e.to_string();
+        // The OS's words without Rust's " (os error N)" tail.
+        let msg = text.split(" (os error").next().unwrap_or(&text).to_string();
+        PlotError::Create {
+            path: path.display().to_string(),
+            msg,
+        }
+    })
 }
 
 /// The embedded DejaVu Sans stands in for "sans-serif", so no system font is needed.

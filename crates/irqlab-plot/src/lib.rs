@@ -53,6 +53,8 @@ pub enum PlotError {
     Empty,
     /// A point is NaN or infinite.
     NotFinite { series: String },
+    /// The picture file could not be created (a missing directory, no permission).
+    Create { path: String, msg: String },
     /// The backend failed (file not writable, encoder error).
     Backend { path: String, msg: String },
     /// A timeline's window does not start before it ends.
@@ -68,6 +70,9 @@ impl fmt::Display for PlotError {
                     f,
                     "series '{series}' has a point that is not a finite number"
                 )
+            }
+            PlotError::Create { path, msg } => {
+                write!(f, "{path}: cannot create the picture: {msg}")
             }
             PlotError::Backend { path, msg } => write!(f, "{path}: cannot draw the plot: {msg}"),
             PlotError::EmptyWindow { start, end } => write!(
@@ -192,7 +197,18 @@ mod tests {
     #[test]
     fn unwritable_path_is_an_error_not_a_panic() {
         let path = tmp("no-such-dir").join("x").join("a.svg");
-        let e = write_svg(&sample(), &path).unwrap_err();
-        assert!(matches!(e, PlotError::Backend { .. }), "{e}");
+        for e in [
+            write_svg(&sample(), &path).unwrap_err(),
+            write_png(&sample(), &path).unwrap_err(),
+        ] {
+            // The OS's words, not the backend's debug print of its error.
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "{}: cannot create the picture: No such file or directory",
+                    path.display()
+                )
+            );
+        }
     }
 }

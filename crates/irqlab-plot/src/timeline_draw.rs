@@ -2,7 +2,7 @@
 //! backends.
 
 use crate::PlotError;
-use crate::draw::{FONT, backend, register_font};
+use crate::draw::{FONT, backend, create, register_font};
 use crate::timeline::{Activity, Lane, MarkKind, TIMELINE_WIDTH, Timeline, ticks};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -55,12 +55,14 @@ fn size(timelines: &[Timeline]) -> (u32, u32) {
 
 pub(crate) fn png(timelines: &[Timeline], path: &Path) -> Result<(), PlotError> {
     register_font(path)?;
+    create(path)?;
     let root = BitMapBackend::new(path, size(timelines)).into_drawing_area();
     draw(root, timelines).map_err(|msg| backend(path, msg))
 }
 
 pub(crate) fn svg(timelines: &[Timeline], path: &Path) -> Result<(), PlotError> {
     register_font(path)?;
+    create(path)?;
     let root = SVGBackend::new(path, size(timelines)).into_drawing_area();
     draw(root, timelines).map_err(|msg| backend(path, msg))
 }

@@ -24,7 +24,8 @@ fn reproduce_json(
         let all = load_dir(&dir).map_err(|e| e.to_string())?;
         let chosen = irqlab_calib::select(all, &names).map_err(|e| e.to_string())?;
         let threads = threads.unwrap_or_else(|| workers(chosen.len())).max(1);
-        let (rows, failed) = irqlab_calib::reproduce(&chosen, seed, threads, &|| {});
+        let budget = irqlab_sim::Budget::DEFAULT;
+        let (rows, failed) = irqlab_calib::reproduce(&chosen, seed, budget, threads, &|| {});
         Ok((
             table::json(&rows).to_string(),
             failed.iter().map(ToString::to_string).collect(),
@@ -128,6 +129,7 @@ impl Calibration {
             scenarios_dir,
             max_evals,
             seed,
+            budget: irqlab_sim::Budget::DEFAULT,
         })
         .map_err(err)?;
         Ok(Calibration { fit })
@@ -153,10 +155,11 @@ impl Calibration {
             evaluate,
             error: None,
         };
-        let fitted = self.fit.run(&mut ev, &mut |_| {}).map_err(err)?;
+        let fitted = self.fit.run(&mut ev, &mut |_| {});
+        // The evaluator's own exception first: the fit's error may only follow from it.
         match ev.error {
             Some(e) => Err(e),
-            None => Ok(fitted_json(&fitted)),
+            None => fitted.map(|f| fitted_json(&f)).map_err(err),
         }
     }
 }

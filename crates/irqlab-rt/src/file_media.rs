@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use io_uring::{IoUring, opcode, types};
+use irqlab_core::StopFlag;
 use irqlab_core::nvme::Sqe;
 
 /// Buffer alignment: O_DIRECT needs the logical block size; 4096 covers every device.
@@ -37,19 +38,24 @@ pub struct FileTarget {
 
 impl FileTarget {
     /// Opens `path` for I/O of blocks up to `max_bs` bytes (writing when `write`),
-    /// creating and filling a `create_bytes` file when it does not exist; `aligned` says
-    /// every block size is a multiple of 512, as O_DIRECT needs.
+    /// creating and filling a `create_bytes` file when it does not exist (until `stop` is
+    /// set: a large fill takes minutes); `aligned` says every block size is a multiple of
+    /// 512, as O_DIRECT needs.
     pub fn open(
         path: &Path,
         create_bytes: u64,
         max_bs: u64,
         aligned: bool,
         write: bool,
+        stop: &StopFlag,
     ) -> Result<FileTarget, String> {
         let shown = path.display();
         let mut notes = Vec::new();
         if !path.exists() {
-            create_filled(path, create_bytes)?;
+            create_filled(path, create_bytes, stop).inspect_err(|_| {
+                // A fill that failed or was stopped leaves no partial file behind.
+                let _ = std::fs::remove_file(path);
+            })?;
             notes.push(format!("created {} MiB", create_bytes >> 20));
         }
         let meta = std::fs::metadata(path).map_err(|e| format!("--media file:{shown}: {e}"))?;
@@ -122,7 +128,7 @@ impl FileTarget {
 }
 
 /// Creates `path` with `bytes` of non-zero data, so reads hit allocated blocks, not holes.
-fn create_filled(path: &Path, bytes: u64) -> Result<(), String> {
+fn create_filled(path: &Path, bytes: u64, stop: &StopFlag) -> Result<(), String> {
     let shown = path.display();
     if bytes == 0 {
         return Err(format!(
@@ -137,6 +143,13 @@ fn create_filled(path: &Path, bytes: u64) -> Result<(), String> {
     let chunk: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8 + 1).collect();
     let mut left = bytes;
     while left > 0 {
+        if stop.is_set() {
+            return Err(format!(
+                "--media file:{shown}: stopped (Ctrl-C) while creating it, after {} of {} MiB; the partial file was removed",
+                (bytes - left) >> 20,
+                bytes >> 20
+            ));
+        }
         let n = left.min(chunk.len() as u64) as usize;
         f.write_all(&chunk[..n])
             .map_err(|e| format!("--media file:{shown}: cannot fill: {e}"))?;
@@ -391,15 +404,16 @@ mod tests {
     fn a_missing_file_is_created_filled_and_too_small_files_are_refused() {
         let p = temp("create");
         let _ = std::fs::remove_file(&p);
-        let t = FileTarget::open(&p, 1 << 20, 4096, true, false).unwrap();
+        let no_stop = StopFlag::default();
+        let t = FileTarget::open(&p, 1 << 20, 4096, true, false, &no_stop).unwrap();
         assert_eq!(t.size, 1 << 20);
         assert!(t.describe().contains("created 1 MiB"), "{}", t.describe());
         let bytes = std::fs::read(&p).unwrap();
         assert!(bytes.iter().all(|&b| b != 0), "no holes");
-        let err = FileTarget::open(&p, 0, 2 << 20, true, false).unwrap_err();
+        let err = FileTarget::open(&p, 0, 2 << 20, true, false, &no_stop).unwrap_err();
         assert!(err.contains("less than one block"), "{err}");
         let _ = std::fs::remove_file(&p);
-        assert!(FileTarget::open(&p, 0, 4096, true, false).is_err());
+        assert!(FileTarget::open(&p, 0, 4096, true, false, &no_stop).is_err());
     }
 
     fn cmd(offset: u64, is_read: bool) -> MediaCmd {
@@ -434,10 +448,23 @@ mod tests {
     }
 
     #[test]
+    fn a_stopped_fill_leaves_no_file() {
+        let p = temp("stopped");
+        let _ = std::fs::remove_file(&p);
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let stop = StopFlag::new(flag);
+        let err = FileTarget::open(&p, 64 << 20, 4096, true, false, &stop).unwrap_err();
+        assert!(err.contains("stopped (Ctrl-C) while creating it"), "{err}");
+        assert!(!p.exists(), "the partial file is removed");
+    }
+
+    #[test]
     fn reads_and_writes_reach_the_file() {
         let p = temp("ring");
         let _ = std::fs::remove_file(&p);
-        let t = Arc::new(FileTarget::open(&p, 1 << 20, 4096, true, true).unwrap());
+        let t = Arc::new(
+            FileTarget::open(&p, 1 << 20, 4096, true, true, &StopFlag::default()).unwrap(),
+        );
         let mut u = match UringMedia::new(t, 4) {
             Ok(u) => u,
             Err(e) => {

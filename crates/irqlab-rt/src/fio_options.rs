@@ -50,6 +50,38 @@ pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
     Ok(())
 }
 
+/// A job whose runtime plus ramp_time does not fit the runtime's ns clock (584 years) is
+/// refused at the line that set the longer one, rather than wrapped into a run of no time.
+pub fn refuse_unfit_times(jobs: &[JobSpec]) -> Result<(), String> {
+    for job in jobs {
+        let Some(runtime) = job.runtime_ns else {
+            continue;
+        };
+        if runtime.checked_add(job.ramp_time_ns).is_some() {
+            continue;
+        }
+        let longer = if runtime >= job.ramp_time_ns {
+            "runtime"
+        } else {
+            "ramp_time"
+        };
+        let (file, line) = job
+            .options
+            .iter()
+            .rev()
+            .find(|o| o.name == longer)
+            .map_or((job.file.as_path(), job.line), |o| {
+                (o.file.as_path(), o.line)
+            });
+        return Err(format!(
+            "{}:{line}: job '{}': runtime + ramp_time is over 584 years, more than the runtime's clock holds; expected a shorter {longer}",
+            file.display(),
+            job.name
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +104,33 @@ mod tests {
         )
         .unwrap();
         assert!(refuse_unmodelled(&ok).is_ok());
+    }
+
+    #[test]
+    fn times_that_overflow_the_clock_are_refused_at_their_line() {
+        let jobs = irqlab_fio::parse_str(
+            "[a]\nfilename=/dev/nvme0n1\ntime_based\nruntime=18446744073s\nramp_time=1s\n",
+            "t.fio".as_ref(),
+        )
+        .unwrap();
+        let e = refuse_unfit_times(&jobs).unwrap_err();
+        assert!(
+            e.starts_with("t.fio:4: job 'a': runtime + ramp_time is over 584 years"),
+            "{e}"
+        );
+        let jobs = irqlab_fio::parse_str(
+            "[a]\nfilename=/dev/nvme0n1\nruntime=1s\nramp_time=18446744073s\n",
+            "t.fio".as_ref(),
+        )
+        .unwrap();
+        let e = refuse_unfit_times(&jobs).unwrap_err();
+        assert!(e.starts_with("t.fio:4: "), "{e}");
+        assert!(e.ends_with("expected a shorter ramp_time"), "{e}");
+        let ok = irqlab_fio::parse_str(
+            "[a]\nfilename=/dev/nvme0n1\nruntime=1h\nramp_time=1s\n",
+            "t.fio".as_ref(),
+        )
+        .unwrap();
+        assert!(refuse_unfit_times(&ok).is_ok());
     }
 }

@@ -207,7 +207,7 @@ impl JobRun {
             || self
                 .plan
                 .limit_ns
-                .is_some_and(|t| now_ns >= self.start_ns + t)
+                .is_some_and(|t| now_ns >= self.start_ns.saturating_add(t))
     }
 
     fn in_window(&self, now_ns: u64) -> bool {
@@ -216,7 +216,7 @@ impl JobRun {
 
     /// When its measured window opens: its start plus its ramp_time.
     pub fn window_start(&self) -> u64 {
-        self.start_ns + self.plan.ramp_ns
+        self.start_ns.saturating_add(self.plan.ramp_ns)
     }
 
     /// fio's cur_depth: queued plus in flight.

@@ -36,6 +36,8 @@ pub struct LiveSnapshot {
     pub pmn: Vec<u64>,
     /// Completions reaped so far, every CPU thread together.
     pub completions: u64,
+    /// Completions reaped so far by each CPU thread.
+    pub cpu_completions: Vec<u64>,
 }
 
 /// Two handles are equal when they are the same counters.
@@ -114,15 +116,17 @@ impl LiveCounters {
                 vectors.push(row);
             }
         }
+        let cpu_completions: Vec<u64> = r
+            .cpus
+            .iter()
+            .map(|c| c.live.completions.load(Relaxed))
+            .collect();
         Some(LiveSnapshot {
             at_ns: at.saturating_sub(start),
             vectors,
             pmn: r.cpus.iter().map(|c| c.live.pmn.load(Relaxed)).collect(),
-            completions: r
-                .cpus
-                .iter()
-                .map(|c| c.live.completions.load(Relaxed))
-                .sum(),
+            completions: cpu_completions.iter().sum(),
+            cpu_completions,
         })
     }
 }

@@ -79,6 +79,7 @@ fn run_traced(
         return Err("the job file defines no job".into());
     }
     crate::fio_options::refuse_unmodelled(jobs)?;
+    crate::fio_options::refuse_unfit_times(jobs)?;
     let file = match &cfg.media {
         Media::Model(_) => None,
         Media::File(path) => {
@@ -91,6 +92,7 @@ fn run_traced(
                 max_bs,
                 aligned,
                 write,
+                &cfg.stop,
             )?))
         }
     };
@@ -236,7 +238,7 @@ fn run_traced(
                 let run_start = release(barrier, start_cell);
                 let clock = RunClock {
                     start: run_start,
-                    window_start: run_start + min_ramp,
+                    window_start: run_start.saturating_add(min_ramp),
                 };
                 // As in fio, a job's runtime counts from when its thread starts it: on a
                 // loaded host that can be well after the run's start.
@@ -327,7 +329,7 @@ fn run_traced(
             wakeups,
             usage,
             pinned: cfg.pin && pin_errors.is_empty(),
-            window_start: t0 + min_ramp,
+            window_start: t0.saturating_add(min_ramp),
             host_cpus: host.len(),
             controller_off_cpu_ns: ctrl_off_cpu_ns,
             lost_wakeups: audit.lost(),

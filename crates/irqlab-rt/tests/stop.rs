@@ -37,7 +37,9 @@ fn extra(r: &RunReport, key: &str) -> f64 {
         .map_or_else(|| panic!("no {key}"), |(_, v)| *v)
 }
 
-/// Runs `p`, setting the stop flag once `after` I/Os have completed.
+/// Runs `p`, setting the stop flag once `after` I/Os have completed and every CPU thread
+/// (each runs one of the jobs) has reaped some: on a loaded host one thread may start its
+/// job well after the other has done `after`.
 fn stopped_after(p: &Policy, after: u64) -> RunReport {
     let flag = Arc::new(AtomicBool::new(false));
     let live = Arc::new(LiveCounters::new());
@@ -48,7 +50,9 @@ fn stopped_after(p: &Policy, after: u64) -> RunReport {
     std::thread::scope(|s| {
         s.spawn(|| {
             while !live.is_over() {
-                if live.snapshot().is_some_and(|n| n.completions >= after) {
+                if live.snapshot().is_some_and(|n| {
+                    n.completions >= after && n.cpu_completions.iter().all(|&c| c > 0)
+                }) {
                     flag.store(true, SeqCst);
                     return;
                 }

@@ -34,7 +34,7 @@ use irqlab_report::RunReport;
 use std::fmt;
 
 /// Limits a simulation is checked against before its model is built (see [`estimate`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Budget {
     /// Memory the model (and its report) may take, bytes.
     pub max_memory_bytes: u64,

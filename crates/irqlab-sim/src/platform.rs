@@ -711,8 +711,17 @@ fn apply_set(tree: &mut toml::Value, set: &str) -> Result<Option<String>, Platfo
             toml::Value::Table(t) => {
                 let known: Vec<String> = t.keys().cloned().collect();
                 t.get_mut(part).ok_or_else(|| {
+                    // An optional table the file leaves out ([devices.submitter]) cannot be
+                    // built from one value; a misspelt table reads the same.
+                    let why = if i + 1 < parts.len() {
+                        format!(
+                            "{here} has no table '{part}' in this file (--set changes one value; a table the file leaves out must be written into it)"
+                        )
+                    } else {
+                        format!("unknown key '{part}' in {here}")
+                    };
                     PlatformError(format!(
-                        "--set '{set}': unknown key '{part}' in {here}; known keys: {}",
+                        "--set '{set}': {why}; keys there: {}",
                         known.join(", ")
                     ))
                 })?
@@ -742,10 +751,15 @@ fn apply_set(tree: &mut toml::Value, set: &str) -> Result<Option<String>, Platfo
         walked.push_str(part);
     }
     let new = match node {
-        toml::Value::Integer(_) => raw
-            .parse::<i64>()
-            .map(toml::Value::Integer)
-            .map_err(|_| "expected an integer".to_string()),
+        toml::Value::Integer(_) => raw.parse::<i64>().map(toml::Value::Integer).map_err(|e| {
+            use std::num::IntErrorKind::{NegOverflow, PosOverflow};
+            match e.kind() {
+                PosOverflow | NegOverflow => {
+                    format!("too large; {}", crate::toml_input::integer_limit())
+                }
+                _ => "expected an integer".to_string(),
+            }
+        }),
         toml::Value::Float(_) => raw
             .parse::<f64>()
             .map(toml::Value::Float)
@@ -829,5 +843,12 @@ mod tests {
         let sets = vec!["cpu.count=many".to_string()];
         let e = Platform::from_toml(EXAMPLE, "example.toml", &sets).unwrap_err();
         assert!(e.0.contains("expected an integer"), "{e}");
+        // A whole number past TOML's range is too large, not "not an integer".
+        let sets = vec!["devices.0.read_ns=99999999999999999999".to_string()];
+        let e = Platform::from_toml(EXAMPLE, "example.toml", &sets).unwrap_err();
+        assert_eq!(
+            e.0,
+            "--set 'devices.0.read_ns=99999999999999999999': '99999999999999999999' for 'devices.0.read_ns': too large; a TOML file holds whole numbers up to 9223372036854775807"
+        );
     }
 }

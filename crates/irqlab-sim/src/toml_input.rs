@@ -41,7 +41,10 @@ pub fn in_users_terms(msg: &str) -> String {
                 None => found.to_string(),
             };
             return if big {
-                format!("{shown} is too large; expected {}", type_words(expected))
+                // serde's `expected` names the key's Rust type, or "any valid TOML value"
+                // when the number was too large to parse at all: TOML's limit is the one that
+                // tells the user what to write.
+                format!("{shown} is too large; {}", integer_limit())
             } else {
                 format!("{shown} is not {}", type_words(expected))
             };
@@ -63,6 +66,11 @@ pub fn in_users_terms(msg: &str) -> String {
         };
     }
     quoted(msg)
+}
+
+/// Why a whole number is too large for a TOML file (and so for `--set`).
+pub fn integer_limit() -> String {
+    format!("a TOML file holds whole numbers up to {}", i64::MAX)
 }
 
 /// serde's `expected` phrase in words.
@@ -191,7 +199,13 @@ mod tests {
         );
         assert_eq!(
             in_users_terms("invalid type: integer `99999999999999999999` as i128, expected u64"),
-            "99999999999999999999 is too large; expected a whole number (0 or more)"
+            "99999999999999999999 is too large; a TOML file holds whole numbers up to 9223372036854775807"
+        );
+        assert_eq!(
+            in_users_terms(
+                "invalid type: integer `99999999999999999999` as i128, expected any valid TOML value"
+            ),
+            "99999999999999999999 is too large; a TOML file holds whole numbers up to 9223372036854775807"
         );
         assert_eq!(
             in_users_terms("unknown field `y`, expected `x`"),

@@ -7,6 +7,7 @@
 use crate::CmdResult;
 use clap::Args;
 use irqlab_calib::{Fit, FitSpec, Threads, table};
+use irqlab_inputs::BudgetArgs;
 use irqlab_observe::Progress;
 use std::path::PathBuf;
 
@@ -43,6 +44,8 @@ pub struct CalibrateArgs {
     /// Scenarios simulated at once (default: one per scenario, up to the cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }
 
 /// The targets file, for `irqlab calibrate --help`.
@@ -75,6 +78,7 @@ pub fn main(args: CalibrateArgs) -> CmdResult {
         scenarios_dir: args.scenarios.clone(),
         max_evals: args.max_evals as usize,
         seed: args.seed,
+        budget: args.budget.budget(),
     })?;
     let threads = args
         .threads
@@ -84,8 +88,10 @@ pub fn main(args: CalibrateArgs) -> CmdResult {
     let fitted = fit.run(&mut Threads(threads), &mut |n| progress.inc(n as u64));
     progress.finish();
     let fitted = fitted?;
-    std::fs::write(&args.out, &fitted.platform_text)
-        .map_err(|e| format!("{}: cannot write: {e}", args.out.display()))?;
+    std::fs::write(&args.out, &fitted.platform_text).map_err(|e| {
+        let why = irqlab_fio::input::io_reason(&e);
+        format!("{}: cannot write: {why}", args.out.display())
+    })?;
     println!("fitted parameters ({} evaluations):", fitted.evals);
     for (p, s) in fitted.params.iter().zip(&fitted.sets) {
         println!("  {s}    (bounds {}..{}, start {})", p.lo, p.hi, p.start);

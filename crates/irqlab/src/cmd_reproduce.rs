@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use irqlab_calib::reproduce::off_by_more;
 use irqlab_calib::runner::workers;
 use irqlab_calib::{load_dir, reproduce, select, table};
-use irqlab_inputs::find_dir;
+use irqlab_inputs::{BudgetArgs, find_dir};
 use irqlab_observe::Progress;
 use std::path::PathBuf;
 
@@ -41,6 +41,8 @@ pub struct ReproduceArgs {
     /// Write the table to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }
 
 pub fn main(args: ReproduceArgs) -> CmdResult {
@@ -57,7 +59,8 @@ pub fn main(args: ReproduceArgs) -> CmdResult {
         .min(scenarios.len())
         .max(1);
     let progress = Progress::new(scenarios.len() as u64, "reproduce");
-    let (rows, failed) = reproduce(&scenarios, args.seed, threads, &|| progress.inc(1));
+    let budget = args.budget.budget();
+    let (rows, failed) = reproduce(&scenarios, args.seed, budget, threads, &|| progress.inc(1));
     progress.finish();
     for e in &failed {
         eprintln!("irqlab: reproduce: {e}");

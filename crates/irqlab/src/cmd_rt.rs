@@ -37,7 +37,7 @@ pub struct RtArgs {
     #[arg(long, default_value = "64m", value_parser = parse_size)]
     pub media_size: u64,
     /// Model media: service latency of one command, in µs (0 to 1000000, one second).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = parse_latency_us)]
     pub media_latency_us: f64,
     /// Model media: commands the controller can start per second.
     #[arg(long, default_value_t = 500_000)]
@@ -76,6 +76,15 @@ const THREADS_PER_HOST_CPU: usize = 8;
 /// models, and the runtime stops a run where nothing completes for 10 s.
 const MAX_MEDIA_LATENCY_US: f64 = 1_000_000.0;
 
+/// `--media-latency-us`: 0 to [`MAX_MEDIA_LATENCY_US`], refused as the user wrote it.
+fn parse_latency_us(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|us| us.is_finite() && (0.0..=MAX_MEDIA_LATENCY_US).contains(us))
+        .ok_or_else(|| "expected 0 to 1000000 µs (a command of at most a second)".to_string())
+}
+
 /// Checks what the runtime's own options ask of this host before any thread starts.
 fn check_host(args: &RtArgs) -> Result<(), String> {
     let host = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -86,14 +95,6 @@ fn check_host(args: &RtArgs) -> Result<(), String> {
             args.cpu_threads,
             args.controller_threads,
             THREADS_PER_HOST_CPU * host
-        ));
-    }
-    if !(args.media_latency_us.is_finite()
-        && (0.0..=MAX_MEDIA_LATENCY_US).contains(&args.media_latency_us))
-    {
-        return Err(format!(
-            "--media-latency-us {}: expected 0 to 1000000 µs (a command of at most a second)",
-            args.media_latency_us
         ));
     }
     if let Some(path) = args.media.strip_prefix("file:")
@@ -142,6 +143,7 @@ pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         (args.media_latency_us * 1000.0).round() as u64,
         args.media_iops,
     )?;
+    let stop = crate::stop_on_ctrl_c()?;
     let cfg = RtConfig {
         controller_threads: usize::from(args.controller_threads),
         cpu_threads: usize::from(args.cpu_threads),
@@ -150,7 +152,7 @@ pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         seed: args.seed,
         lazy_wake: args.lazy_wake,
         media_size: args.media_size,
-        stop: crate::stop_on_ctrl_c()?,
+        stop: stop.clone(),
         ..RtConfig::default()
     };
     let policy = args.policy.policy();
@@ -166,12 +168,21 @@ pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
     } else {
         Box::new(std::io::stdout())
     };
-    let report = run_with_observers(&jobs, &policy, cfg, args.irqtop, &args.observe, &mut out)
-        .inspect_err(|_| {
+    let report = match run_with_observers(&jobs, &policy, cfg, args.irqtop, &args.observe, &mut out)
+    {
+        Ok(r) => r,
+        Err(e) => {
             if let Some(p) = &created {
                 let _ = std::fs::remove_file(p);
             }
-        })?;
+            // Ctrl-C before any I/O ran (while the media file was being filled).
+            if stop.is_set() {
+                eprintln!("irqlab: {e}");
+                return Ok(RunEnd::Interrupted);
+            }
+            return Err(e.into());
+        }
+    };
     if let Some(warning) = dropped_events_warning(&report) {
         eprintln!("irqlab: {warning}");
     }
@@ -198,6 +209,11 @@ mod tests {
         assert_eq!(parse_size("1p"), Ok(1 << 50));
         assert_eq!(parse_size("2t"), Ok(2 << 40));
         assert!(parse_size("0").is_err());
+        assert_eq!(parse_latency_us("10"), Ok(10.0));
+        assert_eq!(parse_latency_us("1000000"), Ok(1e6));
+        for bad in ["18446744073709551", "1000000.5", "NaN", "inf", "-1", "x"] {
+            assert!(parse_latency_us(bad).is_err(), "{bad}");
+        }
         assert!(parse_size("lots").is_err());
         assert_eq!(parse_interval("0.5").ok(), Some(500_000_000));
         assert!(parse_interval("0").is_err());

@@ -97,8 +97,10 @@ pub fn main(args: RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         return Ok(RunEnd::Interrupted);
     }
     if report.flag(irqlab_report::EXTRA_CUT_SHORT) {
+        // The bound is each job's own runtime when it has one, not always the 600 s limit.
         eprintln!(
-            "irqlab: the run reached the 600 s limit of simulated time with work still going: the report covers the run up to then"
+            "irqlab: the run reached its time limit at {:.3} s of simulated time with work still going (each job's runtime, or the 600 s limit for one bounded by size, loops or number_ios, plus 1 s to finish the I/O in flight): the report covers the run up to then",
+            report.end_ns as f64 / 1e9
         );
     }
     Ok(RunEnd::Complete)

@@ -154,8 +154,10 @@ impl Outputs {
             _ => None,
         };
         if let Some(d) = &dir {
-            std::fs::create_dir_all(d)
-                .map_err(|e| format!("{}: cannot create the directory: {e}", d.display()))?;
+            std::fs::create_dir_all(d).map_err(|e| {
+                let why = irqlab_fio::input::io_reason(&e);
+                format!("{}: cannot create the directory: {why}", d.display())
+            })?;
         }
         let csv = match (&args.csv, &dir) {
             (Some(c), _) => c.clone(),

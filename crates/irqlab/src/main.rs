@@ -16,7 +16,8 @@ type CmdResult = Result<(), Box<dyn std::error::Error>>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RunEnd {
     Complete,
-    /// Ctrl-C stopped it; the report so far was printed.
+    /// Ctrl-C stopped it; the report so far was printed (or, stopped before any I/O ran,
+    /// why not).
     Interrupted,
 }
 

@@ -64,8 +64,10 @@ pub fn emit(report: &RunReport, args: &OutputArgs) -> CmdResult {
             print!("{text}");
             Ok(())
         }
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| format!("{}: cannot write the report: {e}", path.display()).into()),
+        Some(path) => std::fs::write(path, text).map_err(|e| {
+            let why = irqlab_fio::input::io_reason(&e);
+            format!("{}: cannot write the report: {why}", path.display()).into()
+        }),
     }
 }
 

@@ -204,6 +204,39 @@ fn every_run_ends() {
         );
         refused(&d, &["run", &job, "--platform", &p], want);
     }
+    // The runtime's clock is refused the sum it cannot hold, rather than wrapping it into a
+    // run of no time that reports 0 I/O.
+    let job = write(
+        &d,
+        "rt.fio",
+        "[j]\nfilename=/dev/nvme0n1\ntime_based\nruntime=18446744073s\nramp_time=1s\n",
+    );
+    refused(
+        &d,
+        &["rt", &job],
+        "rt.fio:4: job 'j': runtime + ramp_time is over 584 years",
+    );
+    // A run cut short says where its limit was: the 2 ms runtime plus 1 s to drain, not
+    // the 600 s limit of count-bound jobs.
+    let job = write(&d, "j.fio", JOB);
+    let r = irqlab(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.max_iops=1",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the run reached its time limit at 1.002 s of simulated time"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -284,6 +317,36 @@ fn scenarios_are_capped_like_the_command_line_and_wide_rows_print() {
     )
     .unwrap();
     refused(&d, &["reproduce", "--scenarios", "sc"], "262144 jobs");
+    // Scenario runs take the budget flags their message names; a calibration whose
+    // scenario cannot run is no fit, and writes no file.
+    std::fs::write(d.join("sc/big.toml"), scenario("r", "")).unwrap();
+    refused(
+        &d,
+        &["reproduce", "--scenarios", "sc", "--max-memory", "1m"],
+        "over the budget of 1 MiB",
+    );
+    refused(
+        &d,
+        &[
+            "calibrate",
+            "--platform",
+            &example(),
+            "--param",
+            "cpu.irq_entry_ns=100..600",
+            "--scenarios",
+            "sc",
+            "--scenario",
+            "E",
+            "--max-evals",
+            "2",
+            "--max-memory",
+            "1m",
+            "--out",
+            "fit.toml",
+        ],
+        "no fit: a target scenario cannot be simulated at the best values found (cpu.irq_entry_ns=250)",
+    );
+    assert!(!d.join("fit.toml").exists());
     // A row of 65,536 characters once panicked the table.
     let wide = "w".repeat(70_000);
     std::fs::write(d.join("sc/big.toml"), scenario(&wide, "")).unwrap();
@@ -369,6 +432,18 @@ fn silent_wrong_answers_are_errors_or_right() {
         "starts after the run ended",
     );
     assert!(!d.join("t.png").exists());
+    // The same on real threads, whose windows are on wall time.
+    for (flag, file, window) in [
+        ("--trace", "r.json", ["--trace-window", "5s..6s"]),
+        ("--timeline", "r.png", ["--timeline-window", "5s..5001ms"]),
+    ] {
+        refused(
+            &d,
+            &["rt", &job, flag, file, window[0], window[1]],
+            "starts after the run ended",
+        );
+        assert!(!d.join(file).exists(), "{file}");
+    }
 }
 
 #[test]
@@ -512,6 +587,48 @@ fn errors_speak_the_users_terms() {
         ],
         "/nonexistent/x.png: cannot create the picture: No such file or directory",
     );
+    // The runtime checks the picture's path before its threads start.
+    refused(
+        &d,
+        &["rt", &job, "--timeline", "/nonexistent/x.png"],
+        "/nonexistent/x.png: cannot create the picture: No such file or directory",
+    );
+    // A whole number past TOML's range is too large, in the file and under --set.
+    write(
+        &d,
+        "huge.toml",
+        &text.replacen("read_ns = 80000 ", "read_ns = 99999999999999999999 ", 1),
+    );
+    refused(
+        &d,
+        &["run", &job, "--platform", "huge.toml"],
+        "devices.0.read_ns: 99999999999999999999 is too large; a TOML file holds whole numbers up to 9223372036854775807",
+    );
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.read_ns=99999999999999999999",
+        ],
+        "too large; a TOML file holds whole numbers up to 9223372036854775807",
+    );
+    // An optional table the file leaves out cannot be set one value at a time.
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.submitter.submit_io_ns=100",
+        ],
+        "'devices.0' has no table 'submitter' in this file",
+    );
 }
 
 #[test]
@@ -522,9 +639,30 @@ fn ctrl_c_prints_the_report_so_far() {
         "long.fio",
         &JOB.replace("runtime=2ms", "time_based\nruntime=120s"),
     );
+    let p = example();
+    interrupted(&d, &["run", &job, "--platform", &p]);
+    // A trace window the run never reached is no error once Ctrl-C stopped it: the
+    // report so far still prints.
+    interrupted(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--trace",
+            "t.json",
+            "--trace-window",
+            "100s..101s",
+        ],
+    );
+}
+
+/// Runs irqlab, sends SIGINT after 1.5 s and checks the report so far and exit 130.
+fn interrupted(d: &Path, args: &[&str]) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_irqlab"))
-        .args(["run", &job, "--platform", &example()])
-        .current_dir(&d)
+        .args(args)
+        .current_dir(d)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
