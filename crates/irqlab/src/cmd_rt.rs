@@ -139,6 +139,7 @@ fn parse_interval(s: &str) -> Result<u64, ObserveError> {
 pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
     let jobs = irqlab_inputs::JobSource::Path(args.job.clone()).jobs()?;
     check_host(&args)?;
+    args.output.create()?;
     let model = MediaModel::new(
         (args.media_latency_us * 1000.0).round() as u64,
         args.media_iops,

@@ -53,6 +53,7 @@ pub fn main(args: RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         &args.topology.topology(),
     )?;
     let policy = args.policy.policy();
+    args.output.create()?;
     // The output is bounded too: an --irqtop interval far shorter than the run would
     // print gigabytes.
     if let Some(iv) = args.observe.irqtop

@@ -32,6 +32,20 @@ pub struct OutputArgs {
     pub output: Option<PathBuf>,
 }
 
+impl OutputArgs {
+    /// Creates `--output FILE` before the run, as fio opens its output first, so a bad
+    /// path does not cost a whole run.
+    pub fn create(&self) -> CmdResult {
+        match &self.output {
+            None => Ok(()),
+            Some(path) => std::fs::File::create(path).map(drop).map_err(|e| {
+                let why = irqlab_fio::input::io_reason(&e);
+                format!("{}: cannot write the report: {why}", path.display()).into()
+            }),
+        }
+    }
+}
+
 /// Writes `report` as the options ask. A JSON report is always one JSON document: the
 /// /proc/interrupts table goes to standard error and into `x-irqlab.proc_interrupts`.
 pub fn emit(report: &RunReport, args: &OutputArgs) -> CmdResult {

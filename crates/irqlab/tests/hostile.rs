@@ -696,3 +696,19 @@ fn interrupted(d: &Path, args: &[&str]) {
     );
     assert!(stderr.contains("interrupted (Ctrl-C) at"), "{stderr}");
 }
+
+#[test]
+fn an_unwritable_output_file_is_refused_before_the_run() {
+    let d = scratch("output");
+    let p = example();
+    // A run of 60 s of simulated time would take minutes before the write failed.
+    let long = JOB.replace("runtime=2ms", "time_based\nruntime=60s");
+    let job = write(&d, "long.fio", &long);
+    for engine in ["run", "rt"] {
+        let mut args = vec![engine, &job, "--output", "no/such/dir/r.json"];
+        if engine == "run" {
+            args.extend(["--platform", &p]);
+        }
+        refused(&d, &args, "no/such/dir/r.json: cannot write the report");
+    }
+}
