@@ -70,9 +70,16 @@ impl Periodic {
     fn restart(&mut self, now: u64) {
         *self = Periodic {
             interval_ms: self.interval_ms,
-            next: now + self.interval_ms.map_or(0, |m| m.get() * 1_000_000),
+            // Without an interval nothing is ever due: the completion path's test fails.
+            next: self.interval_ms.map_or(u64::MAX, |m| now + m.get() * 1_000_000),
             ..Periodic::default()
         };
+    }
+
+    /// Whether an interval may have ended by `now` (the test per completion).
+    #[inline]
+    fn due(&self, now: u64) -> bool {
+        self.next <= now
     }
 
     /// The intervals that ended by `now`: `rate(delta, ms)` is the sample of each
@@ -404,7 +411,15 @@ impl FioJob {
     }
 
     /// The periodic samples whose interval ended by `now` (KiB/s and I/Os per second).
+    #[inline]
     pub fn flush_samples(&mut self, now: u64) {
+        if self.samples.bw.due(now) || self.samples.iops.due(now) {
+            self.flush_due_samples(now);
+        }
+    }
+
+    #[inline(never)]
+    fn flush_due_samples(&mut self, now: u64) {
         let (epoch, fixed) = (self.epoch, self.fixed_bs);
         self.samples
             .bw
