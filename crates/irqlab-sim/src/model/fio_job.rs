@@ -329,9 +329,13 @@ impl FioJob {
     /// io_u.c get_rw_ddir with rate_ddir, then get_next_buflen: the next I/O, or the
     /// absolute time (ns) the rate clock holds it until.
     pub fn next_io(&mut self, now: u64) -> Result<Planned, u64> {
-        let d0 = match self.next_ddir.take() {
-            Some(d) => d,
-            None => usize::from(self.mix_rng.below(100) >= u64::from(self.read_pct)),
+        let d0 = match (self.next_ddir.take(), self.read_pct) {
+            (Some(d), _) => d,
+            // A pure read or write job's draw could only give its direction, and the mix
+            // stream serves nothing else: skipping it changes no later value.
+            (None, 100) => 0,
+            (None, 0) => 1,
+            (None, pct) => usize::from(self.mix_rng.below(100) >= u64::from(pct)),
         };
         let ddir = match &self.rate {
             None => d0,
@@ -347,8 +351,12 @@ impl FioJob {
                 }
             }
         };
-        let r = self.bs_rng[ddir].below(1 << 32) as u32;
-        let bytes = self.block_sizes[ddir].pick(r, self.unaligned);
+        let bytes = match &self.block_sizes[ddir] {
+            // get_next_buflen returns min_bs without a draw; this direction's bs stream
+            // is never drawn then.
+            BlockSizes::Fixed(b) => *b,
+            sizes => sizes.pick(self.bs_rng[ddir].below(1 << 32) as u32, self.unaligned),
+        };
         if let Some(rate) = &mut self.rate {
             // (0, 1]: -ln of it is finite.
             let u = 1.0 - self.poisson_rng[ddir].uniform();
