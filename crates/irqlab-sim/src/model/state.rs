@@ -626,8 +626,8 @@ pub(crate) struct Vector {
 /// An entry of a root port's posted-write FIFO.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PortItem {
-    /// Data (reads only) and the CQE of one I/O.
-    Completion { io: IoId },
+    /// Data (reads only) and the CQE of one I/O, holding `credits` posted header credits.
+    Completion { io: IoId, credits: u32 },
     /// An MSI write for a vector.
     Msi { vector: VectorId },
 }
