@@ -18,7 +18,7 @@ impl<O: Observer> Sim<'_, O> {
     // ---------------------------------------------------------------- accounting
 
     /// Charges the time since the last change to what the CPU was doing.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn account(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
         let dt = self.now - cpu.acct_from;
@@ -61,13 +61,21 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
-    #[inline]
+    /// Accounts the time so far, then CPU `c` does `kind`.
+    #[inline(always)]
     pub(crate) fn set_kind(&mut self, c: usize, kind: SliceKind) {
         self.account(c);
         if self.cpus[c].kind != kind {
-            self.cpus[c].kind = kind;
-            self.obs.slice(self.now, c, kind);
+            self.change_kind(c, kind);
         }
+    }
+
+    /// A new kind of slice starts on CPU `c` (what a tracer sees); kept out of line so
+    /// that the step path stays small.
+    #[inline(never)]
+    fn change_kind(&mut self, c: usize, kind: SliceKind) {
+        self.cpus[c].kind = kind;
+        self.obs.slice(self.now, c, kind);
     }
 
     /// Starts a step of `ns` on CPU `c`, doing `kind`; its end comes back as a CpuStep.
