@@ -79,7 +79,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// Starts a step of `ns` on CPU `c`, doing `kind`; its end comes back as a CpuStep.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn step(&mut self, c: usize, ns: u64, kind: SliceKind) {
         self.set_kind(c, kind);
         let cpu = &mut self.cpus[c];
@@ -107,6 +107,7 @@ impl<O: Observer> Sim<'_, O> {
         cpu.step_end - self.now
     }
 
+    #[inline(always)]
     pub(crate) fn step_done(&mut self, c: usize) {
         match self.cpus[c].mode {
             Mode::HardIrq => self.irq_step(c),
