@@ -89,6 +89,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The device has `io`'s completion: data, CQE, then the message decision go out if
     /// the port has credits; otherwise the device holds it, in order, until they return.
+    #[inline(always)]
     pub(crate) fn deliver_completion(&mut self, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         let d = self.queues[q].device.ix();
@@ -105,6 +106,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The device writes `io`'s data and CQE (holding `credits`) into the root port, then
     /// decides about the vector's message.
+    #[inline(always)]
     fn emit_completion(&mut self, io: IoId, credits: u32) {
         let Io { queue, hints, .. } = self.ios[io.ix()];
         let q = queue.ix();
