@@ -328,6 +328,7 @@ impl FioJob {
 
     /// io_u.c get_rw_ddir with rate_ddir, then get_next_buflen: the next I/O, or the
     /// absolute time (ns) the rate clock holds it until.
+    #[inline(always)]
     pub fn next_io(&mut self, now: u64) -> Result<Planned, u64> {
         let d0 = match (self.next_ddir.take(), self.read_pct) {
             (Some(d), _) => d,
@@ -391,6 +392,7 @@ impl FioJob {
     /// One completion of `bytes` in direction `d` with its latencies, in the window.
     /// (The slat entry is written at completion with the other two; fio writes it when
     /// the I/O is issued.)
+    #[inline(always)]
     pub fn completed(&mut self, now: u64, d: usize, bytes: u64, slat: u64, clat: u64, lat: u64) {
         let elapsed = self.elapsed_ms(now);
         self.flush_samples(now);

@@ -418,7 +418,7 @@ pub(crate) struct DirStats {
 }
 
 impl DirStats {
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, bytes: u64, slat: u64, clat: u64, lat: u64) {
         self.ios += 1;
         self.bytes += bytes;
