@@ -51,6 +51,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// One of the device's internal servers takes command `io`.
+    #[inline(always)]
     fn start_service(&mut self, d: usize, io: IoId) {
         let dev = &mut self.devices[d];
         dev.busy += 1;
@@ -140,6 +141,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// What the vector's MSI-X state decided: a message, its coalescing timer, or
     /// nothing (a raise the one-message rule refused counts as withheld).
+    #[inline(always)]
     pub(crate) fn carry_out(&mut self, v: usize, a: MsixAction) {
         match a {
             MsixAction::SendMsi => self.send_msi(v),
@@ -292,7 +294,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Posted header credits a read completion holds: one per MPS of data and one for the
     /// CQE, but at most half the port's: flow control is per TLP, so a long transfer
     /// streams through a window of credits instead of waiting for an empty port.
-    #[inline]
+    #[inline(always)]
     fn completion_credits(&self, io: IoId) -> u32 {
         let rec = &self.ios[io.ix()];
         let dev = &self.devices[self.queues[rec.queue.ix()].device.ix()];
