@@ -11,6 +11,7 @@ use irqlab_core::nvme::{CoalesceParams, Hint, MsixAction, Quiet};
 
 impl<O: Observer> Sim<'_, O> {
     /// The controller fetched `count` SQEs of queue `q`.
+    #[inline(always)]
     pub(crate) fn sq_fetched(&mut self, q: usize, count: u32) {
         let d = self.queues[q].device.ix();
         for _ in 0..count {
@@ -69,6 +70,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Media service of `io` ended: the unit takes its next command, and the completion
     /// (data, CQE, then the message decision) goes out if the port has credits; otherwise
     /// the device holds it, in order, until credits return.
+    #[inline(always)]
     pub(crate) fn service_done(&mut self, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         let d = self.queues[q].device.ix();
@@ -442,6 +444,7 @@ impl<O: Observer> Sim<'_, O> {
         ns
     }
 
+    #[inline(always)]
     pub(crate) fn port_done(&mut self, p: usize) {
         let item = self.ports[p].fifo.pop_front();
         self.ports[p].busy = false;
