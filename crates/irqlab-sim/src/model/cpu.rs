@@ -338,6 +338,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// A device vector's handler starts on CPU `c`.
+    #[inline(always)]
     fn start_vector(&mut self, c: usize, v: usize) {
         // kernel/irq/chip.c handle_edge_irq: on a disabled IRQ (irq_poll or GSIM owns it)
         // the handler does not run and the interrupt is not counted: the vector is masked
@@ -434,6 +435,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Completes the requests the running handler reaped. If that woke threads, starts
     /// the waker's Wakeups step, which continues at `then`, and returns true.
+    #[inline(always)]
     fn complete_reaped(&mut self, c: usize, then: IrqPhase) -> bool {
         let v = self.cpus[c].irq.running_vector();
         let mut list = std::mem::take(&mut self.cpus[c].reaping);
@@ -456,6 +458,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// nvme_pci_complete_batch is over: nvme_irq returns.
+    #[inline(always)]
     fn batch_done(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
         let reaped = self.cpus[c].irq.reaped;
@@ -748,6 +751,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Completes the reaped I/Os in `list` (blk_mq_end_request, event post, wake-up) on
     /// CPU `c`, counting them on vector `v`. Returns how many wake-ups it made.
+    #[inline(always)]
     pub(crate) fn complete_list(&mut self, c: usize, v: usize, list: &mut Vec<IoId>) -> u64 {
         if self.measuring {
             self.vectors[v].completions += list.len() as u64;
