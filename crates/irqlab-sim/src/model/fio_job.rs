@@ -71,7 +71,9 @@ impl Periodic {
         *self = Periodic {
             interval_ms: self.interval_ms,
             // Without an interval nothing is ever due: the completion path's test fails.
-            next: self.interval_ms.map_or(u64::MAX, |m| now + m.get() * 1_000_000),
+            next: self
+                .interval_ms
+                .map_or(u64::MAX, |m| now + m.get() * 1_000_000),
             ..Periodic::default()
         };
     }
