@@ -35,13 +35,24 @@ impl Default for Latency {
     }
 }
 
-/// io_u.c io_u_mark_lat_*: the bucket of `v` among 2, 4, 10, 20, 50, 100, 250, 500,
-/// 750, 1000 of its unit.
-fn lat_bucket(v: u64) -> usize {
-    const UPPER: [u64; 9] = [2, 4, 10, 20, 50, 100, 250, 500, 750];
-    // Branch-free: the number of bounds at or below v.
-    UPPER.iter().map(|&up| usize::from(v >= up)).sum()
-}
+/// io_u.c io_u_mark_lat_*: the upper bounds of the buckets of one unit (the last is 1000).
+const LAT_UPPER: [u16; 9] = [2, 4, 10, 20, 50, 100, 250, 500, 750];
+
+/// The bucket of each value 0..1000 of a unit (the number of bounds at or below it),
+/// as a table: one load per completion.
+static LAT_BUCKET: [u8; 1000] = {
+    const UPPER: [u16; 9] = LAT_UPPER;
+    let mut t = [0u8; 1000];
+    let (mut v, mut b) = (0, 0);
+    while v < 1000 {
+        if b < UPPER.len() && v == UPPER[b] as usize {
+            b += 1;
+        }
+        t[v] = b as u8;
+        v += 1;
+    }
+    t
+};
 
 impl Latency {
     pub fn new() -> Self {
@@ -60,10 +71,13 @@ impl Latency {
     #[inline]
     pub fn record(&mut self, ns: u64) {
         let i = plat::val_to_idx(ns);
-        if i >= self.plat.len() {
-            self.plat.resize(i + 1, 0);
+        match self.plat.get_mut(i) {
+            Some(n) => *n += 1,
+            None => {
+                self.plat.resize(i + 1, 0);
+                self.plat[i] = 1;
+            }
         }
-        self.plat[i] += 1;
         self.count += 1;
         self.sum += u128::from(ns);
         self.sum_sq += u128::from(ns) * u128::from(ns);
@@ -78,12 +92,12 @@ impl Latency {
     pub fn record_clat(&mut self, ns: u64) {
         self.record(ns);
         let m = if ns < 1_000 {
-            lat_bucket(ns)
+            usize::from(LAT_BUCKET[ns as usize])
         } else if ns < 1_000_000 {
-            10 + lat_bucket(ns / 1_000)
+            10 + usize::from(LAT_BUCKET[(ns / 1_000) as usize])
         } else {
             20 + match ns / 1_000_000 {
-                ms @ 0..1000 => lat_bucket(ms),
+                ms @ 0..1000 => usize::from(LAT_BUCKET[ms as usize]),
                 1000..2000 => 10,
                 _ => 11,
             }
@@ -510,7 +524,15 @@ fn ratio(a: u64, b: u64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::Latency;
+    use super::{LAT_BUCKET, LAT_UPPER, Latency};
+
+    #[test]
+    fn the_bucket_table_counts_the_bounds_at_or_below() {
+        for v in 0..1000u16 {
+            let below = LAT_UPPER.iter().filter(|&&up| v >= up).count();
+            assert_eq!(usize::from(LAT_BUCKET[usize::from(v)]), below, "value {v}");
+        }
+    }
 
     #[test]
     fn marks_follow_io_u_mark_latency() {

@@ -13,6 +13,7 @@ pub const PLAT_GROUP_NR: u64 = 29;
 pub const PLAT_NR: usize = (PLAT_GROUP_NR * PLAT_VAL) as usize;
 
 /// stat.c plat_val_to_idx.
+#[inline]
 pub fn val_to_idx(val: u64) -> usize {
     let msb = if val == 0 {
         0

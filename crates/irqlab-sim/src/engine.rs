@@ -53,9 +53,10 @@ pub enum Event {
 /// (time, seq): FIFO among equal times, and a run replays exactly.
 #[derive(Debug)]
 pub struct EventQueue {
-    slots: Vec<Vec<Slot>>,
+    /// Fixed-size arrays: an index masked to the ring needs no bounds check.
+    slots: Box<[Vec<Slot>; SLOTS as usize]>,
     /// Bit `i % 64` of word `i / 64` set when slot `i` is non-empty.
-    occupied: Vec<u64>,
+    occupied: Box<[u64; WORDS]>,
     /// Absolute slot number (time >> SLOT_SHIFT) of the earliest near event or before.
     cursor: u64,
     near: usize,
@@ -72,6 +73,8 @@ const SLOT_SHIFT: u32 = 4;
 /// Slots in the ring: 4096 × 16 ns = 65.5 µs, longer than a flash read.
 const SLOTS: u64 = 4096;
 const MASK: u64 = SLOTS - 1;
+/// Words of the occupancy bitmap.
+const WORDS: usize = (SLOTS / 64) as usize;
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -94,8 +97,12 @@ impl Default for EventQueue {
 impl EventQueue {
     pub fn new() -> Self {
         EventQueue {
-            slots: (0..SLOTS).map(|_| Vec::new()).collect(),
-            occupied: vec![0; (SLOTS / 64) as usize],
+            slots: (0..SLOTS)
+                .map(|_| Vec::new())
+                .collect::<Box<[_]>>()
+                .try_into()
+                .expect("SLOTS slots"),
+            occupied: Box::new([0; WORDS]),
             cursor: 0,
             near: 0,
             far: FarHeap::default(),
@@ -153,13 +160,13 @@ impl EventQueue {
         }
         let i = self.next_occupied();
         let slot = &mut self.slots[i];
-        let mut min = 0;
-        for j in 1..slot.len() {
-            if slot[j].key < slot[min].key {
-                min = j;
+        let (mut min, mut min_key) = (0, slot[0].key);
+        for (j, s) in slot.iter().enumerate().skip(1) {
+            if s.key < min_key {
+                (min, min_key) = (j, s.key);
             }
         }
-        if slot[min].time() > limit {
+        if (min_key >> 64) as u64 > limit {
             return None;
         }
         // Order inside a slot does not matter: the minimum is searched each time.
@@ -183,7 +190,7 @@ impl EventQueue {
         let mut w = start / 64;
         let mut bits = self.occupied[w] & (!0u64 << (start % 64));
         while bits == 0 {
-            w = (w + 1) % self.occupied.len();
+            w = (w + 1) % WORDS;
             bits = self.occupied[w];
         }
         w * 64 + bits.trailing_zeros() as usize

@@ -103,12 +103,14 @@ impl CompletionQueue {
     // ---- host side (one consumer) ----
 
     /// nvme_cqe_pending(): the entry at cq_head carries the phase the host expects.
+    #[inline]
     pub fn cqe_pending(&self) -> bool {
         let head = self.cq_head.load(Ordering::Relaxed);
         let phase = self.cq_phase.load(Ordering::Relaxed);
         self.slot_phase(head) == phase
     }
 
+    #[inline]
     fn slot_phase(&self, idx: u32) -> u32 {
         (self.slots[idx as usize].dw3.load(Ordering::Acquire) >> 16) & 1
     }
@@ -153,6 +155,7 @@ impl CompletionQueue {
     }
 
     /// nvme_ring_cq_doorbell(): writel(cq_head, q_db + db_stride), no shadow doorbell.
+    #[inline]
     fn ring_cq_doorbell(&self, head: u32) {
         self.head_db.store(head, Ordering::Release);
         // One host writer; Release so a device that sees the new count sees the head.
@@ -181,6 +184,7 @@ impl CompletionQueue {
     /// Writes one completion at the device's tail with the current device phase, or
     /// refuses when the ring is full: the spec's "Head equals one more than Tail", with
     /// Head known only from the doorbell.
+    #[inline]
     pub fn post(&self, cqe: Cqe) -> Result<(), CqFull> {
         let tail = self.tail.load(Ordering::Relaxed);
         let next = if tail + 1 == self.q_depth {
@@ -223,6 +227,7 @@ impl CompletionQueue {
     }
 
     /// Entries written but not yet released by the head doorbell (the device's view).
+    #[inline]
     pub fn unacked(&self) -> u32 {
         let tail = self.tail.load(Ordering::Relaxed);
         let head = self.head_db.load(Ordering::Acquire);

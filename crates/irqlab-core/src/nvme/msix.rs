@@ -129,6 +129,7 @@ impl MsixVector {
     /// The device posted a completion entry on the vector's CQ at `now_ns`; `unacked` is
     /// the number of entries past the CQ head doorbell, this one included (entries still
     /// on their way to host memory count). `hint` matters to calibrated interrupts only.
+    #[inline]
     pub fn post_completion(&mut self, now_ns: u64, hint: Hint, unacked: u32) -> MsixAction {
         if self.masked {
             self.counters.completions += 1;
@@ -174,6 +175,7 @@ impl MsixVector {
     /// The CQ head doorbell reached the device; `unacked` is the number of entries past
     /// the new head. It acknowledges the outstanding message; a raise that waited for it
     /// goes out now if entries remain, or into the pending bit while masked.
+    #[inline]
     pub fn cq_head_doorbell(&mut self, unacked: u32) -> MsixAction {
         if self.masked {
             let owed = self.gate.has_withheld() && unacked > 0;

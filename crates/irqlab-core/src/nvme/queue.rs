@@ -28,11 +28,13 @@ impl QueuePair {
 
     /// Queues one command; the doorbell is written when `last` is set (bd->last) or the
     /// ring would otherwise fill. Returns whether the doorbell was written.
+    #[inline]
     pub fn submit(&self, sqe: Sqe, last: bool) -> Result<bool, SqFull> {
         self.sq.submit(sqe, last)
     }
 
     /// nvme_cqe_pending().
+    #[inline]
     pub fn cqe_pending(&self) -> bool {
         self.cq.cqe_pending()
     }
@@ -54,12 +56,14 @@ impl QueuePair {
     // ---- device side ----
 
     /// The controller fetches the next visible command.
+    #[inline]
     pub fn fetch(&self) -> Option<Sqe> {
         self.sq.fetch()
     }
 
     /// The controller posts a completion for `command_id` with status code `status`
     /// (0 = success), filling SQ head and SQ id.
+    #[inline]
     pub fn complete(&self, command_id: u16, status: u16, result: u32) -> Result<(), CqFull> {
         self.cq.post(Cqe {
             result,

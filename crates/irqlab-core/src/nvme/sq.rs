@@ -96,6 +96,7 @@ impl SubmissionQueue {
         self.q_depth
     }
 
+    #[inline]
     fn wrap(&self, i: u32) -> u32 {
         if i + 1 == self.q_depth { 0 } else { i + 1 }
     }
@@ -105,6 +106,7 @@ impl SubmissionQueue {
     /// nvme_sq_copy_cmd() then nvme_write_sq_db(nvmeq, last): copies the entry at
     /// sq_tail and writes the doorbell only when `last` (bd->last) is set or the next tail
     /// would reach last_sq_tail. Returns whether the doorbell was written.
+    #[inline]
     pub fn submit(&self, sqe: Sqe, last: bool) -> Result<bool, SqFull> {
         let tail = self.sq_tail.load(Ordering::Relaxed);
         let next = self.wrap(tail);
@@ -121,6 +123,7 @@ impl SubmissionQueue {
 
     /// Writes sq_tail to the doorbell if entries were queued since the last write
     /// (commit_rqs). Returns whether it wrote.
+    #[inline]
     pub fn ring_doorbell(&self) -> bool {
         let tail = self.sq_tail.load(Ordering::Relaxed);
         if tail == self.last_sq_tail.load(Ordering::Relaxed) {
@@ -134,6 +137,7 @@ impl SubmissionQueue {
     }
 
     /// Records the SQ head reported in a completion, freeing slots before it.
+    #[inline]
     pub fn update_sq_head(&self, sq_head: u16) {
         self.sq_head.store(u32::from(sq_head), Ordering::Relaxed);
     }
@@ -150,6 +154,7 @@ impl SubmissionQueue {
     // ---- device side (one consumer) ----
 
     /// Fetches the next entry the doorbell has made visible.
+    #[inline]
     pub fn fetch(&self) -> Option<Sqe> {
         let head = self.dev_head.load(Ordering::Relaxed);
         if head == self.tail_db.load(Ordering::Acquire) {
@@ -161,6 +166,7 @@ impl SubmissionQueue {
     }
 
     /// The device's SQ head, reported in each CQE.
+    #[inline]
     pub fn device_head(&self) -> u16 {
         self.dev_head.load(Ordering::Relaxed) as u16
     }

@@ -18,7 +18,7 @@ impl<O: Observer> Sim<'_, O> {
     // ---------------------------------------------------------------- accounting
 
     /// Charges the time since the last change to what the CPU was doing.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn account(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
         let dt = self.now - cpu.acct_from;
@@ -61,17 +61,25 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
-    #[inline]
+    /// Accounts the time so far, then CPU `c` does `kind`.
+    #[inline(always)]
     pub(crate) fn set_kind(&mut self, c: usize, kind: SliceKind) {
         self.account(c);
         if self.cpus[c].kind != kind {
-            self.cpus[c].kind = kind;
-            self.obs.slice(self.now, c, kind);
+            self.change_kind(c, kind);
         }
     }
 
+    /// A new kind of slice starts on CPU `c` (what a tracer sees); kept out of line so
+    /// that the step path stays small.
+    #[inline(never)]
+    fn change_kind(&mut self, c: usize, kind: SliceKind) {
+        self.cpus[c].kind = kind;
+        self.obs.slice(self.now, c, kind);
+    }
+
     /// Starts a step of `ns` on CPU `c`, doing `kind`; its end comes back as a CpuStep.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn step(&mut self, c: usize, ns: u64, kind: SliceKind) {
         self.set_kind(c, kind);
         let cpu = &mut self.cpus[c];
@@ -99,6 +107,7 @@ impl<O: Observer> Sim<'_, O> {
         cpu.step_end - self.now
     }
 
+    #[inline(always)]
     pub(crate) fn step_done(&mut self, c: usize) {
         match self.cpus[c].mode {
             Mode::HardIrq => self.irq_step(c),
@@ -329,6 +338,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// A device vector's handler starts on CPU `c`.
+    #[inline(always)]
     fn start_vector(&mut self, c: usize, v: usize) {
         // kernel/irq/chip.c handle_edge_irq: on a disabled IRQ (irq_poll or GSIM owns it)
         // the handler does not run and the interrupt is not counted: the vector is masked
@@ -425,6 +435,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Completes the requests the running handler reaped. If that woke threads, starts
     /// the waker's Wakeups step, which continues at `then`, and returns true.
+    #[inline(always)]
     fn complete_reaped(&mut self, c: usize, then: IrqPhase) -> bool {
         let v = self.cpus[c].irq.running_vector();
         let mut list = std::mem::take(&mut self.cpus[c].reaping);
@@ -447,6 +458,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// nvme_pci_complete_batch is over: nvme_irq returns.
+    #[inline(always)]
     fn batch_done(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
         let reaped = self.cpus[c].irq.reaped;
@@ -739,6 +751,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Completes the reaped I/Os in `list` (blk_mq_end_request, event post, wake-up) on
     /// CPU `c`, counting them on vector `v`. Returns how many wake-ups it made.
+    #[inline(always)]
     pub(crate) fn complete_list(&mut self, c: usize, v: usize, list: &mut Vec<IoId>) -> u64 {
         if self.measuring {
             self.vectors[v].completions += list.len() as u64;

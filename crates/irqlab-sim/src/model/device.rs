@@ -11,6 +11,7 @@ use irqlab_core::nvme::{CoalesceParams, Hint, MsixAction, Quiet};
 
 impl<O: Observer> Sim<'_, O> {
     /// The controller fetched `count` SQEs of queue `q`.
+    #[inline(always)]
     pub(crate) fn sq_fetched(&mut self, q: usize, count: u32) {
         let d = self.queues[q].device.ix();
         for _ in 0..count {
@@ -51,6 +52,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// One of the device's internal servers takes command `io`.
+    #[inline(always)]
     fn start_service(&mut self, d: usize, io: IoId) {
         let dev = &mut self.devices[d];
         dev.busy += 1;
@@ -68,6 +70,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Media service of `io` ended: the unit takes its next command, and the completion
     /// (data, CQE, then the message decision) goes out if the port has credits; otherwise
     /// the device holds it, in order, until credits return.
+    #[inline(always)]
     pub(crate) fn service_done(&mut self, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         let d = self.queues[q].device.ix();
@@ -89,31 +92,31 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The device has `io`'s completion: data, CQE, then the message decision go out if
     /// the port has credits; otherwise the device holds it, in order, until they return.
+    #[inline(always)]
     pub(crate) fn deliver_completion(&mut self, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         let d = self.queues[q].device.ix();
         let dev = &self.devices[d];
         let port = dev.port.ix();
-        if dev.egress.is_empty()
-            && dev.msi_wait.is_empty()
-            && self.port_room(port, self.completion_credits(io))
-        {
-            self.emit_completion(io);
+        let credits = self.completion_credits(io);
+        if dev.egress.is_empty() && dev.msi_wait.is_empty() && self.port_room(port, credits) {
+            self.emit_completion(io, credits);
         } else {
             self.devices[d].egress.push_back(io);
             self.block_device(d);
         }
     }
 
-    /// The device writes `io`'s data and CQE into the root port, then decides about the
-    /// vector's message.
-    fn emit_completion(&mut self, io: IoId) {
+    /// The device writes `io`'s data and CQE (holding `credits`) into the root port, then
+    /// decides about the vector's message.
+    #[inline(always)]
+    fn emit_completion(&mut self, io: IoId, credits: u32) {
         let Io { queue, hints, .. } = self.ios[io.ix()];
         let q = queue.ix();
         let d = self.queues[q].device.ix();
         self.queues[q].cqes_in_flight += 1;
         let port = self.devices[d].port.ix();
-        self.port_push(port, PortItem::Completion { io });
+        self.port_push(port, PortItem::Completion { io, credits });
         let Some(v) = self.queues[q].vector else {
             return;
         };
@@ -140,6 +143,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// What the vector's MSI-X state decided: a message, its coalescing timer, or
     /// nothing (a raise the one-message rule refused counts as withheld).
+    #[inline(always)]
     pub(crate) fn carry_out(&mut self, v: usize, a: MsixAction) {
         match a {
             MsixAction::SendMsi => self.send_msi(v),
@@ -292,7 +296,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Posted header credits a read completion holds: one per MPS of data and one for the
     /// CQE, but at most half the port's: flow control is per TLP, so a long transfer
     /// streams through a window of credits instead of waiting for an empty port.
-    #[inline]
+    #[inline(always)]
     fn completion_credits(&self, io: IoId) -> u32 {
         let rec = &self.ios[io.ix()];
         let dev = &self.devices[self.queues[rec.queue.ix()].device.ix()];
@@ -300,14 +304,19 @@ impl<O: Observer> Sim<'_, O> {
             return 1;
         }
         let port = &self.ports[dev.port.ix()];
+        if port.credits == 0 {
+            // Unlimited credits: nothing is counted, and the cap below would make it 1.
+            return 1;
+        }
         let tlps = u64::from(rec.bytes).div_ceil(port.mps) + 1;
         tlps.min(u64::from(port.credits.div_ceil(2)).max(1)) as u32
     }
 
+    /// Credits an entry of the FIFO holds (a completion's were counted as it entered).
     #[inline]
-    fn item_credits(&self, item: PortItem) -> u32 {
+    fn item_credits(item: PortItem) -> u32 {
         match item {
-            PortItem::Completion { io } => self.completion_credits(io),
+            PortItem::Completion { credits, .. } => credits,
             PortItem::Msi { .. } => 1,
         }
     }
@@ -341,9 +350,10 @@ impl<O: Observer> Sim<'_, O> {
                     true
                 }
             } else if let Some(&io) = dev.egress.front() {
-                self.port_room(p, self.completion_credits(io)) && {
+                let credits = self.completion_credits(io);
+                self.port_room(p, credits) && {
                     self.devices[d].egress.pop_front();
-                    self.emit_completion(io);
+                    self.emit_completion(io, credits);
                     true
                 }
             } else {
@@ -365,7 +375,7 @@ impl<O: Observer> Sim<'_, O> {
 
     fn port_push(&mut self, p: usize, item: PortItem) {
         if self.ports[p].credits > 0 {
-            let need = self.item_credits(item);
+            let need = Self::item_credits(item);
             self.ports[p].used += need;
         }
         self.ports[p].fifo.push_back(item);
@@ -382,7 +392,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         };
         let dur = match item {
-            PortItem::Completion { io } => self.completion_write_ns(p, io),
+            PortItem::Completion { io, .. } => self.completion_write_ns(p, io),
             PortItem::Msi { vector } => {
                 if !self.engine_take(p, vector.ix()) {
                     let port = &mut self.ports[p];
@@ -434,17 +444,18 @@ impl<O: Observer> Sim<'_, O> {
         ns
     }
 
+    #[inline(always)]
     pub(crate) fn port_done(&mut self, p: usize) {
         let item = self.ports[p].fifo.pop_front();
         self.ports[p].busy = false;
         if self.ports[p].credits > 0
             && let Some(it) = item
         {
-            let need = self.item_credits(it);
+            let need = Self::item_credits(it);
             self.ports[p].used -= need;
         }
         match item {
-            Some(PortItem::Completion { io }) => {
+            Some(PortItem::Completion { io, .. }) => {
                 let Io { queue, tag, .. } = self.ios[io.ix()];
                 let q = queue.ix();
                 self.queues[q].cqes_in_flight -= 1;

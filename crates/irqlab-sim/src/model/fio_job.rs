@@ -70,9 +70,18 @@ impl Periodic {
     fn restart(&mut self, now: u64) {
         *self = Periodic {
             interval_ms: self.interval_ms,
-            next: now + self.interval_ms.map_or(0, |m| m.get() * 1_000_000),
+            // Without an interval nothing is ever due: the completion path's test fails.
+            next: self
+                .interval_ms
+                .map_or(u64::MAX, |m| now + m.get() * 1_000_000),
             ..Periodic::default()
         };
+    }
+
+    /// Whether an interval may have ended by `now` (the test per completion).
+    #[inline]
+    fn due(&self, now: u64) -> bool {
+        self.next <= now
     }
 
     /// The intervals that ended by `now`: `rate(delta, ms)` is the sample of each
@@ -321,10 +330,15 @@ impl FioJob {
 
     /// io_u.c get_rw_ddir with rate_ddir, then get_next_buflen: the next I/O, or the
     /// absolute time (ns) the rate clock holds it until.
+    #[inline(always)]
     pub fn next_io(&mut self, now: u64) -> Result<Planned, u64> {
-        let d0 = match self.next_ddir.take() {
-            Some(d) => d,
-            None => usize::from(self.mix_rng.below(100) >= u64::from(self.read_pct)),
+        let d0 = match (self.next_ddir.take(), self.read_pct) {
+            (Some(d), _) => d,
+            // A pure read or write job's draw could only give its direction, and the mix
+            // stream serves nothing else: skipping it changes no later value.
+            (None, 100) => 0,
+            (None, 0) => 1,
+            (None, pct) => usize::from(self.mix_rng.below(100) >= u64::from(pct)),
         };
         let ddir = match &self.rate {
             None => d0,
@@ -340,8 +354,12 @@ impl FioJob {
                 }
             }
         };
-        let r = self.bs_rng[ddir].below(1 << 32) as u32;
-        let bytes = self.block_sizes[ddir].pick(r, self.unaligned);
+        let bytes = match &self.block_sizes[ddir] {
+            // get_next_buflen returns min_bs without a draw; this direction's bs stream
+            // is never drawn then.
+            BlockSizes::Fixed(b) => *b,
+            sizes => sizes.pick(self.bs_rng[ddir].below(1 << 32) as u32, self.unaligned),
+        };
         if let Some(rate) = &mut self.rate {
             // (0, 1]: -ln of it is finite.
             let u = 1.0 - self.poisson_rng[ddir].uniform();
@@ -376,6 +394,7 @@ impl FioJob {
     /// One completion of `bytes` in direction `d` with its latencies, in the window.
     /// (The slat entry is written at completion with the other two; fio writes it when
     /// the I/O is issued.)
+    #[inline(always)]
     pub fn completed(&mut self, now: u64, d: usize, bytes: u64, slat: u64, clat: u64, lat: u64) {
         let elapsed = self.elapsed_ms(now);
         self.flush_samples(now);
@@ -404,7 +423,15 @@ impl FioJob {
     }
 
     /// The periodic samples whose interval ended by `now` (KiB/s and I/Os per second).
+    #[inline]
     pub fn flush_samples(&mut self, now: u64) {
+        if self.samples.bw.due(now) || self.samples.iops.due(now) {
+            self.flush_due_samples(now);
+        }
+    }
+
+    #[inline(never)]
+    fn flush_due_samples(&mut self, now: u64) {
         let (epoch, fixed) = (self.epoch, self.fixed_bs);
         self.samples
             .bw

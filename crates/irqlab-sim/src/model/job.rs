@@ -499,6 +499,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The kernel completed `io` (blk_mq_end_request → aio_complete / io_uring CQE):
     /// it is ready for the job's reap. Wakes the job if enough are ready. Returns whether
     /// it woke a thread.
+    #[inline(always)]
     pub(crate) fn complete_io(&mut self, io: IoId, c: usize) -> bool {
         self.totals.completed += 1;
         let rec = self.ios[io.ix()];

@@ -137,14 +137,14 @@ impl<O: Observer> Sim<'_, O> {
         self.cut_short = !self.q.is_empty();
     }
 
-    #[inline]
+    #[inline(always)]
     fn at(&mut self, t: u64, ev: Event) {
         debug_assert!(t >= self.now, "time went backwards");
         self.now = t;
         self.dispatch(ev);
     }
 
-    #[inline]
+    #[inline(always)]
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::CpuStep { cpu, epoch } => {

@@ -242,6 +242,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// pick_next_task: a SCHED_FIFO thread first, else the lowest vruntime (FIFO among
     /// equals); idle when nothing is runnable.
+    #[inline(always)]
     fn switch_to_next(&mut self, c: usize) {
         let cpu = &self.cpus[c];
         let pick = cpu
@@ -281,6 +282,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Gives CPU `c` to its current thread `t`: resume an interrupted step, keep
     /// spinning, or ask the thread what to do next.
+    #[inline(always)]
     pub(crate) fn run_thread(&mut self, c: usize, t: usize) {
         self.cpus[c].mode = Mode::Thread;
         let th = &mut self.threads[t];

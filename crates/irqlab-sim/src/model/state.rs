@@ -418,7 +418,7 @@ pub(crate) struct DirStats {
 }
 
 impl DirStats {
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, bytes: u64, slat: u64, clat: u64, lat: u64) {
         self.ios += 1;
         self.bytes += bytes;
@@ -626,8 +626,8 @@ pub(crate) struct Vector {
 /// An entry of a root port's posted-write FIFO.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PortItem {
-    /// Data (reads only) and the CQE of one I/O.
-    Completion { io: IoId },
+    /// Data (reads only) and the CQE of one I/O, holding `credits` posted header credits.
+    Completion { io: IoId, credits: u32 },
     /// An MSI write for a vector.
     Msi { vector: VectorId },
 }
