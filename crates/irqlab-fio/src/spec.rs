@@ -248,6 +248,16 @@ impl JobSpec {
         self.runtime_ns.map(|r| r.saturating_add(self.ramp_time_ns))
     }
 
+    /// Where the last of `names` was written for this job (the value fio uses), for an
+    /// error about that option; None when the file sets none of them.
+    pub fn option_at(&self, names: &[&str]) -> Option<(&std::path::Path, usize)> {
+        self.options
+            .iter()
+            .rev()
+            .find(|o| names.contains(&o.name.as_str()))
+            .map(|o| (o.file.as_path(), o.line))
+    }
+
     /// The job section's own options (fio's JSON "job options").
     pub fn job_options(&self) -> Vec<(String, String)> {
         self.pairs(false)

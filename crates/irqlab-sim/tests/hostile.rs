@@ -75,16 +75,18 @@ fn every_example_fits_the_default_budget() {
 
 #[test]
 fn counts_that_cannot_finish_within_the_run_limit_are_refused() {
-    for option in [
-        "size=1p",
-        "number_ios=18446744073709551615",
-        "size=4k\nloops=4294967295",
+    // The error is at the line of the option that sets the count (the last one).
+    for (option, line) in [
+        ("size=1p", 4),
+        ("number_ios=18446744073709551615", 4),
+        ("size=4k\nloops=4294967295", 5),
     ] {
         let text = format!("[j]\nioengine=libaio\nfilename=nvme0n1\n{option}\n");
         let e = sim(&text, &[], &SimOptions::default())
             .unwrap_err()
             .to_string();
         assert!(e.contains("over the 600 s limit"), "{option}: {e}");
+        assert!(e.contains(&format!(":{line}: job 'j'")), "{option}: {e}");
     }
     // A count that fits ends by itself.
     let r = sim(

@@ -238,9 +238,13 @@ fn demand(s: &JobSpec, fastest_ns: u64, cpu_ns: u64) -> Result<JobDemand, SimErr
             // Even at its highest rate the job needs this long: past the limit, no run.
             let need = n as f64 / rate * 1e9;
             if need > MAX_SIMULATED_NS as f64 {
+                // Named at the option that sets the count, not the section header.
+                let (file, line) = s
+                    .option_at(&["size", "number_ios", "loops"])
+                    .unwrap_or((s.file.as_path(), s.line));
                 return Err(SimError::Job {
-                    file: s.file.display().to_string(),
-                    line: s.line,
+                    file: file.display().to_string(),
+                    line,
                     job: s.name.clone(),
                     msg: format!(
                         "{n} I/Os (size, loops or number_ios) need at least {:.0} s of simulated time at the job's highest rate ({:.0} IOPS), over the 600 s limit of a run; expected a smaller size or number_ios, or a runtime",
