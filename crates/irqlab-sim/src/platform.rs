@@ -492,6 +492,42 @@ impl Platform {
 
     /// Rejects values the model cannot run with.
     pub fn validate(&self) -> Result<(), String> {
+        self.check_machine()?;
+        for (i, d) in self.devices.iter().enumerate() {
+            self.check_device(i, d)?;
+        }
+        let total = self
+            .devices
+            .iter()
+            .try_fold(0usize, |n, d| n.checked_add(d.count))
+            .unwrap_or(usize::MAX);
+        if total > MAX_DEVICES {
+            return Err(format!(
+                "devices: the groups hold {total} devices; at most {MAX_DEVICES} are modelled (lower devices.N.count or --disks)"
+            ));
+        }
+        if self.cpu.tick_ns >= 1_000_000_000 / self.cpu.tick_hz {
+            return Err(format!(
+                "cpu.tick_ns = {} is not shorter than the tick period at tick_hz = {}",
+                self.cpu.tick_ns, self.cpu.tick_hz
+            ));
+        }
+        // Every cost and time in ns is at most a second: an absurd value is refused
+        // rather than simulated (and sums of them over a run cannot wrap).
+        let tree = toml::Value::try_from(self).map_err(|_| {
+            format!(
+                "a value is above {}, the largest whole number a platform holds",
+                i64::MAX
+            )
+        })?;
+        if let Some((key, v)) = ns_over_a_second(&tree, String::new()) {
+            return Err(format!("{key} = {v} ns is more than 1 s (1000000000 ns)"));
+        }
+        Ok(())
+    }
+
+    /// The CPUs, the name and the root ports.
+    fn check_machine(&self) -> Result<(), String> {
         if self.cpu.count == 0 || self.cpu.count > 4096 {
             return Err(format!("cpu.count = {} is not in 1..=4096", self.cpu.count));
         }
@@ -530,127 +566,110 @@ impl Platform {
                 ));
             }
         }
-        for (i, d) in self.devices.iter().enumerate() {
-            if !self.root_ports.iter().any(|rp| rp.name == d.port) {
-                return Err(format!(
-                    "devices.{i}.port = \"{}\" names no [[root_ports]] entry",
-                    d.port
-                ));
-            }
-            if d.count == 0 || d.count > MAX_DEVICES {
-                return Err(format!(
-                    "devices.{i}.count = {} is not in 1..={MAX_DEVICES}",
-                    d.count
-                ));
-            }
-            if d.queues > MAX_QUEUES {
-                return Err(format!(
-                    "devices.{i}.queues = {} is above {MAX_QUEUES}, NVMe's most I/O queues (0: one per CPU)",
-                    d.queues
-                ));
-            }
-            if d.cqe_bytes == 0 || d.cqe_bytes > 4096 {
-                return Err(format!(
-                    "devices.{i}.cqe_bytes = {} is not in 1..=4096 (an NVMe CQE is 16 bytes, a DSA completion record 32)",
-                    d.cqe_bytes
-                ));
-            }
-            if !(d.max_iops > 0.0 && d.max_iops.is_finite()) {
-                return Err(format!("devices.{i}.max_iops must be a positive number"));
-            }
-            if d.read_ns == 0 || d.write_ns == 0 {
-                return Err(format!("devices.{i}: read_ns and write_ns must be above 0"));
-            }
-            // max_iops x service time servers run in parallel; each is modelled.
-            let servers = d.max_iops * d.read_ns.max(d.write_ns) as f64 / 1e9;
-            if servers > 1e6 {
-                return Err(format!(
-                    "devices.{i}: max_iops x service time gives {servers:.0} parallel media servers; at most 1000000 are modelled"
-                ));
-            }
-            if !(d.service_cv >= 0.0 && d.service_cv <= 10.0) {
-                return Err(format!("devices.{i}.service_cv must be in 0..=10"));
-            }
-            if d.queue_depth < 2 || d.queue_depth > 65536 {
-                return Err(format!("devices.{i}.queue_depth must be in 2..=65536"));
-            }
-            if d.coalesce_count > 256 {
-                return Err(format!(
-                    "devices.{i}.coalesce_count = {} is above 256 (08h's 8-bit threshold + 1)",
-                    d.coalesce_count
-                ));
-            }
-            match (d.kind, d.msi) {
-                (DeviceKind::Dsa, Some(MsiRule::UntilDoorbell)) => {
-                    return Err(format!(
-                        "devices.{i}.msi = \"until_doorbell\": a DSA work queue has no CQ head doorbell to wait for; use per_completion"
-                    ));
-                }
-                (DeviceKind::Rdma, Some(MsiRule::PerCompletion)) => {
-                    return Err(format!(
-                        "devices.{i}.msi = \"per_completion\": an RDMA CQ raises one event per arm (ib_req_notify_cq); use until_doorbell"
-                    ));
-                }
-                _ => {}
-            }
-            if let Some(t) = &d.target {
-                if d.kind != DeviceKind::Rdma {
-                    return Err(format!(
-                        "devices.{i}.target: only an rdma device has an NVMe over RDMA target"
-                    ));
-                }
-                if t.cores == 0 || t.cores > 4096 {
-                    return Err(format!("devices.{i}.target.cores must be in 1..=4096"));
-                }
-            }
-            if d.vectors_per_cpu > 256 {
-                return Err(format!("devices.{i}.vectors_per_cpu must be in 0..=256"));
-            }
-            if let Some(c) = d.irq_cpu
-                && c >= self.cpu.count
-            {
-                return Err(format!(
-                    "devices.{i}.irq_cpu = {c}, but the platform has CPUs 0-{}",
-                    self.cpu.count - 1
-                ));
-            }
-            if d.prefix.is_empty()
-                || d.prefix.len() > 32
-                || !d.prefix.chars().all(|c| c.is_ascii_alphanumeric())
-            {
-                return Err(format!(
-                    "devices.{i}.prefix = \"{}\" must be an alphanumeric name of 1 to 32 characters",
-                    d.prefix
-                ));
-            }
-        }
-        let total = self
-            .devices
-            .iter()
-            .try_fold(0usize, |n, d| n.checked_add(d.count))
-            .unwrap_or(usize::MAX);
-        if total > MAX_DEVICES {
+        Ok(())
+    }
+
+    /// Device group `i`: its port, counts, sizes and rates.
+    fn check_device(&self, i: usize, d: &DeviceGroup) -> Result<(), String> {
+        if !self.root_ports.iter().any(|rp| rp.name == d.port) {
             return Err(format!(
-                "devices: the groups hold {total} devices; at most {MAX_DEVICES} are modelled (lower devices.N.count or --disks)"
+                "devices.{i}.port = \"{}\" names no [[root_ports]] entry",
+                d.port
             ));
         }
-        if self.cpu.tick_ns >= 1_000_000_000 / self.cpu.tick_hz {
+        if d.count == 0 || d.count > MAX_DEVICES {
             return Err(format!(
-                "cpu.tick_ns = {} is not shorter than the tick period at tick_hz = {}",
-                self.cpu.tick_ns, self.cpu.tick_hz
+                "devices.{i}.count = {} is not in 1..={MAX_DEVICES}",
+                d.count
             ));
         }
-        // Every cost and time in ns is at most a second: an absurd value is refused
-        // rather than simulated (and sums of them over a run cannot wrap).
-        let tree = toml::Value::try_from(self).map_err(|_| {
-            format!(
-                "a value is above {}, the largest whole number a platform holds",
-                i64::MAX
-            )
-        })?;
-        if let Some((key, v)) = ns_over_a_second(&tree, String::new()) {
-            return Err(format!("{key} = {v} ns is more than 1 s (1000000000 ns)"));
+        if d.queues > MAX_QUEUES {
+            return Err(format!(
+                "devices.{i}.queues = {} is above {MAX_QUEUES}, NVMe's most I/O queues (0: one per CPU)",
+                d.queues
+            ));
         }
+        if d.cqe_bytes == 0 || d.cqe_bytes > 4096 {
+            return Err(format!(
+                "devices.{i}.cqe_bytes = {} is not in 1..=4096 (an NVMe CQE is 16 bytes, a DSA completion record 32)",
+                d.cqe_bytes
+            ));
+        }
+        if !(d.max_iops > 0.0 && d.max_iops.is_finite()) {
+            return Err(format!("devices.{i}.max_iops must be a positive number"));
+        }
+        if d.read_ns == 0 || d.write_ns == 0 {
+            return Err(format!("devices.{i}: read_ns and write_ns must be above 0"));
+        }
+        // max_iops x service time servers run in parallel; each is modelled.
+        let servers = d.max_iops * d.read_ns.max(d.write_ns) as f64 / 1e9;
+        if servers > 1e6 {
+            return Err(format!(
+                "devices.{i}: max_iops x service time gives {servers:.0} parallel media servers; at most 1000000 are modelled"
+            ));
+        }
+        if !(d.service_cv >= 0.0 && d.service_cv <= 10.0) {
+            return Err(format!("devices.{i}.service_cv must be in 0..=10"));
+        }
+        if d.queue_depth < 2 || d.queue_depth > 65536 {
+            return Err(format!("devices.{i}.queue_depth must be in 2..=65536"));
+        }
+        if d.coalesce_count > 256 {
+            return Err(format!(
+                "devices.{i}.coalesce_count = {} is above 256 (08h's 8-bit threshold + 1)",
+                d.coalesce_count
+            ));
+        }
+        self.check_device_wiring(i, d)
+    }
+
+    /// Device group `i`'s MSI rule, NVMe over RDMA target, vectors, interrupt CPU and
+    /// name.
+    fn check_device_wiring(&self, i: usize, d: &DeviceGroup) -> Result<(), String> {
+        match (d.kind, d.msi) {
+            (DeviceKind::Dsa, Some(MsiRule::UntilDoorbell)) => {
+                return Err(format!(
+                    "devices.{i}.msi = \"until_doorbell\": a DSA work queue has no CQ head doorbell to wait for; use per_completion"
+                ));
+            }
+            (DeviceKind::Rdma, Some(MsiRule::PerCompletion)) => {
+                return Err(format!(
+                    "devices.{i}.msi = \"per_completion\": an RDMA CQ raises one event per arm (ib_req_notify_cq); use until_doorbell"
+                ));
+            }
+            _ => {}
+        }
+        if let Some(t) = &d.target {
+            if d.kind != DeviceKind::Rdma {
+                return Err(format!(
+                    "devices.{i}.target: only an rdma device has an NVMe over RDMA target"
+                ));
+            }
+            if t.cores == 0 || t.cores > 4096 {
+                return Err(format!("devices.{i}.target.cores must be in 1..=4096"));
+            }
+        }
+        if d.vectors_per_cpu > 256 {
+            return Err(format!("devices.{i}.vectors_per_cpu must be in 0..=256"));
+        }
+        if let Some(c) = d.irq_cpu
+            && c >= self.cpu.count
+        {
+            return Err(format!(
+                "devices.{i}.irq_cpu = {c}, but the platform has CPUs 0-{}",
+                self.cpu.count - 1
+            ));
+        }
+        if d.prefix.is_empty()
+            || d.prefix.len() > 32
+            || !d.prefix.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            return Err(format!(
+                "devices.{i}.prefix = \"{}\" must be an alphanumeric name of 1 to 32 characters",
+                d.prefix
+            ));
+        }
+
         Ok(())
     }
 }

@@ -51,23 +51,46 @@ pub(crate) fn estimate(
     p: &Platform,
     policy: &Policy,
 ) -> Result<Estimate, SimError> {
-    let ncpu = p.cpu.count as u64;
     let clones: u64 = specs.iter().map(|s| u64::from(s.numjobs)).sum();
     if clones > MAX_CLONES {
         return Err(SimError::Config(format!(
             "the jobs add up to {clones} clones (numjobs, --disks x --jobs-per-disk); fio runs at most {MAX_CLONES} (REAL_MAX_JOBS)"
         )));
     }
+    let work = work(specs, p)?;
+    let mut parts = memory_parts(specs, p, policy, &work.demands);
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
+    let memory_bytes = parts.iter().fold(0u64, |a, p| a.saturating_add(p.1));
+    Ok(Estimate {
+        memory_bytes,
+        events: work.events,
+        simulated_ns: work.simulated_ns,
+        ios: work.ios,
+        ticks: work.ticks,
+        memory_parts: parts,
+    })
+}
+
+/// How much simulating the jobs is: each job's demand, the run's span, its I/Os (the
+/// jobs' or the devices' capacity, the lower), timer ticks and events.
+struct Work {
+    demands: Vec<JobDemand>,
+    simulated_ns: u64,
+    ios: u64,
+    ticks: u64,
+    events: u64,
+}
+
+fn work(specs: &[JobSpec], p: &Platform) -> Result<Work, SimError> {
+    let ncpu = p.cpu.count as u64;
     // The fastest a media command completes, and the devices' combined capacity.
     let mut fastest_ns = u64::MAX;
     let mut capacity = 0f64;
-    let mut ndevices = 0u64;
     for g in &p.devices {
         let (servers, read_ns) = super::build::media_units(g);
         fastest_ns = fastest_ns.min(read_ns).min(g.write_ns);
         let per_device = f64::from(servers) * 1e9 / read_ns.min(g.write_ns).max(1) as f64;
         capacity += per_device * g.count as f64;
-        ndevices += g.count as u64;
     }
     let fastest_ns = fastest_ns.max(1);
     let demands: Vec<JobDemand> = specs
@@ -89,7 +112,26 @@ pub(crate) fn estimate(
     let ticks = (ncpu as f64 * p.cpu.tick_hz as f64 * simulated_ns as f64 / 1e9) as u64;
     let events = ticks.saturating_add(ios.saturating_mul(EVENTS_PER_IO));
 
-    // ---- memory ----
+    Ok(Work {
+        demands,
+        simulated_ns,
+        ios,
+        ticks,
+        events,
+    })
+}
+
+/// The model's memory, by part (queues, vectors, CPUs, clones, I/Os in flight, devices,
+/// fio logs), from the topology and the jobs' demands.
+fn memory_parts(
+    specs: &[JobSpec],
+    p: &Platform,
+    policy: &Policy,
+    demands: &[JobDemand],
+) -> Vec<(String, u64)> {
+    let ncpu = p.cpu.count as u64;
+    let clones: u64 = specs.iter().map(|s| u64::from(s.numjobs)).sum();
+    let ndevices: u64 = p.devices.iter().map(|g| g.count as u64).sum();
     let all_poll = matches!(policy.delivery, Delivery::Polled | Delivery::Hybrid);
     let any_polled = all_poll || specs.iter().any(|s| s.hipri);
     let any_irq = !all_poll && specs.iter().any(|s| !s.hipri);
@@ -118,7 +160,7 @@ pub(crate) fn estimate(
     let in_flight: u64 = demands.iter().map(|d| d.clones * d.iodepth).sum();
     let logs: u64 = specs
         .iter()
-        .zip(&demands)
+        .zip(demands)
         .map(|(s, d)| log_entries(s, d).saturating_mul(d.clones))
         .fold(0u64, u64::saturating_add);
     // Every clone holds its spec's options (file and line), the model's pairs and the
@@ -127,7 +169,7 @@ pub(crate) fn estimate(
         .iter()
         .map(|s| u64::from(s.numjobs) * s.options.len() as u64 * OPTION_BYTES)
         .sum();
-    let mut parts: Vec<(String, u64)> = vec![
+    vec![
         (
             format!("{queues} queues x their entries ({entries} in all)"),
             queues * size::<Queue>() + entries * QUEUE_ENTRY_BYTES,
@@ -161,17 +203,7 @@ pub(crate) fn estimate(
             format!("fio log entries ({logs})"),
             logs.saturating_mul(LOG_ENTRY_BYTES),
         ),
-    ];
-    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
-    let memory_bytes = parts.iter().fold(0u64, |a, p| a.saturating_add(p.1));
-    Ok(Estimate {
-        memory_bytes,
-        events,
-        simulated_ns,
-        ios,
-        ticks,
-        memory_parts: parts,
-    })
+    ]
 }
 
 /// The least CPU time a clone of `s` spends per I/O on its own CPU: fio's user-space
