@@ -11,7 +11,7 @@ use crate::media::{Media, MediaClock};
 use crate::pin::{allowed_cpus, pin_current};
 use crate::report::{Measured, build_report};
 use crate::shared::{CpuShared, QueueShared};
-use crate::topology::{Placement, Topology};
+use crate::topology::{ClonePlan, Placement, Topology};
 use crate::trace::{Recorder, TraceSpec, replay};
 use crate::usage::Usage;
 use crate::wake_audit::WakeAudit;
@@ -24,6 +24,7 @@ use irqlab_report::observe::Observer;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier, Mutex};
+use std::thread::{Scope, ScopedJoinHandle};
 
 /// Runs `jobs` under `policy` on real threads and reports what was measured.
 pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunReport, String> {
@@ -67,12 +68,87 @@ struct Trace {
     t0: u64,
 }
 
+/// [`run`] under `opts`: the report and, when tracing, the threads' records.
 fn run_traced(
     jobs: &[JobSpec],
     policy: &Policy,
     cfg: &RtConfig,
     opts: TraceOptions,
 ) -> Result<(RunReport, Option<Trace>), String> {
+    check_inputs(jobs, policy, cfg)?;
+    let file = open_file_target(jobs, cfg)?;
+    let topo = Topology::build(
+        jobs,
+        Placement {
+            cpu_threads: cfg.cpu_threads,
+            all_polled: matches!(policy.delivery, Delivery::Polled | Delivery::Hybrid),
+            hybrid: policy.delivery == Delivery::Hybrid,
+            span: file.as_ref().map_or(cfg.namespace_bytes, |f| f.size),
+        },
+    )?;
+    let cpus = cpu_shared(&topo, policy, cfg)?;
+    let gsim = gsim_global(policy)?;
+    // Trace time 0: just before the threads start.
+    let t_trace = now_ns();
+    let spec = if opts.on {
+        TraceSpec::on(t_trace, opts.window.clone())
+    } else {
+        TraceSpec::default()
+    };
+    let ctrl_threads = controller_threads(&topo, &cpus, policy, cfg, &file, spec)?;
+    attach_live(cfg, &topo, &cpus)?;
+    let pins = HostPins::new(cfg);
+    let launch = CpuLaunch {
+        policy: *policy,
+        cfg,
+        topo: &topo,
+        gsim: &gsim,
+        spec,
+        min_ramp: min_ramp(&topo),
+        pins: &pins,
+    };
+    let ran = run_threads(&cpus, ctrl_threads, &launch);
+    if ran.stalled {
+        return Err(format!(
+            "no I/O completed for {} s: the run was stopped (a lost wake-up or a stuck controller)",
+            cfg.stall_timeout_ns / 1_000_000_000
+        ));
+    }
+    let gathered = ran.gathered;
+    if let Some(e) = gathered.media_errors.into_iter().next() {
+        return Err(e);
+    }
+    let cpu_results: Vec<CpuResult> = ran.cpu_results.into_iter().collect::<Result<_, _>>()?;
+    let wakeups = total_wakeups(&cpus, &cpu_results);
+    let counters: Vec<((usize, usize), VectorCounters)> = ran.counters;
+    let trace = opts.on.then_some(Trace {
+        records: gathered.records,
+        t0: t_trace,
+    });
+    let report = build_report(
+        jobs,
+        policy,
+        cfg,
+        &topo,
+        &cpu_results,
+        &counters,
+        &Measured {
+            wall_ns: ran.wall_ns,
+            wakeups,
+            usage: ran.usage,
+            pinned: cfg.pin && gathered.pin_errors.is_empty(),
+            window_start: ran.t0.saturating_add(launch.min_ramp),
+            host_cpus: pins.host.len(),
+            controller_off_cpu_ns: gathered.ctrl_off_cpu_ns,
+            lost_wakeups: ran.audit.lost(),
+            media: file.map_or_else(|| cfg.media.describe(), |f| f.describe()),
+        },
+    );
+    Ok((report, trace))
+}
+
+/// Refuses a policy, configuration or job file the runtime cannot run.
+fn check_inputs(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<(), String> {
     check_policy(policy)?;
     cfg.check()?;
     if jobs.is_empty() {
@@ -80,7 +156,13 @@ fn run_traced(
     }
     crate::fio_options::refuse_unmodelled(jobs)?;
     crate::fio_options::refuse_unfit_times(jobs)?;
-    let file = match &cfg.media {
+    Ok(())
+}
+
+/// Opens `--media file:PATH`, sized for the largest block and any write; `None` for a
+/// modelled medium.
+fn open_file_target(jobs: &[JobSpec], cfg: &RtConfig) -> Result<Option<Arc<FileTarget>>, String> {
+    Ok(match &cfg.media {
         Media::Model(_) => None,
         Media::File(path) => {
             let max_bs = jobs.iter().map(|j| j.bs.max(1)).max().unwrap_or(1);
@@ -95,16 +177,16 @@ fn run_traced(
                 &cfg.stop,
             )?))
         }
-    };
-    let topo = Topology::build(
-        jobs,
-        Placement {
-            cpu_threads: cfg.cpu_threads,
-            all_polled: matches!(policy.delivery, Delivery::Polled | Delivery::Hybrid),
-            hybrid: policy.delivery == Delivery::Hybrid,
-            span: file.as_ref().map_or(cfg.namespace_bytes, |f| f.size),
-        },
-    )?;
+    })
+}
+
+/// The state each CPU thread shares with the controllers and its kernel threads: its
+/// queues, numbered into one vector space across the CPUs.
+fn cpu_shared(
+    topo: &Topology,
+    policy: &Policy,
+    cfg: &RtConfig,
+) -> Result<Vec<Arc<CpuShared>>, String> {
     let mut cpus = Vec::new();
     let mut vector_base = 0;
     for (i, plan) in topo.cpus.iter().enumerate() {
@@ -125,20 +207,30 @@ fn run_traced(
         }
         cpus.push(Arc::new(shared));
     }
+    Ok(cpus)
+}
+
+/// GSIM's global half, when the policy's moderator is GSIM.
+fn gsim_global(policy: &Policy) -> Result<Option<Arc<Mutex<GsimGlobal>>>, String> {
     // GSIM's global half (irq_mod_info), shared by every CPU thread; the parameters the
     // patch suggests, as the simulator uses.
-    let gsim = (policy.moderator == ModeratorKind::Gsim)
+    Ok((policy.moderator == ModeratorKind::Gsim)
         .then(|| GsimGlobal::new(GsimParams::suggested()))
         .transpose()
         .map_err(|e| format!("gsim: {e}"))?
-        .map(|g| Arc::new(Mutex::new(g)));
-    // Trace time 0: just before the threads start.
-    let t_trace = now_ns();
-    let spec = if opts.on {
-        TraceSpec::on(t_trace, opts.window.clone())
-    } else {
-        TraceSpec::default()
-    };
+        .map(|g| Arc::new(Mutex::new(g))))
+}
+
+/// Every controller with its queues and media, dealt round-robin over the controller
+/// threads.
+fn controller_threads(
+    topo: &Topology,
+    cpus: &[Arc<CpuShared>],
+    policy: &Policy,
+    cfg: &RtConfig,
+    file: &Option<Arc<FileTarget>>,
+    spec: TraceSpec,
+) -> Result<Vec<Vec<Controller>>, String> {
     let mut ctrl_threads: Vec<Vec<Controller>> =
         (0..cfg.controller_threads).map(|_| Vec::new()).collect();
     for c in 0..topo.controllers.len() {
@@ -153,7 +245,7 @@ fn run_traced(
                     .collect::<Vec<_>>()
             })
             .collect();
-        let media = match (&cfg.media, &file) {
+        let media = match (&cfg.media, file) {
             (Media::File(_), Some(target)) => {
                 let depth: u32 = queues
                     .iter()
@@ -174,6 +266,12 @@ fn run_traced(
             spec,
         ));
     }
+    Ok(ctrl_threads)
+}
+
+/// Hands the live counters the CPUs, the vectors' names and the I/Os the run will
+/// complete (when known), so they can be read while it runs.
+fn attach_live(cfg: &RtConfig, topo: &Topology, cpus: &[Arc<CpuShared>]) -> Result<(), String> {
     if let Some(live) = &cfg.live {
         let names = topo
             .cpus
@@ -181,162 +279,295 @@ fn run_traced(
             .flat_map(|p| p.queues.iter())
             .map(|q| q.name(&topo.controllers[q.controller]))
             .collect();
-        live.attach(cpus.clone(), names, expected_ios(&topo))?;
+        live.attach(cpus.to_vec(), names, expected_ios(topo))?;
     }
-    let host = allowed_cpus();
-    let cpu_pin = |i: usize| cfg.pin.then(|| host[i % host.len()]);
-    let ctrl_pin = |t: usize| cfg.pin.then(|| host[(cfg.cpu_threads + t) % host.len()]);
+    Ok(())
+}
 
-    // The measured window opens after the shortest ramp_time: the CPU rows cover it.
-    let min_ramp = topo
-        .cpus
+/// The host CPUs the threads are pinned to with `--pin`: the CPU threads first, then
+/// the controller threads, wrapping around the host.
+struct HostPins {
+    on: bool,
+    host: Vec<usize>,
+    cpu_threads: usize,
+}
+
+impl HostPins {
+    fn new(cfg: &RtConfig) -> HostPins {
+        HostPins {
+            on: cfg.pin,
+            host: allowed_cpus(),
+            cpu_threads: cfg.cpu_threads,
+        }
+    }
+
+    fn cpu(&self, i: usize) -> Option<usize> {
+        self.on.then(|| self.host[i % self.host.len()])
+    }
+
+    fn controller(&self, t: usize) -> Option<usize> {
+        self.on
+            .then(|| self.host[(self.cpu_threads + t) % self.host.len()])
+    }
+}
+
+/// The measured window opens after the shortest ramp_time: the CPU rows cover it.
+fn min_ramp(topo: &Topology) -> u64 {
+    topo.cpus
         .iter()
         .flat_map(|c| c.clones.iter())
         .map(|c| c.plan.ramp_ns)
         .min()
-        .unwrap_or(0);
-    let abort = AtomicBool::new(false);
-    let stop = AtomicBool::new(false);
-    let running = AtomicUsize::new(cpus.len());
-    let barrier = Barrier::new(cpus.len() + ctrl_threads.len() + 1);
-    let start_cell = AtomicU64::new(0);
-    let mut pin_errors: Vec<String> = Vec::new();
-    let mut media_errors: Vec<String> = Vec::new();
-    let mut records: Vec<Recorder> = Vec::new();
-    let mut ctrl_off_cpu_ns = 0;
+        .unwrap_or(0)
+}
+
+/// What every CPU thread starts from.
+struct CpuLaunch<'a> {
+    policy: Policy,
+    cfg: &'a RtConfig,
+    topo: &'a Topology,
+    gsim: &'a Option<Arc<Mutex<GsimGlobal>>>,
+    spec: TraceSpec,
+    min_ramp: u64,
+    pins: &'a HostPins,
+}
+
+/// What the run's threads share: the start barrier and time, and the flags that end
+/// the run.
+struct RunSync {
+    abort: AtomicBool,
+    stop: AtomicBool,
+    running: AtomicUsize,
+    barrier: Barrier,
+    start_cell: AtomicU64,
+}
+
+/// What the threads hand back besides their results, in the order they were joined:
+/// the CPU threads first, then the controller threads.
+#[derive(Default)]
+struct Gathered {
+    pin_errors: Vec<String>,
+    media_errors: Vec<String>,
+    records: Vec<Recorder>,
+    ctrl_off_cpu_ns: u64,
+}
+
+/// What a controller thread hands back.
+struct ControllerOut {
+    counters: Vec<((usize, usize), VectorCounters)>,
+    pinned: Option<String>,
+    errors: Vec<String>,
+    recs: Vec<Recorder>,
+    off_cpu: u64,
+}
+
+type CpuOut = (Result<(CpuResult, Vec<Recorder>), String>, Option<String>);
+
+/// What the threads of one run measured.
+struct Ran {
+    cpu_results: Vec<Result<CpuResult, String>>,
+    counters: Vec<((usize, usize), VectorCounters)>,
+    stalled: bool,
+    /// The run's start, as every thread saw it.
+    t0: u64,
+    wall_ns: u64,
+    usage: Usage,
+    audit: WakeAudit,
+    gathered: Gathered,
+}
+
+/// Starts the controller threads, then the CPU threads, releases them together, watches
+/// them to their end, then stops and joins the controllers.
+fn run_threads(
+    cpus: &[Arc<CpuShared>],
+    ctrl_threads: Vec<Vec<Controller>>,
+    launch: &CpuLaunch,
+) -> Ran {
+    let cfg = launch.cfg;
+    let sync = RunSync {
+        abort: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        running: AtomicUsize::new(cpus.len()),
+        barrier: Barrier::new(cpus.len() + ctrl_threads.len() + 1),
+        start_cell: AtomicU64::new(0),
+    };
+    let mut gathered = Gathered::default();
     let mut audit = WakeAudit::default();
     let u0 = Usage::process();
     let mut t0 = 0;
-    let (cpu_results, ctrl_counters, stalled) = std::thread::scope(|s| {
-        let mut ctrl_handles = Vec::new();
-        for (t, mut ctrls) in ctrl_threads.into_iter().enumerate() {
-            let (barrier, stop, start_cell) = (&barrier, &stop, &start_cell);
-            let pin = ctrl_pin(t);
-            ctrl_handles.push(s.spawn(move || {
-                let pinned = pin.map(pin_current).transpose().err();
-                release(barrier, start_cell);
-                let off_cpu = run_controllers(&mut ctrls, stop);
-                let counters: Vec<_> = ctrls.iter().flat_map(Controller::counters).collect();
-                let errors: Vec<String> =
-                    ctrls.iter().filter_map(Controller::media_error).collect();
-                let recs: Vec<Recorder> = ctrls.iter_mut().map(Controller::take_record).collect();
-                (counters, pinned, errors, recs, off_cpu)
-            }));
-        }
-        let mut cpu_handles = Vec::new();
-        for (i, shared) in cpus.iter().enumerate() {
-            let (barrier, abort, running, start_cell) = (&barrier, &abort, &running, &start_cell);
-            let shared = shared.clone();
-            let plans = topo.cpus[i].clones.clone();
-            let pin = cpu_pin(i);
-            let seed = cfg.seed;
-            let policy = *policy;
-            let gsim = gsim.clone();
-            let stop = cfg.stop.clone();
-            cpu_handles.push(s.spawn(move || {
-                let pinned = pin.map(pin_current).transpose().err();
-                let run_start = release(barrier, start_cell);
-                let clock = RunClock {
-                    start: run_start,
-                    window_start: run_start.saturating_add(min_ramp),
-                };
-                // As in fio, a job's runtime counts from when its thread starts it: on a
-                // loaded host that can be well after the run's start.
-                let start = now_ns();
-                let jobs = plans
-                    .into_iter()
-                    .enumerate()
-                    .map(|(slot, c)| {
-                        let s = seed
-                            ^ ((c.plan.job as u64) << 32 | u64::from(c.clone))
-                                .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                        JobRun::new(c.plan, slot as u32, s, start)
-                    })
-                    .collect();
-                let result = CpuThread::new(shared, policy, jobs, gsim, spec, clock)
-                    .map(|t| t.run(abort, &stop));
-                running.fetch_sub(1, SeqCst);
-                (result, pinned)
-            }));
-        }
-        t0 = release(&barrier, &start_cell);
+    let (cpu_results, counters, stalled) = std::thread::scope(|s| {
+        let ctrl_handles = spawn_controllers(s, ctrl_threads, &sync, launch.pins);
+        let cpu_handles = spawn_cpus(s, cpus, &sync, launch);
+        t0 = release(&sync.barrier, &sync.start_cell);
         if let Some(live) = &cfg.live {
             live.mark_start(t0);
         }
-        let stalled = watch(&cpus, &running, &abort, cfg.stall_timeout_ns, &mut audit);
-        let mut cpu_results = Vec::new();
-        for h in cpu_handles {
-            let (r, pinned) = h
-                .join()
-                .unwrap_or_else(|_| (Err("a CPU thread panicked".into()), None));
-            pin_errors.extend(pinned);
-            cpu_results.push(r.map(|(res, recs)| {
-                records.extend(recs);
-                res
-            }));
-        }
+        let stalled = watch(
+            cpus,
+            &sync.running,
+            &sync.abort,
+            cfg.stall_timeout_ns,
+            &mut audit,
+        );
+        let cpu_results = join_cpus(cpu_handles, &mut gathered);
         if let Some(live) = &cfg.live {
             live.mark_end(now_ns());
         }
-        stop.store(true, SeqCst);
-        let mut counters = Vec::new();
-        for h in ctrl_handles {
-            match h.join() {
-                Ok((c, pinned, errors, recs, off)) => {
-                    ctrl_off_cpu_ns += off;
-                    counters.extend(c);
-                    pin_errors.extend(pinned);
-                    media_errors.extend(errors);
-                    records.extend(recs);
-                }
-                Err(_) => media_errors.push("a controller thread panicked".into()),
-            }
-        }
+        sync.stop.store(true, SeqCst);
+        let counters = join_controllers(ctrl_handles, &mut gathered);
         (cpu_results, counters, stalled)
     });
     let wall_ns = now_ns() - t0;
     let usage = Usage::process().since(&u0);
-    if stalled {
-        return Err(format!(
-            "no I/O completed for {} s: the run was stopped (a lost wake-up or a stuck controller)",
-            cfg.stall_timeout_ns / 1_000_000_000
-        ));
+    Ran {
+        cpu_results,
+        counters,
+        stalled,
+        t0,
+        wall_ns,
+        usage,
+        audit,
+        gathered,
     }
-    if let Some(e) = media_errors.into_iter().next() {
-        return Err(e);
+}
+
+/// Starts one thread per group of controllers: each waits at the start barrier, then
+/// runs its controllers until `stop`.
+fn spawn_controllers<'scope>(
+    s: &'scope Scope<'scope, '_>,
+    ctrl_threads: Vec<Vec<Controller>>,
+    sync: &'scope RunSync,
+    pins: &HostPins,
+) -> Vec<ScopedJoinHandle<'scope, ControllerOut>> {
+    let mut ctrl_handles = Vec::new();
+    for (t, mut ctrls) in ctrl_threads.into_iter().enumerate() {
+        let (barrier, stop, start_cell) = (&sync.barrier, &sync.stop, &sync.start_cell);
+        let pin = pins.controller(t);
+        ctrl_handles.push(s.spawn(move || {
+            let pinned = pin.map(pin_current).transpose().err();
+            release(barrier, start_cell);
+            let off_cpu = run_controllers(&mut ctrls, stop);
+            let counters: Vec<_> = ctrls.iter().flat_map(Controller::counters).collect();
+            let errors: Vec<String> = ctrls.iter().filter_map(Controller::media_error).collect();
+            let recs: Vec<Recorder> = ctrls.iter_mut().map(Controller::take_record).collect();
+            ControllerOut {
+                counters,
+                pinned,
+                errors,
+                recs,
+                off_cpu,
+            }
+        }));
     }
-    let cpu_results: Vec<CpuResult> = cpu_results.into_iter().collect::<Result<_, _>>()?;
+    ctrl_handles
+}
+
+/// Starts one thread per emulated CPU: each waits at the start barrier, then runs its
+/// job clones to their end.
+fn spawn_cpus<'scope>(
+    s: &'scope Scope<'scope, '_>,
+    cpus: &[Arc<CpuShared>],
+    sync: &'scope RunSync,
+    launch: &CpuLaunch,
+) -> Vec<ScopedJoinHandle<'scope, CpuOut>> {
+    let mut cpu_handles = Vec::new();
+    for (i, shared) in cpus.iter().enumerate() {
+        let (barrier, abort, running, start_cell) =
+            (&sync.barrier, &sync.abort, &sync.running, &sync.start_cell);
+        let shared = shared.clone();
+        let plans = launch.topo.cpus[i].clones.clone();
+        let pin = launch.pins.cpu(i);
+        let seed = launch.cfg.seed;
+        let policy = launch.policy;
+        let gsim = launch.gsim.clone();
+        let stop = launch.cfg.stop.clone();
+        let (spec, min_ramp) = (launch.spec, launch.min_ramp);
+        cpu_handles.push(s.spawn(move || {
+            let pinned = pin.map(pin_current).transpose().err();
+            let run_start = release(barrier, start_cell);
+            let clock = RunClock {
+                start: run_start,
+                window_start: run_start.saturating_add(min_ramp),
+            };
+            // As in fio, a job's runtime counts from when its thread starts it: on a
+            // loaded host that can be well after the run's start.
+            let start = now_ns();
+            let jobs = job_runs(plans, seed, start);
+            let result = CpuThread::new(shared, policy, jobs, gsim, spec, clock)
+                .map(|t| t.run(abort, &stop));
+            running.fetch_sub(1, SeqCst);
+            (result, pinned)
+        }));
+    }
+    cpu_handles
+}
+
+/// The job clones of one CPU thread, each with its own seed, their runtime counted
+/// from `start`.
+fn job_runs(plans: Vec<ClonePlan>, seed: u64, start: u64) -> Vec<JobRun> {
+    plans
+        .into_iter()
+        .enumerate()
+        .map(|(slot, c)| {
+            let s = seed
+                ^ ((c.plan.job as u64) << 32 | u64::from(c.clone))
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            JobRun::new(c.plan, slot as u32, s, start)
+        })
+        .collect()
+}
+
+/// Joins the CPU threads in order; a panicked one is an error in its place.
+fn join_cpus(
+    cpu_handles: Vec<ScopedJoinHandle<'_, CpuOut>>,
+    gathered: &mut Gathered,
+) -> Vec<Result<CpuResult, String>> {
+    let mut cpu_results = Vec::new();
+    for h in cpu_handles {
+        let (r, pinned) = h
+            .join()
+            .unwrap_or_else(|_| (Err("a CPU thread panicked".into()), None));
+        gathered.pin_errors.extend(pinned);
+        cpu_results.push(r.map(|(res, recs)| {
+            gathered.records.extend(recs);
+            res
+        }));
+    }
+    cpu_results
+}
+
+/// Joins the controller threads in order and returns their device counters; a panicked
+/// one is a media error.
+fn join_controllers(
+    ctrl_handles: Vec<ScopedJoinHandle<'_, ControllerOut>>,
+    gathered: &mut Gathered,
+) -> Vec<((usize, usize), VectorCounters)> {
+    let mut counters = Vec::new();
+    for h in ctrl_handles {
+        match h.join() {
+            Ok(out) => {
+                gathered.ctrl_off_cpu_ns += out.off_cpu;
+                counters.extend(out.counters);
+                gathered.pin_errors.extend(out.pinned);
+                gathered.media_errors.extend(out.errors);
+                gathered.records.extend(out.recs);
+            }
+            Err(_) => gathered
+                .media_errors
+                .push("a controller thread panicked".into()),
+        }
+    }
+    counters
+}
+
+/// Wake-ups of the CPU threads and of their kernel threads.
+fn total_wakeups(cpus: &[Arc<CpuShared>], cpu_results: &[CpuResult]) -> u64 {
     // Waking a kernel thread (irq thread, ksoftirqd, kworker) is a wake-up too.
-    let wakeups = cpus.iter().map(|c| c.notifier.wakeups()).sum::<u64>()
+    cpus.iter().map(|c| c.notifier.wakeups()).sum::<u64>()
         + cpu_results
             .iter()
             .map(|c| c.irq_thread_wakeups + c.ksoftirqd_wakeups + c.kworker_wakeups)
-            .sum::<u64>();
-    let counters: Vec<((usize, usize), VectorCounters)> = ctrl_counters;
-    let trace = opts.on.then_some(Trace {
-        records,
-        t0: t_trace,
-    });
-    let report = build_report(
-        jobs,
-        policy,
-        cfg,
-        &topo,
-        &cpu_results,
-        &counters,
-        &Measured {
-            wall_ns,
-            wakeups,
-            usage,
-            pinned: cfg.pin && pin_errors.is_empty(),
-            window_start: t0.saturating_add(min_ramp),
-            host_cpus: host.len(),
-            controller_off_cpu_ns: ctrl_off_cpu_ns,
-            lost_wakeups: audit.lost(),
-            media: file.map_or_else(|| cfg.media.describe(), |f| f.describe()),
-        },
-    );
-    Ok((report, trace))
+            .sum::<u64>()
 }
 
 /// Waits at the start barrier and returns the run's start: the time the last thread
