@@ -300,50 +300,138 @@ pub fn build_report(
         .max(m.window_start);
     let duration_ns = window_end - m.window_start;
     let (cpu_rows, cpu_stolen_ns) = cpu_reports(cpus, window_end);
+    let totals = Totals::of(policy, cpus, &clones, &job_reports);
+    let mut extra = setup_counters(cfg, m);
+    extra.extend(cost_counters(cfg, cpus, m, &totals));
+    extra.extend(path_counters(cpus, counters, m));
+    extra.extend(mechanism_counters(policy, cpus));
+    if cpus.iter().any(|c| c.interrupted) {
+        extra.push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+    }
+    RunReport {
+        engine: Engine::RealThreads,
+        platform: platform_line(cfg, m),
+        policy: policy.describe(),
+        seed: cfg.seed,
+        duration_ns,
+        end_ns,
+        global_options: irqlab_fio::global_options(jobs),
+        jobs: job_reports,
+        disks: Vec::new(),
+        cpus: cpu_rows,
+        vectors: vector_reports(policy, topo, cpus, counters),
+        measured: Some(HostMeasures {
+            wall_ns: m.wall_ns,
+            wakeups: m.wakeups,
+            voluntary_ctx: m.usage.voluntary_ctx,
+            involuntary_ctx: m.usage.involuntary_ctx,
+            usr_ns: m.usage.usr_ns,
+            sys_ns: m.usage.sys_ns,
+            cpu_stolen_ns,
+        }),
+        extra,
+    }
+}
+
+/// The platform line: the host and how the run used it.
+fn platform_line(cfg: &RtConfig, m: &Measured) -> String {
     let media = &m.media;
-    let platform = format!(
+    format!(
         "this host ({} CPUs): {} CPU thread(s), {} controller thread(s), {}, media {}",
         m.host_cpus,
         cfg.cpu_threads,
         cfg.controller_threads,
         if m.pinned { "pinned" } else { "not pinned" },
         media
-    );
-    let window_ios: u64 = job_reports
-        .iter()
-        .map(|j| j.read.total_ios + j.write.total_ios)
-        .sum();
-    let completions: u64 = cpus
-        .iter()
-        .flat_map(|c| c.vec_completions.iter())
-        .sum::<u64>()
-        + cpus.iter().map(|c| c.reaped_after_submit).sum::<u64>();
-    let kernel_cpu: u64 = cpus
-        .iter()
-        .flat_map(kernel_threads_usage)
-        .map(|u| u.cpu_ns())
-        .sum();
-    let thread_cpu: u64 = cpus.iter().map(|c| c.usage.cpu_ns()).sum::<u64>() + kernel_cpu;
-    // An emulated CPU's kernel threads work for its I/Os too.
-    let window_cpu: u64 = clones.iter().map(|c| c.usr_ns + c.sys_ns).sum::<u64>() + kernel_cpu;
-    let notifications: u64 = cpus.iter().map(|c| c.pmn).sum::<u64>()
-        + if matches!(policy.delivery, Delivery::Posted { .. }) {
-            0
-        } else {
-            cpus.iter().map(|c| c.hardirqs).sum::<u64>()
-        };
-    let sum = |f: fn(&CpuResult) -> u64| cpus.iter().map(f).sum::<u64>();
-    let dev_sum = |f: fn(&VectorCounters) -> u64| counters.iter().map(|(_, v)| f(v)).sum::<u64>();
+    )
+}
+
+/// The run's totals the cost counters divide.
+#[derive(Clone, Copy)]
+struct Totals {
+    /// I/Os the jobs completed in the measured window.
+    window_ios: u64,
+    /// Completions reaped over the whole run, by every path.
+    completions: u64,
+    /// CPU time of the CPU threads and their kernel threads over the run.
+    thread_cpu: u64,
+    /// CPU time that served the window's I/Os.
+    window_cpu: u64,
+    notifications: u64,
+}
+
+impl Totals {
+    fn of(
+        policy: &Policy,
+        cpus: &[CpuResult],
+        clones: &[CloneOut],
+        job_reports: &[JobReport],
+    ) -> Totals {
+        let window_ios: u64 = job_reports
+            .iter()
+            .map(|j| j.read.total_ios + j.write.total_ios)
+            .sum();
+        let completions: u64 = cpus
+            .iter()
+            .flat_map(|c| c.vec_completions.iter())
+            .sum::<u64>()
+            + cpus.iter().map(|c| c.reaped_after_submit).sum::<u64>();
+        let kernel_cpu: u64 = cpus
+            .iter()
+            .flat_map(kernel_threads_usage)
+            .map(|u| u.cpu_ns())
+            .sum();
+        let thread_cpu: u64 = cpus.iter().map(|c| c.usage.cpu_ns()).sum::<u64>() + kernel_cpu;
+        // An emulated CPU's kernel threads work for its I/Os too.
+        let window_cpu: u64 = clones.iter().map(|c| c.usr_ns + c.sys_ns).sum::<u64>() + kernel_cpu;
+        let notifications: u64 = cpus.iter().map(|c| c.pmn).sum::<u64>()
+            + if matches!(policy.delivery, Delivery::Posted { .. }) {
+                0
+            } else {
+                cpus.iter().map(|c| c.hardirqs).sum::<u64>()
+            };
+        Totals {
+            window_ios,
+            completions,
+            thread_cpu,
+            window_cpu,
+            notifications,
+        }
+    }
+}
+
+/// How the run was set up: threads, pinning, the modelled media.
+fn setup_counters(cfg: &RtConfig, m: &Measured) -> Vec<(String, f64)> {
     let (lat, iops) = match &cfg.media {
         Media::Model(mm) => (mm.latency_ns as f64, mm.iops as f64),
         Media::File(_) => (0.0, 0.0),
     };
-    let mut extra = vec![
+    vec![
         ("cpu_threads".into(), cfg.cpu_threads as f64),
         ("controller_threads".into(), cfg.controller_threads as f64),
         ("pinned".into(), f64::from(u8::from(m.pinned))),
         ("media_latency_ns".into(), lat),
         ("media_iops".into(), iops),
+    ]
+}
+
+/// What the completions cost: CPU time, notifications, wake-ups, sleeps, and the
+/// controllers' time off their CPUs.
+fn cost_counters(
+    cfg: &RtConfig,
+    cpus: &[CpuResult],
+    m: &Measured,
+    t: &Totals,
+) -> Vec<(String, f64)> {
+    let sum = |f: fn(&CpuResult) -> u64| cpus.iter().map(f).sum::<u64>();
+    let Totals {
+        window_ios,
+        completions,
+        thread_cpu,
+        window_cpu,
+        notifications,
+    } = *t;
+    vec![
         ("completions".into(), completions as f64),
         // CPU threads only: the controllers stand for hardware and spin by design.
         ("cpu_ns_per_io".into(), ratio(window_cpu, window_ios)),
@@ -372,6 +460,18 @@ pub fn build_report(
                     m.wall_ns * cfg.controller_threads as u64,
                 ),
         ),
+    ]
+}
+
+/// Which path each completion and interrupt took, and the counters that must stay 0.
+fn path_counters(
+    cpus: &[CpuResult],
+    counters: &[((usize, usize), VectorCounters)],
+    m: &Measured,
+) -> Vec<(String, f64)> {
+    let sum = |f: fn(&CpuResult) -> u64| cpus.iter().map(f).sum::<u64>();
+    let dev_sum = |f: fn(&VectorCounters) -> u64| counters.iter().map(|(_, v)| f(v)).sum::<u64>();
+    vec![
         ("spurious_interrupts".into(), sum(|c| c.spurious) as f64),
         (
             "posted_extra_round_vectors".into(),
@@ -411,32 +511,5 @@ pub fn build_report(
         ("unknown_cqes".into(), sum(|c| c.unknown_cqes) as f64),
         ("lost_wakeups".into(), m.lost_wakeups as f64),
         ("submit_overflow".into(), sum(|c| c.overflow) as f64),
-    ];
-    extra.extend(mechanism_counters(policy, cpus));
-    if cpus.iter().any(|c| c.interrupted) {
-        extra.push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
-    }
-    RunReport {
-        engine: Engine::RealThreads,
-        platform,
-        policy: policy.describe(),
-        seed: cfg.seed,
-        duration_ns,
-        end_ns,
-        global_options: irqlab_fio::global_options(jobs),
-        jobs: job_reports,
-        disks: Vec::new(),
-        cpus: cpu_rows,
-        vectors: vector_reports(policy, topo, cpus, counters),
-        measured: Some(HostMeasures {
-            wall_ns: m.wall_ns,
-            wakeups: m.wakeups,
-            voluntary_ctx: m.usage.voluntary_ctx,
-            involuntary_ctx: m.usage.involuntary_ctx,
-            usr_ns: m.usage.usr_ns,
-            sys_ns: m.usage.sys_ns,
-            cpu_stolen_ns,
-        }),
-        extra,
-    }
+    ]
 }
