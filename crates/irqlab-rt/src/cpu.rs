@@ -405,6 +405,8 @@ impl CpuThread {
         }
     }
 
+    /// Runs the jobs until all of them end (or `abort`), taking interrupts and handed-over
+    /// completions between steps and halting when no job can move.
     fn run_jobs(&mut self, abort: &AtomicBool, stop: &StopFlag) {
         let u0 = Usage::thread();
         let t0 = now_ns();
@@ -420,9 +422,7 @@ impl CpuThread {
             self.cpu_clock.observe(now);
             if !stopping && stop.is_set() {
                 stopping = true;
-                for (j, job) in self.jobs.iter_mut().enumerate() {
-                    self.res.interrupted |= !finished[j] && job.stop(now);
-                }
+                self.stop_jobs(now, &finished);
             }
             self.gsim_timer(now);
             // An interrupt-enabled point: take a pending notification.
@@ -430,44 +430,8 @@ impl CpuThread {
                 self.interrupt(false);
             }
             self.take_inbox();
-            let mut progress = false;
-            let mut all_done = true;
-            blocked_polled.clear();
-            for j in 0..n {
-                if finished[j] {
-                    continue;
-                }
-                loop {
-                    let polled = self.jobs[j].plan.polled;
-                    let mut port = SubmitPort {
-                        shared: &self.shared,
-                        tags: &mut self.tags,
-                        polled,
-                        overflow: &mut self.res.overflow,
-                    };
-                    match self.jobs[j].step(now_ns(), &mut port) {
-                        Step::Progress => progress = true,
-                        Step::Committed => {
-                            progress = true;
-                            if self.policy.reap_after_submit && !polled {
-                                self.reap_after_submit(j);
-                            }
-                        }
-                        Step::Blocked => {
-                            all_done = false;
-                            if polled {
-                                blocked_polled.push(j);
-                            }
-                            break;
-                        }
-                        Step::Finished => {
-                            finished[j] = true;
-                            ends[j] = now_ns();
-                            break;
-                        }
-                    }
-                }
-            }
+            let (progress, all_done) =
+                self.step_jobs(&mut finished, &mut ends, &mut blocked_polled);
             if all_done {
                 break;
             }
@@ -475,32 +439,101 @@ impl CpuThread {
                 continue;
             }
             if !blocked_polled.is_empty() {
-                // Hybrid polling: when every polling job sleeps, the CPU halts until the
-                // first hrtimer (an interrupt of a non-polled queue still wakes it).
-                let now = now_ns();
-                let mut wake_at = Some(u64::MAX);
-                for &j in &blocked_polled {
-                    wake_at = match (wake_at, self.jobs[j].hybrid_sleep(now)) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        _ => None,
-                    };
-                }
-                if let Some(t) = wake_at {
-                    let slept = self.halt(abort, Some(t));
-                    self.res.hybrid_sleep_ns += slept;
-                    continue;
-                }
-                // nvme_poll: spin on the poll queues (blk_hctx_poll via io_uring IOPOLL).
-                self.set_kind(now, SliceKind::Sys);
-                self.poll_queues();
-                if !any_irq_queue {
-                    std::hint::spin_loop();
-                }
+                self.wait_polled(abort, &blocked_polled, any_irq_queue);
                 continue;
             }
             let deadline = self.gsim.as_ref().and_then(|g| g.cpu.timer_deadline());
             self.halt(abort, deadline);
         }
+        self.close_jobs(t0, &u0, &finished, &ends);
+    }
+
+    /// The run's stop flag is set: each job not yet finished ends early.
+    fn stop_jobs(&mut self, now: u64, finished: &[bool]) {
+        for (j, job) in self.jobs.iter_mut().enumerate() {
+            self.res.interrupted |= !finished[j] && job.stop(now);
+        }
+    }
+
+    /// Steps each unfinished job until it blocks or finishes, noting the polled jobs that
+    /// blocked. Returns whether any job progressed and whether all are done.
+    fn step_jobs(
+        &mut self,
+        finished: &mut [bool],
+        ends: &mut [u64],
+        blocked_polled: &mut Vec<usize>,
+    ) -> (bool, bool) {
+        let n = self.jobs.len();
+        let mut progress = false;
+        let mut all_done = true;
+        blocked_polled.clear();
+        for j in 0..n {
+            if finished[j] {
+                continue;
+            }
+            loop {
+                let polled = self.jobs[j].plan.polled;
+                let mut port = SubmitPort {
+                    shared: &self.shared,
+                    tags: &mut self.tags,
+                    polled,
+                    overflow: &mut self.res.overflow,
+                };
+                match self.jobs[j].step(now_ns(), &mut port) {
+                    Step::Progress => progress = true,
+                    Step::Committed => {
+                        progress = true;
+                        if self.policy.reap_after_submit && !polled {
+                            self.reap_after_submit(j);
+                        }
+                    }
+                    Step::Blocked => {
+                        all_done = false;
+                        if polled {
+                            blocked_polled.push(j);
+                        }
+                        break;
+                    }
+                    Step::Finished => {
+                        finished[j] = true;
+                        ends[j] = now_ns();
+                        break;
+                    }
+                }
+            }
+        }
+        (progress, all_done)
+    }
+
+    /// No job progressed and the polled jobs in `blocked_polled` wait for completions:
+    /// the CPU sleeps until their first hybrid-polling timer, or else polls its queues.
+    fn wait_polled(&mut self, abort: &AtomicBool, blocked_polled: &[usize], any_irq_queue: bool) {
+        // Hybrid polling: when every polling job sleeps, the CPU halts until the
+        // first hrtimer (an interrupt of a non-polled queue still wakes it).
+        let now = now_ns();
+        let mut wake_at = Some(u64::MAX);
+        for &j in blocked_polled {
+            wake_at = match (wake_at, self.jobs[j].hybrid_sleep(now)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                _ => None,
+            };
+        }
+        if let Some(t) = wake_at {
+            let slept = self.halt(abort, Some(t));
+            self.res.hybrid_sleep_ns += slept;
+            return;
+        }
+        // nvme_poll: spin on the poll queues (blk_hctx_poll via io_uring IOPOLL).
+        self.set_kind(now, SliceKind::Sys);
+        self.poll_queues();
+        if !any_irq_queue {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The jobs are over: closes the CPU's time ledger and records what the thread
+    /// measured since `t0` (usage since `u0`) and each clone's window.
+    fn close_jobs(&mut self, t0: u64, u0: &Usage, finished: &[bool], ends: &[u64]) {
         let end = now_ns();
         self.set_kind(end, SliceKind::Idle);
         self.res.time = match &mut self.book {
@@ -514,7 +547,7 @@ impl CpuThread {
         };
         self.res.window_cpu_ns = self.cpu_clock.finish();
         self.res.wall_ns = end.saturating_sub(t0);
-        self.res.usage = Usage::thread().since(&u0);
+        self.res.usage = Usage::thread().since(u0);
         self.res.sleeps = self.shared.notifier.sleeps();
         self.res.pmn = self.shared.live.pmn.load(Relaxed);
         self.res.vec_handled = self.shared.live.handled();
