@@ -3,7 +3,7 @@
 use irqlab_inputs::InputError;
 use irqlab_sim::SimError;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why a scenario, targets file, measurement or calibration failed.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,6 +41,15 @@ pub enum CalibError {
 }
 
 impl CalibError {
+    /// A TOML error in `text` (the contents of `path`), as `FILE:LINE: KEY: what`.
+    pub fn toml(text: &str, path: &Path, e: &toml::de::Error) -> CalibError {
+        CalibError::Syntax(irqlab_sim::toml_input::describe(
+            text,
+            &path.display().to_string(),
+            e,
+        ))
+    }
+
     /// This error, said about `path`.
     pub fn at(path: impl Into<PathBuf>, e: impl fmt::Display) -> CalibError {
         CalibError::At {

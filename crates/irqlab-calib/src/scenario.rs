@@ -130,13 +130,7 @@ impl Scenario {
 
     pub fn parse(text: &str, path: &Path) -> Result<Scenario, CalibError> {
         let at = |e: &dyn std::fmt::Display| CalibError::at(path, e);
-        let f: File = toml::from_str(text).map_err(|e| {
-            CalibError::Syntax(irqlab_sim::toml_input::describe(
-                text,
-                &path.display().to_string(),
-                &e,
-            ))
-        })?;
+        let f: File = toml::from_str(text).map_err(|e| CalibError::toml(text, path, &e))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let policy = parse_policy(&f.policy).map_err(|e| at(&e))?;
         let topology = Topology {

@@ -93,13 +93,7 @@ impl TargetSet {
     pub fn add_file(&mut self, path: &Path) -> Result<(), CalibError> {
         let text = irqlab_fio::input::read_text(path, irqlab_fio::input::MAX_INPUT_BYTES)
             .map_err(|e| CalibError::at(path, e))?;
-        let f: File = toml::from_str(&text).map_err(|e| {
-            CalibError::Syntax(irqlab_sim::toml_input::describe(
-                &text,
-                &path.display().to_string(),
-                &e,
-            ))
-        })?;
+        let f: File = toml::from_str(&text).map_err(|e| CalibError::toml(&text, path, &e))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let rel = |p: &str| -> PathBuf { dir.join(p) };
         for (n, e) in f.targets.iter().enumerate() {

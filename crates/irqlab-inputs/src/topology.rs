@@ -107,6 +107,11 @@ impl Topology {
         sets
     }
 
+    /// fio clones of `template` on each disk: `jobs_per_disk`, else the file's numjobs.
+    fn clones_per_disk(&self, template: &JobSpec) -> u32 {
+        self.jobs_per_disk.unwrap_or(template.numjobs).max(1)
+    }
+
     /// The jobs this topology asks for. With `disks`, each job of the file becomes one
     /// job per disk of the first device group, its clones pinned to distinct CPUs
     /// (disk-interleaved, so the clones of one disk spread over the machine) unless the
@@ -121,7 +126,7 @@ impl Topology {
         let total: u64 = jobs
             .iter()
             .map(|t| {
-                let per_disk = u64::from(self.jobs_per_disk.unwrap_or(t.numjobs).max(1));
+                let per_disk = u64::from(self.clones_per_disk(t));
                 match self.disks {
                     Some(d) => per_disk * d as u64,
                     None if self.jobs_per_disk.is_some() => {
@@ -147,7 +152,7 @@ impl Topology {
         let copies: u64 = jobs
             .iter()
             .map(|t| {
-                let per_disk = u64::from(self.jobs_per_disk.unwrap_or(t.numjobs).max(1));
+                let per_disk = u64::from(self.clones_per_disk(t));
                 self.disks.map_or(1, |d| per_disk * d as u64) * t.options.len() as u64
             })
             .sum();
@@ -177,7 +182,7 @@ impl Topology {
         let ncpu = platform.cpu.count;
         let mut out = Vec::new();
         for template in jobs {
-            let per_disk = self.jobs_per_disk.unwrap_or(template.numjobs).max(1);
+            let per_disk = self.clones_per_disk(template);
             for d in 0..disks {
                 for k in 0..per_disk {
                     let mut j = template.clone();

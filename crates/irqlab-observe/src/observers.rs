@@ -255,7 +255,6 @@ pub fn simulate_with_observers(
                 delivery: compare_delivery(other, policy.delivery),
                 ..*policy
             };
-            let (a, b) = timeline_window(jobs, observe.timeline_window);
             let mut t = TimelineObserver::new(a, b);
             let r = irqlab_sim::simulate_observed(jobs, platform, &policy, opts, &mut t)
                 .map_err(ObserveError::Compare)?;

@@ -68,25 +68,19 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let complete = |r: CmdResult| r.map(|()| RunEnd::Complete);
     let result = match cli.command {
-        Command::Run(args) => match cmd_run::main(args) {
-            // After a Ctrl-C the report so far was printed: exit as a shell does on SIGINT.
-            Ok(RunEnd::Interrupted) => return ExitCode::from(130),
-            Ok(RunEnd::Complete) => Ok(()),
-            Err(e) => Err(e),
-        },
-        Command::Rt(args) => match cmd_rt::main(args) {
-            Ok(RunEnd::Interrupted) => return ExitCode::from(130),
-            Ok(RunEnd::Complete) => Ok(()),
-            Err(e) => Err(e),
-        },
-        Command::Sweep(args) => cmd_sweep::main(args),
-        Command::Demo(args) => cmd_demo::main(args),
-        Command::Reproduce(args) => cmd_reproduce::main(args),
-        Command::Calibrate(args) => cmd_calibrate::main(args),
+        Command::Run(args) => cmd_run::main(args),
+        Command::Rt(args) => cmd_rt::main(args),
+        Command::Sweep(args) => complete(cmd_sweep::main(args)),
+        Command::Demo(args) => complete(cmd_demo::main(args)),
+        Command::Reproduce(args) => complete(cmd_reproduce::main(args)),
+        Command::Calibrate(args) => complete(cmd_calibrate::main(args)),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(RunEnd::Complete) => ExitCode::SUCCESS,
+        // After a Ctrl-C the report so far was printed: exit as a shell does on SIGINT.
+        Ok(RunEnd::Interrupted) => ExitCode::from(130),
         Err(msg) => {
             eprintln!("irqlab: {msg}");
             ExitCode::from(2)

@@ -38,10 +38,9 @@ impl OutputArgs {
     pub fn create(&self) -> CmdResult {
         match &self.output {
             None => Ok(()),
-            Some(path) => std::fs::File::create(path).map(drop).map_err(|e| {
-                let why = irqlab_fio::input::io_reason(&e);
-                format!("{}: cannot write the report: {why}", path.display()).into()
-            }),
+            Some(path) => std::fs::File::create(path)
+                .map(drop)
+                .map_err(|e| cannot_write(path, &e)),
         }
     }
 }
@@ -78,11 +77,14 @@ pub fn emit(report: &RunReport, args: &OutputArgs) -> CmdResult {
             print!("{text}");
             Ok(())
         }
-        Some(path) => std::fs::write(path, text).map_err(|e| {
-            let why = irqlab_fio::input::io_reason(&e);
-            format!("{}: cannot write the report: {why}", path.display()).into()
-        }),
+        Some(path) => std::fs::write(path, text).map_err(|e| cannot_write(path, &e)),
     }
+}
+
+/// `--output FILE` could not be created or written, in the OS's words.
+fn cannot_write(path: &Path, e: &std::io::Error) -> Box<dyn std::error::Error> {
+    let why = irqlab_fio::input::io_reason(e);
+    format!("{}: cannot write the report: {why}", path.display()).into()
 }
 
 /// Writes every fio log file of `report` under `dir`, as fio writes them in its working
