@@ -152,6 +152,8 @@ pub struct Fit {
     path: PathBuf,
     text: String,
     base: Platform,
+    /// The resolved platform as a self-contained file: what every task carries.
+    flat: String,
     params: Vec<Param>,
     set: TargetSet,
     /// Job file path and text of each scenario of `set`.
@@ -169,8 +171,8 @@ impl Fit {
         let path = resolve_platform(&spec.platform)?;
         let text = irqlab_fio::input::read_text(&path, irqlab_fio::input::MAX_INPUT_BYTES)
             .map_err(|e| CalibError::at(&path, e))?;
-        let base = Platform::from_toml(&text, &path.display().to_string(), &[])
-            .map_err(irqlab_inputs::InputError::from)?;
+        let base = Platform::load(&path, &[]).map_err(irqlab_inputs::InputError::from)?;
+        let flat = base.to_toml().map_err(irqlab_inputs::InputError::from)?;
         let params: Vec<Param> = spec
             .params
             .iter()
@@ -227,6 +229,7 @@ impl Fit {
             path,
             text,
             base,
+            flat,
             params,
             set,
             jobs,
@@ -271,7 +274,7 @@ impl Fit {
                     scenario: s.path.display().to_string(),
                     job_name: self.jobs[i].0.clone(),
                     job_text: self.jobs[i].1.clone(),
-                    platform_text: self.text.clone(),
+                    platform_text: self.flat.clone(),
                     platform_origin: self.path.display().to_string(),
                     sets: sets.clone(),
                     policy: s.policy_text.clone(),
