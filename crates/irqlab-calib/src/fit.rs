@@ -8,6 +8,7 @@
 use crate::CalibError;
 use crate::metrics::Metric;
 use crate::nelder_mead::{self, Options};
+use crate::patch::patch_text;
 use crate::runner::{par_map, workers};
 use crate::scenario::load_dir;
 use crate::table::Row;
@@ -516,75 +517,6 @@ pub fn sets_for(params: &[Param], x: &[f64]) -> Vec<String> {
         .collect()
 }
 
-/// Replaces the values of fitted keys in the platform file's text, keeping its comments
-/// and layout; None when a key is not written in the file (defaults).
-pub fn patch_text(text: &str, fitted: &[(String, String)]) -> Option<String> {
-    let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    for (key, value) in fitted {
-        let parts: Vec<&str> = key.split('.').collect();
-        let (leaf, path) = parts.split_last()?;
-        // "devices.0" → the first [[devices]]; "engine.libaio" → [engine.libaio].
-        let mut header = String::new();
-        let mut index = None;
-        for p in path {
-            if let Ok(i) = p.parse::<usize>() {
-                index = Some(i);
-            } else {
-                if !header.is_empty() {
-                    header.push('.');
-                }
-                header.push_str(p);
-            }
-        }
-        let mut seen = 0usize;
-        let mut in_target = path.is_empty();
-        let mut done = false;
-        for line in lines.iter_mut() {
-            let t = line.trim();
-            if t.starts_with('[') {
-                let name = t.trim_matches(|c| c == '[' || c == ']').trim();
-                in_target = false;
-                if name == header {
-                    match index {
-                        Some(i) if t.starts_with("[[") => {
-                            in_target = seen == i;
-                            seen += 1;
-                        }
-                        None if !t.starts_with("[[") => in_target = true,
-                        _ => {}
-                    }
-                }
-                continue;
-            }
-            if !in_target {
-                continue;
-            }
-            let Some((k, rest)) = line.split_once('=') else {
-                continue;
-            };
-            if k.trim() != *leaf {
-                continue;
-            }
-            let indent = &k[..k.len() - k.trim_start().len()];
-            let mut new = format!("{indent}{leaf} = {value}");
-            if let Some(i) = rest.find('#') {
-                // Keep the comment in its column when the new value fits before it.
-                let col = (k.len() + 1 + i).max(new.len() + 1);
-                new = format!("{new:<col$}{}", &rest[i..]);
-            }
-            *line = new;
-            done = true;
-            break;
-        }
-        if !done {
-            return None;
-        }
-    }
-    let mut out = lines.join("\n");
-    out.push('\n');
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -609,28 +541,6 @@ mod tests {
             sets_for(&[a], &[123.6]),
             vec!["iommu.notify_ns=124".to_string()]
         );
-    }
-
-    #[test]
-    fn patch_keeps_comments_and_finds_array_entries() {
-        let fitted = vec![
-            ("iommu.notify_ns".to_string(), "222".to_string()),
-            ("devices.0.read_ns".to_string(), "9000".to_string()),
-            ("engine.libaio.submit_io_ns".to_string(), "777".to_string()),
-        ];
-        let out = patch_text(EXAMPLE, &fitted).unwrap();
-        assert!(out.contains("notify_ns = 222"), "{out}");
-        assert!(out.lines().any(
-            |l| l.starts_with("notify_ns = 222") && l.contains("# a remapped interrupt waits")
-        ));
-        assert!(out.contains("read_ns = 9000"));
-        assert!(out.contains("submit_io_ns = 777"));
-        // The io_uring entry of the same name is untouched.
-        assert!(out.contains("submit_io_ns = 700"));
-        let p = Platform::from_toml(&out, "patched", &[]).unwrap();
-        assert_eq!(p.iommu.notify_ns, 222);
-        assert_eq!(p.engine.libaio.submit_io_ns, 777);
-        assert!(patch_text(EXAMPLE, &[("cpu.nope".into(), "1".into())]).is_none());
     }
 
     /// Tasks through JSON, one call per batch, as a remote engine sees them.

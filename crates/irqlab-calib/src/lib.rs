@@ -7,6 +7,7 @@ pub mod fit;
 pub mod measured;
 pub mod metrics;
 pub mod nelder_mead;
+pub mod patch;
 pub mod reproduce;
 pub mod runner;
 pub mod scenario;

@@ -116,11 +116,13 @@ pub fn from_text(
             tables::find(dir, kind, name).map_err(|e| PlatformError(at_line(origin, line, &e)))?;
         used.push(t);
     }
-    // Cycles become ns at the platform's frequency, in the file and in its tables.
-    resolve_cycles(&mut tree, &mut raws, mhz, origin)?;
+    // Cycles become ns at the platform's frequency, in the file and in its tables (a
+    // table's entry the file overrides needs no frequency).
+    resolve_cycles(&mut tree, &mut raws, mhz, origin, &[])?;
+    let written: Vec<&str> = raws.iter().map(|r| r.key.as_str()).collect();
     for t in &mut used {
         let o = t.path.display().to_string();
-        resolve_cycles(&mut t.tree, &mut t.raws, mhz, &o)?;
+        resolve_cycles(&mut t.tree, &mut t.raws, mhz, &o, &written)?;
     }
     let merged = merge(&used, &tree)?;
     let plain = used.is_empty()
@@ -133,9 +135,13 @@ pub fn from_text(
     let p: Platform = if plain {
         toml::from_str(text).map_err(fail)?
     } else {
-        toml::Value::Table(merged)
-            .try_into()
-            .map_err(|e: toml::de::Error| PlatformError(locate(&e, &ledger, text, origin)))?
+        // Through text, so that serde's error has a position, hence a key with its array
+        // index, which the ledger maps back to the file (or table) and line it is in.
+        let merged_text =
+            toml::to_string(&merged).map_err(|e| PlatformError(format!("{origin}: {e}")))?;
+        toml::from_str(&merged_text).map_err(|e: toml::de::Error| {
+            PlatformError(locate(&e, &merged_text, &ledger, text, origin))
+        })?
     };
     p.validate().map_err(|e| {
         let key = e.split([' ', ':']).next().unwrap_or("");
@@ -272,15 +278,20 @@ fn apply_selector(tree: &mut toml::Table, set: &str) -> Result<(), PlatformError
     }
 }
 
-/// Writes the ns of every `cycles` entry into `tree`.
+/// Writes the ns of every `cycles` entry into `tree`; without a frequency, an entry
+/// whose key is `overridden` keeps its cycles only.
 fn resolve_cycles(
     tree: &mut toml::Table,
     raws: &mut [Raw],
     mhz: Option<u64>,
     origin: &str,
+    overridden: &[&str],
 ) -> Result<(), PlatformError> {
     for r in raws.iter_mut() {
         let Some(c) = r.cycles else { continue };
+        if mhz.is_none() && overridden.contains(&r.key.as_str()) {
+            continue;
+        }
         let Some(m) = mhz else {
             return Err(PlatformError(at_line(
                 origin,
@@ -580,27 +591,22 @@ fn range_warnings(ledger: &Ledger, mhz: Option<u64>) -> Vec<String> {
     out
 }
 
-/// A deserialising error of a resolved platform as `FILE:LINE: KEY: what is wrong`,
-/// the file being the platform's or the table's that holds the key.
-fn locate(e: &toml::de::Error, ledger: &Ledger, text: &str, origin: &str) -> String {
+/// A deserialising error of a resolved platform (`merged_text`) as
+/// `FILE:LINE: KEY: what is wrong`, the file being the platform's or the table's that
+/// holds the key.
+fn locate(
+    e: &toml::de::Error,
+    merged_text: &str,
+    ledger: &Ledger,
+    text: &str,
+    origin: &str,
+) -> String {
     let msg = toml_input::in_users_terms(e.message());
-    let full = e.to_string();
-    let path = full
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("in `").and_then(|r| r.strip_suffix('`')))
-        .map(|p| p.replace('[', ".").replace(']', ""));
-    let Some(path) = path else {
+    let Some(key) = e
+        .span()
+        .and_then(|s| toml_input::key_at(merged_text, s.start).1)
+    else {
         return format!("{origin}: {msg}");
-    };
-    // An unknown key is reported at its table: name the key itself.
-    let key = match e
-        .message()
-        .strip_prefix("unknown field `")
-        .and_then(|r| r.split('`').next())
-    {
-        Some(k) => format!("{path}.{k}"),
-        None => path,
     };
     if let Some(en) = ledger.get(&key)
         && en.line.is_some()
