@@ -14,6 +14,7 @@ use crate::scenario::load_dir;
 use crate::table::Row;
 use crate::targets::TargetSet;
 use irqlab_inputs::{Topology, disks_used, find_dir, parse_policy, resolve_platform};
+use irqlab_sim::ledger::Resolved;
 use irqlab_sim::{Budget, Platform, SimOptions};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -23,7 +24,8 @@ use std::path::{Path, PathBuf};
 pub struct FitSpec {
     /// The platform file (or bare name) to fit; its other parameters stay as they are.
     pub platform: String,
-    /// `KEY=LO..HI`, any key `--set` accepts that holds a number.
+    /// `KEY=LO..HI`, any key `--set` accepts that holds a number; `KEY` alone takes the
+    /// range the platform's ledger gives it.
     pub params: Vec<String>,
     /// Targets files.
     pub targets: Vec<PathBuf>,
@@ -172,12 +174,18 @@ impl Fit {
         let path = resolve_platform(&spec.platform)?;
         let text = irqlab_fio::input::read_text(&path, irqlab_fio::input::MAX_INPUT_BYTES)
             .map_err(|e| CalibError::at(&path, e))?;
-        let base = Platform::load(&path, &[]).map_err(irqlab_inputs::InputError::from)?;
+        let resolved =
+            irqlab_sim::ledger::load(&path, &[]).map_err(irqlab_inputs::InputError::from)?;
+        resolved
+            .warnings
+            .iter()
+            .for_each(|w| irqlab_sim::ledger::warn_once(w));
+        let base = resolved.platform.clone();
         let flat = base.to_toml().map_err(irqlab_inputs::InputError::from)?;
         let params: Vec<Param> = spec
             .params
             .iter()
-            .map(|s| parse_param(s, &base))
+            .map(|s| parse_param(s, &resolved))
             .collect::<Result<_, _>>()?;
         if let Some((i, p)) = params
             .iter()
@@ -450,8 +458,11 @@ fn value_at(tree: &toml::Value, key: &str) -> Option<toml::Value> {
     Some(node.clone())
 }
 
-/// Parses `KEY=LO..HI` against `platform` (the key must hold a number).
-pub fn parse_param(spec: &str, platform: &Platform) -> Result<Param, CalibError> {
+/// Parses `KEY=LO..HI`, or `KEY` alone for the range the platform's ledger gives it,
+/// against the resolved platform `r` (the key must hold a number). Bounds that reach
+/// outside the ledger's range are warned about.
+pub fn parse_param(spec: &str, r: &Resolved) -> Result<Param, CalibError> {
+    let platform = &r.platform;
     let bad = |why: &str| CalibError::Param {
         spec: spec.to_string(),
         why: why.to_string(),
@@ -465,12 +476,51 @@ pub fn parse_param(spec: &str, platform: &Platform) -> Result<Param, CalibError>
             .map_or(msg.as_str(), |(_, why)| why);
         bad(why)
     };
-    let (key, range) = spec.split_once('=').ok_or_else(|| bad("no '='"))?;
-    let (lo, hi) = range
-        .split_once("..")
-        .ok_or_else(|| bad("no '..' in the bounds"))?;
-    let lo: f64 = lo.trim().parse().map_err(|_| bad("LO is not a number"))?;
-    let hi: f64 = hi.trim().parse().map_err(|_| bad("HI is not a number"))?;
+    let (key, bounds) = match spec.split_once('=') {
+        Some((k, b)) => (k.trim(), Some(b)),
+        None => (spec.trim(), None),
+    };
+    let entry = r.ledger.get(key);
+    let ledger_range = entry.and_then(|e| e.range_of_value(r.mhz));
+    let (lo, hi) = match bounds {
+        Some(range) => {
+            let (lo, hi) = range
+                .split_once("..")
+                .ok_or_else(|| bad("no '..' in the bounds"))?;
+            let lo: f64 = lo.trim().parse().map_err(|_| bad("LO is not a number"))?;
+            let hi: f64 = hi.trim().parse().map_err(|_| bad("HI is not a number"))?;
+            if let Some(lr) = ledger_range
+                && (lo < lr.lo || hi > lr.hi)
+            {
+                irqlab_sim::ledger::warn_once(&format!(
+                    "--param {spec}: the bounds reach outside the plausible range {}..{} of {key} ({})",
+                    lr.lo,
+                    lr.hi,
+                    entry.map(|e| e.location()).unwrap_or_default()
+                ));
+            }
+            (lo, hi)
+        }
+        None => match ledger_range {
+            Some(lr) => (lr.lo, lr.hi),
+            None if entry.is_some() => {
+                return Err(bad(&format!(
+                    "{key} has no range in the platform's ledger ({}); give {key}=LO..HI",
+                    entry.map(|e| e.location()).unwrap_or_default()
+                )));
+            }
+            None => {
+                // Let the override check say what is wrong with the key.
+                platform
+                    .clone()
+                    .with_overrides(&[format!("{key}=0")])
+                    .map_err(unknown_key)?;
+                return Err(bad(&format!(
+                    "{key} has no range in the platform's ledger; give {key}=LO..HI"
+                )));
+            }
+        },
+    };
     if !lo.is_finite() {
         return Err(bad("LO is not a finite number"));
     }
@@ -525,7 +575,7 @@ mod tests {
 
     #[test]
     fn params_know_their_type_and_start() {
-        let p = Platform::from_toml(EXAMPLE, "example", &[]).unwrap();
+        let p = irqlab_sim::ledger::from_text(EXAMPLE, "example", None, &[]).unwrap();
         let a = parse_param("iommu.notify_ns=10..400", &p).unwrap();
         assert!(a.integer && a.start == 45.0);
         let b = parse_param("devices.0.max_iops=5e5..2e6", &p).unwrap();
@@ -541,6 +591,24 @@ mod tests {
             sets_for(&[a], &[123.6]),
             vec!["iommu.notify_ns=124".to_string()]
         );
+    }
+
+    #[test]
+    fn a_key_alone_takes_the_ledgers_range() {
+        let spr = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/spr-gen5.toml");
+        let r = irqlab_sim::ledger::load(&spr, &[]).unwrap();
+        let d = parse_param("iommu.deliver_ns", &r).unwrap();
+        assert_eq!((d.lo, d.hi, d.start), (20.0, 400.0, 150.0));
+        // A range written in cycles, in ns at the platform's 3.8 GHz.
+        let t = parse_param("cpu.tick_ns", &r).unwrap();
+        assert_eq!((t.lo, t.hi), (5000.0, 15000.0));
+        let e = parse_param("iommu.remap_ns", &r).unwrap_err().to_string();
+        assert!(
+            e.contains("no range in the platform's ledger") && e.contains("spr-gen5.toml:"),
+            "{e}"
+        );
+        let e = parse_param("iommu.nope", &r).unwrap_err().to_string();
+        assert!(e.contains("unknown key 'nope'"), "{e}");
     }
 
     /// Tasks through JSON, one call per batch, as a remote engine sees them.

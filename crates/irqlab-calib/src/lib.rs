@@ -3,11 +3,13 @@
 //! `irqlab reproduce`, `irqlab calibrate` and the Python package are thin layers over it.
 
 mod error;
+pub mod explain;
 pub mod fit;
 pub mod measured;
 pub mod metrics;
 pub mod nelder_mead;
 pub mod patch;
+pub mod provenance;
 pub mod reproduce;
 pub mod runner;
 pub mod scenario;

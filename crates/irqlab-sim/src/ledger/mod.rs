@@ -19,7 +19,7 @@ mod resolve;
 mod tables;
 mod warn;
 
-pub use resolve::{Resolved, TableUse, from_text, load};
+pub use resolve::{Resolved, TableUse, from_text, load, table_entries};
 pub use tables::{TableKind, cycles_to_ns, ghz_to_mhz, table_files};
 pub use warn::warn_once;
 

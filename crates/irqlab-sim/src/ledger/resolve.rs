@@ -633,3 +633,17 @@ fn line_of_table(text: &str, key: &str) -> Option<usize> {
     }
     None
 }
+
+/// The entries of one shared table file as written (cycles not turned into ns: no
+/// platform gives a frequency), for checking a table on its own.
+pub fn table_entries(path: &Path, kind: TableKind) -> Result<Vec<Entry>, PlatformError> {
+    let t = tables::load(path, kind).map_err(PlatformError)?;
+    let origin = Origin::Table {
+        table: kind,
+        name: t.name.clone(),
+    };
+    Ok(t.raws
+        .iter()
+        .map(|r| entry_of(r, origin.clone(), t.path.clone()))
+        .collect())
+}
