@@ -10,7 +10,7 @@ use crate::metrics::Metric;
 use crate::nelder_mead::{self, Options};
 use crate::patch::patch_text;
 use crate::runner::{par_map, workers};
-use crate::scenario::load_dir;
+use crate::scenario::{Scenario, load_dir};
 use crate::table::Row;
 use crate::targets::TargetSet;
 use irqlab_inputs::{Topology, disks_used, find_dir, parse_policy, resolve_platform};
@@ -79,6 +79,36 @@ pub struct EvalTask {
 }
 
 impl EvalTask {
+    /// Scenario `s` (its job file's text `job_text`) on the self-contained platform
+    /// `platform_text` (from `platform_origin`) with `sets`, asking for `metrics`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn of_scenario(
+        s: &Scenario,
+        job_text: &str,
+        platform_text: &str,
+        platform_origin: &str,
+        sets: Vec<String>,
+        metrics: Vec<String>,
+        seed: u64,
+        budget: Budget,
+    ) -> EvalTask {
+        EvalTask {
+            scenario: s.path.display().to_string(),
+            job_name: s.job.display().to_string(),
+            job_text: job_text.to_string(),
+            platform_text: platform_text.to_string(),
+            platform_origin: platform_origin.to_string(),
+            sets,
+            policy: s.policy_text.clone(),
+            disks: s.topology.disks,
+            jobs_per_disk: s.topology.jobs_per_disk,
+            vectors_per_cpu: s.topology.vectors_per_cpu,
+            seed,
+            metrics,
+            budget,
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
@@ -279,20 +309,17 @@ impl Fit {
                 .scenarios
                 .iter()
                 .enumerate()
-                .map(|(i, s)| EvalTask {
-                    scenario: s.path.display().to_string(),
-                    job_name: self.jobs[i].0.clone(),
-                    job_text: self.jobs[i].1.clone(),
-                    platform_text: self.flat.clone(),
-                    platform_origin: self.path.display().to_string(),
-                    sets: sets.clone(),
-                    policy: s.policy_text.clone(),
-                    disks: s.topology.disks,
-                    jobs_per_disk: s.topology.jobs_per_disk,
-                    vectors_per_cpu: s.topology.vectors_per_cpu,
-                    seed: self.seed,
-                    metrics: self.wanted[i].iter().map(|m| m.to_string()).collect(),
-                    budget: self.budget,
+                .map(|(i, s)| {
+                    EvalTask::of_scenario(
+                        s,
+                        &self.jobs[i].1,
+                        &self.flat,
+                        &self.path.display().to_string(),
+                        sets.clone(),
+                        self.wanted[i].iter().map(|m| m.to_string()).collect(),
+                        self.seed,
+                        self.budget,
+                    )
                 })
                 .collect(),
         )

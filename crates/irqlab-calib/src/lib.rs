@@ -2,6 +2,8 @@
 //! parallel runner, and a derivative-free fit of platform parameters to measured values.
 //! `irqlab reproduce`, `irqlab calibrate` and the Python package are thin layers over it.
 
+pub mod crossval;
+pub mod crossval_table;
 mod error;
 pub mod explain;
 pub mod fit;
