@@ -32,7 +32,7 @@ pub struct PlatformArgs {
     pub check: Option<Vec<String>>,
     /// With --explain: override a parameter first, as `irqlab run --set` does
     /// (repeatable; cpu.ghz rescales the cycles of the shared tables).
-    #[arg(long = "set", value_name = "KEY=VALUE", requires = "explain")]
+    #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// Where the scenarios that pins name are (--check).
     #[arg(long, default_value = "scenarios")]
@@ -44,6 +44,11 @@ pub struct PlatformArgs {
 pub fn main(args: PlatformArgs) -> CmdResult {
     if let Some(p) = &args.explain {
         return explain_one(p, &args);
+    }
+    if !args.sets.is_empty() {
+        return Err(
+            "--set goes with --explain: --check checks the platform files as written".into(),
+        );
     }
     check(args.check.as_deref().unwrap_or_default(), &args)
 }

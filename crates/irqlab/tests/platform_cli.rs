@@ -133,6 +133,9 @@ fn explain_gives_each_value_its_origin_and_source() {
         "{t}"
     );
     assert!(t.contains("overrides: platform file 150, fit"), "{t}");
+    let r = irqlab(&repo(), &["platform", "--check", "--set", "cpu.ghz=3"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("--set goes with --explain"));
 }
 
 /// A value outside its range is warned about on stderr, once, whatever loads the
