@@ -21,7 +21,7 @@ pub enum CalibError {
     Measured(String),
     /// A metric name that is not one of [`crate::metrics::ALL`].
     UnknownMetric(String),
-    /// A `--param KEY=LO..HI` that cannot be fitted.
+    /// A `--param KEY=LO..HI` (or `KEY`) that cannot be fitted.
     Param { spec: String, why: String },
     /// Fewer evaluations than Nelder-Mead's first simplex (one more than the parameters).
     TooFewEvals { max_evals: usize, params: usize },
@@ -38,6 +38,9 @@ pub enum CalibError {
     Task(String),
     /// The fitted platform could not be written as TOML.
     Encode(String),
+    /// A fitted parameter that cross-validation cannot refit (no range, a pin that
+    /// names no figure).
+    Refit { param: String, why: String },
 }
 
 impl CalibError {
@@ -70,9 +73,13 @@ impl fmt::Display for CalibError {
                 let names: Vec<&str> = crate::metrics::ALL.iter().map(|m| m.name()).collect();
                 write!(f, "unknown metric '{m}'; known: {}", names.join(", "))
             }
+            CalibError::Refit { param, why } => write!(
+                f,
+                "{param}: {why}; `irqlab platform --check` lists what a fitted value needs"
+            ),
             CalibError::Param { spec, why } => write!(
                 f,
-                "--param '{spec}': {why}; expected KEY=LO..HI, e.g. iommu.notify_ns=50..400"
+                "--param '{spec}': {why}; expected KEY=LO..HI, e.g. iommu.notify_ns=50..400, or KEY with a range in the platform's ledger"
             ),
             CalibError::TooFewEvals { max_evals, params } => write!(
                 f,

@@ -8,11 +8,13 @@
 use crate::CalibError;
 use crate::metrics::Metric;
 use crate::nelder_mead::{self, Options};
+use crate::patch::patch_text;
 use crate::runner::{par_map, workers};
-use crate::scenario::load_dir;
+use crate::scenario::{Scenario, load_dir};
 use crate::table::Row;
 use crate::targets::TargetSet;
 use irqlab_inputs::{Topology, disks_used, find_dir, parse_policy, resolve_platform};
+use irqlab_sim::ledger::Resolved;
 use irqlab_sim::{Budget, Platform, SimOptions};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -22,7 +24,8 @@ use std::path::{Path, PathBuf};
 pub struct FitSpec {
     /// The platform file (or bare name) to fit; its other parameters stay as they are.
     pub platform: String,
-    /// `KEY=LO..HI`, any key `--set` accepts that holds a number.
+    /// `KEY=LO..HI`, any key `--set` accepts that holds a number; `KEY` alone takes the
+    /// range the platform's ledger gives it.
     pub params: Vec<String>,
     /// Targets files.
     pub targets: Vec<PathBuf>,
@@ -76,6 +79,36 @@ pub struct EvalTask {
 }
 
 impl EvalTask {
+    /// Scenario `s` (its job file's text `job_text`) on the self-contained platform
+    /// `platform_text` (from `platform_origin`) with `sets`, asking for `metrics`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn of_scenario(
+        s: &Scenario,
+        job_text: &str,
+        platform_text: &str,
+        platform_origin: &str,
+        sets: Vec<String>,
+        metrics: Vec<String>,
+        seed: u64,
+        budget: Budget,
+    ) -> EvalTask {
+        EvalTask {
+            scenario: s.path.display().to_string(),
+            job_name: s.job.display().to_string(),
+            job_text: job_text.to_string(),
+            platform_text: platform_text.to_string(),
+            platform_origin: platform_origin.to_string(),
+            sets,
+            policy: s.policy_text.clone(),
+            disks: s.topology.disks,
+            jobs_per_disk: s.topology.jobs_per_disk,
+            vectors_per_cpu: s.topology.vectors_per_cpu,
+            seed,
+            metrics,
+            budget,
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
@@ -152,6 +185,8 @@ pub struct Fit {
     path: PathBuf,
     text: String,
     base: Platform,
+    /// The resolved platform as a self-contained file: what every task carries.
+    flat: String,
     params: Vec<Param>,
     set: TargetSet,
     /// Job file path and text of each scenario of `set`.
@@ -169,12 +204,18 @@ impl Fit {
         let path = resolve_platform(&spec.platform)?;
         let text = irqlab_fio::input::read_text(&path, irqlab_fio::input::MAX_INPUT_BYTES)
             .map_err(|e| CalibError::at(&path, e))?;
-        let base = Platform::from_toml(&text, &path.display().to_string(), &[])
-            .map_err(irqlab_inputs::InputError::from)?;
+        let resolved =
+            irqlab_sim::ledger::load(&path, &[]).map_err(irqlab_inputs::InputError::from)?;
+        resolved
+            .warnings
+            .iter()
+            .for_each(|w| irqlab_sim::ledger::warn_once(w));
+        let base = resolved.platform.clone();
+        let flat = base.to_toml().map_err(irqlab_inputs::InputError::from)?;
         let params: Vec<Param> = spec
             .params
             .iter()
-            .map(|s| parse_param(s, &base))
+            .map(|s| parse_param(s, &resolved))
             .collect::<Result<_, _>>()?;
         if let Some((i, p)) = params
             .iter()
@@ -227,6 +268,7 @@ impl Fit {
             path,
             text,
             base,
+            flat,
             params,
             set,
             jobs,
@@ -267,20 +309,17 @@ impl Fit {
                 .scenarios
                 .iter()
                 .enumerate()
-                .map(|(i, s)| EvalTask {
-                    scenario: s.path.display().to_string(),
-                    job_name: self.jobs[i].0.clone(),
-                    job_text: self.jobs[i].1.clone(),
-                    platform_text: self.text.clone(),
-                    platform_origin: self.path.display().to_string(),
-                    sets: sets.clone(),
-                    policy: s.policy_text.clone(),
-                    disks: s.topology.disks,
-                    jobs_per_disk: s.topology.jobs_per_disk,
-                    vectors_per_cpu: s.topology.vectors_per_cpu,
-                    seed: self.seed,
-                    metrics: self.wanted[i].iter().map(|m| m.to_string()).collect(),
-                    budget: self.budget,
+                .map(|(i, s)| {
+                    EvalTask::of_scenario(
+                        s,
+                        &self.jobs[i].1,
+                        &self.flat,
+                        &self.path.display().to_string(),
+                        sets.clone(),
+                        self.wanted[i].iter().map(|m| m.to_string()).collect(),
+                        self.seed,
+                        self.budget,
+                    )
                 })
                 .collect(),
         )
@@ -446,8 +485,11 @@ fn value_at(tree: &toml::Value, key: &str) -> Option<toml::Value> {
     Some(node.clone())
 }
 
-/// Parses `KEY=LO..HI` against `platform` (the key must hold a number).
-pub fn parse_param(spec: &str, platform: &Platform) -> Result<Param, CalibError> {
+/// Parses `KEY=LO..HI`, or `KEY` alone for the range the platform's ledger gives it,
+/// against the resolved platform `r` (the key must hold a number). Bounds that reach
+/// outside the ledger's range are warned about.
+pub fn parse_param(spec: &str, r: &Resolved) -> Result<Param, CalibError> {
+    let platform = &r.platform;
     let bad = |why: &str| CalibError::Param {
         spec: spec.to_string(),
         why: why.to_string(),
@@ -461,12 +503,51 @@ pub fn parse_param(spec: &str, platform: &Platform) -> Result<Param, CalibError>
             .map_or(msg.as_str(), |(_, why)| why);
         bad(why)
     };
-    let (key, range) = spec.split_once('=').ok_or_else(|| bad("no '='"))?;
-    let (lo, hi) = range
-        .split_once("..")
-        .ok_or_else(|| bad("no '..' in the bounds"))?;
-    let lo: f64 = lo.trim().parse().map_err(|_| bad("LO is not a number"))?;
-    let hi: f64 = hi.trim().parse().map_err(|_| bad("HI is not a number"))?;
+    let (key, bounds) = match spec.split_once('=') {
+        Some((k, b)) => (k.trim(), Some(b)),
+        None => (spec.trim(), None),
+    };
+    let entry = r.ledger.get(key);
+    let ledger_range = entry.and_then(|e| e.range_of_value(r.mhz));
+    let (lo, hi) = match bounds {
+        Some(range) => {
+            let (lo, hi) = range
+                .split_once("..")
+                .ok_or_else(|| bad("no '..' in the bounds"))?;
+            let lo: f64 = lo.trim().parse().map_err(|_| bad("LO is not a number"))?;
+            let hi: f64 = hi.trim().parse().map_err(|_| bad("HI is not a number"))?;
+            if let Some(lr) = ledger_range
+                && (lo < lr.lo || hi > lr.hi)
+            {
+                irqlab_sim::ledger::warn_once(&format!(
+                    "--param {spec}: the bounds reach outside the plausible range {}..{} of {key} ({})",
+                    lr.lo,
+                    lr.hi,
+                    entry.map(|e| e.location()).unwrap_or_default()
+                ));
+            }
+            (lo, hi)
+        }
+        None => match ledger_range {
+            Some(lr) => (lr.lo, lr.hi),
+            None if entry.is_some() => {
+                return Err(bad(&format!(
+                    "{key} has no range in the platform's ledger ({}); give {key}=LO..HI",
+                    entry.map(|e| e.location()).unwrap_or_default()
+                )));
+            }
+            None => {
+                // Let the override check say what is wrong with the key.
+                platform
+                    .clone()
+                    .with_overrides(&[format!("{key}=0")])
+                    .map_err(unknown_key)?;
+                return Err(bad(&format!(
+                    "{key} has no range in the platform's ledger; give {key}=LO..HI"
+                )));
+            }
+        },
+    };
     if !lo.is_finite() {
         return Err(bad("LO is not a finite number"));
     }
@@ -513,75 +594,6 @@ pub fn sets_for(params: &[Param], x: &[f64]) -> Vec<String> {
         .collect()
 }
 
-/// Replaces the values of fitted keys in the platform file's text, keeping its comments
-/// and layout; None when a key is not written in the file (defaults).
-pub fn patch_text(text: &str, fitted: &[(String, String)]) -> Option<String> {
-    let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    for (key, value) in fitted {
-        let parts: Vec<&str> = key.split('.').collect();
-        let (leaf, path) = parts.split_last()?;
-        // "devices.0" → the first [[devices]]; "engine.libaio" → [engine.libaio].
-        let mut header = String::new();
-        let mut index = None;
-        for p in path {
-            if let Ok(i) = p.parse::<usize>() {
-                index = Some(i);
-            } else {
-                if !header.is_empty() {
-                    header.push('.');
-                }
-                header.push_str(p);
-            }
-        }
-        let mut seen = 0usize;
-        let mut in_target = path.is_empty();
-        let mut done = false;
-        for line in lines.iter_mut() {
-            let t = line.trim();
-            if t.starts_with('[') {
-                let name = t.trim_matches(|c| c == '[' || c == ']').trim();
-                in_target = false;
-                if name == header {
-                    match index {
-                        Some(i) if t.starts_with("[[") => {
-                            in_target = seen == i;
-                            seen += 1;
-                        }
-                        None if !t.starts_with("[[") => in_target = true,
-                        _ => {}
-                    }
-                }
-                continue;
-            }
-            if !in_target {
-                continue;
-            }
-            let Some((k, rest)) = line.split_once('=') else {
-                continue;
-            };
-            if k.trim() != *leaf {
-                continue;
-            }
-            let indent = &k[..k.len() - k.trim_start().len()];
-            let mut new = format!("{indent}{leaf} = {value}");
-            if let Some(i) = rest.find('#') {
-                // Keep the comment in its column when the new value fits before it.
-                let col = (k.len() + 1 + i).max(new.len() + 1);
-                new = format!("{new:<col$}{}", &rest[i..]);
-            }
-            *line = new;
-            done = true;
-            break;
-        }
-        if !done {
-            return None;
-        }
-    }
-    let mut out = lines.join("\n");
-    out.push('\n');
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -590,7 +602,7 @@ mod tests {
 
     #[test]
     fn params_know_their_type_and_start() {
-        let p = Platform::from_toml(EXAMPLE, "example", &[]).unwrap();
+        let p = irqlab_sim::ledger::from_text(EXAMPLE, "example", None, &[]).unwrap();
         let a = parse_param("iommu.notify_ns=10..400", &p).unwrap();
         assert!(a.integer && a.start == 45.0);
         let b = parse_param("devices.0.max_iops=5e5..2e6", &p).unwrap();
@@ -609,25 +621,21 @@ mod tests {
     }
 
     #[test]
-    fn patch_keeps_comments_and_finds_array_entries() {
-        let fitted = vec![
-            ("iommu.notify_ns".to_string(), "222".to_string()),
-            ("devices.0.read_ns".to_string(), "9000".to_string()),
-            ("engine.libaio.submit_io_ns".to_string(), "777".to_string()),
-        ];
-        let out = patch_text(EXAMPLE, &fitted).unwrap();
-        assert!(out.contains("notify_ns = 222"), "{out}");
-        assert!(out.lines().any(
-            |l| l.starts_with("notify_ns = 222") && l.contains("# a remapped interrupt waits")
-        ));
-        assert!(out.contains("read_ns = 9000"));
-        assert!(out.contains("submit_io_ns = 777"));
-        // The io_uring entry of the same name is untouched.
-        assert!(out.contains("submit_io_ns = 700"));
-        let p = Platform::from_toml(&out, "patched", &[]).unwrap();
-        assert_eq!(p.iommu.notify_ns, 222);
-        assert_eq!(p.engine.libaio.submit_io_ns, 777);
-        assert!(patch_text(EXAMPLE, &[("cpu.nope".into(), "1".into())]).is_none());
+    fn a_key_alone_takes_the_ledgers_range() {
+        let spr = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/spr-gen5.toml");
+        let r = irqlab_sim::ledger::load(&spr, &[]).unwrap();
+        let d = parse_param("iommu.deliver_ns", &r).unwrap();
+        assert_eq!((d.lo, d.hi, d.start), (20.0, 400.0, 150.0));
+        // A range written in cycles, in ns at the platform's 3.8 GHz.
+        let t = parse_param("cpu.tick_ns", &r).unwrap();
+        assert_eq!((t.lo, t.hi), (5000.0, 15000.0));
+        let e = parse_param("iommu.remap_ns", &r).unwrap_err().to_string();
+        assert!(
+            e.contains("no range in the platform's ledger") && e.contains("spr-gen5.toml:"),
+            "{e}"
+        );
+        let e = parse_param("iommu.nope", &r).unwrap_err().to_string();
+        assert!(e.contains("unknown key 'nope'"), "{e}");
     }
 
     /// Tasks through JSON, one call per batch, as a remote engine sees them.

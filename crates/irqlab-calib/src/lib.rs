@@ -2,11 +2,16 @@
 //! parallel runner, and a derivative-free fit of platform parameters to measured values.
 //! `irqlab reproduce`, `irqlab calibrate` and the Python package are thin layers over it.
 
+pub mod crossval;
+pub mod crossval_table;
 mod error;
+pub mod explain;
 pub mod fit;
 pub mod measured;
 pub mod metrics;
 pub mod nelder_mead;
+pub mod patch;
+pub mod provenance;
 pub mod reproduce;
 pub mod runner;
 pub mod scenario;

@@ -64,9 +64,9 @@ pub fn reproduce(
 }
 
 /// The figures off by more than `limit` percent (or not computed), as
-/// "EXPERIMENT ROW METRIC (+12.3%)".
-/// The figures off by more than `limit` percent, except those whose miss is a documented
-/// contradiction between published sources (`reproduce --check`).
+/// "EXPERIMENT ROW METRIC (+12.3%)", except those whose miss is a documented
+/// contradiction (two published sources disagree about the same rig): a model
+/// limitation counts (`reproduce --check`).
 pub fn off_by_more(rows: &[Row], limit: f64) -> Vec<String> {
     rows.iter()
         .filter(|r| r.off_by_more(limit) && !r.contradicted())

@@ -68,9 +68,11 @@ pub struct KnownMiss {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MissKind {
-    /// Published sources contradict each other: no one platform gives both figures.
+    /// Two published sources disagree about the same rig: no one platform gives both
+    /// figures. `reproduce --check` passes over it.
     Contradiction,
-    /// The model lacks what the figure needs (the finding says what).
+    /// The model lacks what the figure needs (the finding says what); it counts against
+    /// `reproduce --check`.
     Limitation,
 }
 
@@ -114,7 +116,8 @@ struct TargetFile {
     metric: String,
     published: f64,
     source: Option<String>,
-    /// "contradiction" (between published sources) or "limitation" (of the model).
+    /// "contradiction" (two published sources disagree about the same rig) or
+    /// "limitation" (of the model).
     miss: Option<String>,
     /// The docs/calibration.md finding that explains the miss.
     finding: Option<u32>,

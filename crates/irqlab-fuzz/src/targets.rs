@@ -4,7 +4,7 @@
 
 use crate::check_message;
 use irqlab_core::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
-use irqlab_sim::{Budget, Platform, SimOptions};
+use irqlab_sim::{Budget, SimOptions};
 use std::path::Path;
 
 /// A budget small enough that an accepted case takes a second or two at most (a debug
@@ -62,9 +62,11 @@ pub fn platform_loader((bytes, sets): (Vec<u8>, Vec<String>)) -> Result<bool, St
         Ok(t) => t,
         Err(e) => return refused(e),
     };
-    match Platform::from_toml(&t, "fuzz.toml", &sets) {
+    // Text that names a shared table finds it among the repository's platforms.
+    let tables = crate::seeds::repo().join("platforms");
+    match irqlab_sim::ledger::from_text(&t, "fuzz.toml", Some(&tables), &sets) {
         Err(e) => refused(e.to_string()),
-        Ok(p) => {
+        Ok(irqlab_sim::ledger::Resolved { platform: p, .. }) => {
             p.validate()?;
             // What a model of it would take is computable, without building it.
             let job = irqlab_fio::parse_str(
@@ -138,8 +140,9 @@ pub fn simulate((job, platform, policy): (Vec<u8>, Vec<u8>, usize)) -> Result<bo
         Ok(j) => j,
         Err(e) => return refused(e.to_string()),
     };
-    let p = match Platform::from_toml(&pt, "fuzz.toml", &[]) {
-        Ok(p) => p,
+    let tables = crate::seeds::repo().join("platforms");
+    let p = match irqlab_sim::ledger::from_text(&pt, "fuzz.toml", Some(&tables), &[]) {
+        Ok(r) => r.platform,
         Err(e) => return refused(e.to_string()),
     };
     let policies = policies();

@@ -17,6 +17,7 @@
 
 // Public for the benchmark (benches/sim_speed.rs times the bare event queue).
 pub mod engine;
+pub mod ledger;
 pub mod platform;
 pub mod toml_input;
 

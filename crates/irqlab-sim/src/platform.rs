@@ -414,42 +414,35 @@ pub const MAX_DEVICES: usize = 4096;
 pub const MAX_QUEUES: usize = 65535;
 
 impl Platform {
-    /// Reads a platform file (a regular text file of bounded size) and applies
-    /// `KEY=VALUE` overrides in order.
+    /// Reads a platform file (a regular text file of bounded size), resolves the shared
+    /// tables it names (beside it) and applies `KEY=VALUE` overrides in order. Values
+    /// outside their plausible range are warned about on standard error, once each
+    /// ([`crate::ledger`] has the provenance of every value).
     pub fn load(path: &Path, sets: &[String]) -> Result<Platform, PlatformError> {
-        let text = irqlab_fio::input::read_text(path, irqlab_fio::input::MAX_INPUT_BYTES)
-            .map_err(|e| PlatformError(format!("{}: {e}", path.display())))?;
-        Self::from_toml(&text, &path.display().to_string(), sets)
+        let r = crate::ledger::load(path, sets)?;
+        r.warnings.iter().for_each(|w| crate::ledger::warn_once(w));
+        Ok(r.platform)
     }
 
     /// Parses platform text (`origin` names it in errors) and applies overrides. Errors
-    /// read `ORIGIN:LINE: KEY: what is wrong`.
+    /// read `ORIGIN:LINE: KEY: what is wrong`. Text has no directory: one that names a
+    /// shared table is refused (load it with [`Platform::load`]).
     pub fn from_toml(text: &str, origin: &str, sets: &[String]) -> Result<Platform, PlatformError> {
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        // The file limit holds for text given directly too: parsing is not free.
-        let limit = irqlab_fio::input::MAX_INPUT_BYTES;
-        if text.len() as u64 > limit {
-            return Err(PlatformError(format!(
-                "{origin}: {}",
-                irqlab_fio::input::InputError::TooLarge {
-                    bytes: text.len() as u64,
-                    limit
-                }
-            )));
-        }
-        let fail = |e: toml::de::Error| PlatformError(toml_input::describe(text, origin, &e));
-        // The tree first: an integer past i64 (which no platform value needs) is refused
-        // here at its line, before anything re-encodes the platform.
-        toml::from_str::<toml::Table>(text).map_err(fail)?;
-        let p: Platform = toml::from_str(text).map_err(fail)?;
-        p.validate().map_err(|e| {
-            let key = e.split([' ', ':']).next().unwrap_or("");
-            match toml_input::line_of_key(text, key) {
-                Some(line) => PlatformError(format!("{origin}:{line}: {e}")),
-                None => PlatformError(format!("{origin}: {e}")),
-            }
-        })?;
-        p.with_overrides(sets)
+        let r = crate::ledger::from_text(text, origin, None, sets)?;
+        r.warnings.iter().for_each(|w| crate::ledger::warn_once(w));
+        Ok(r.platform)
+    }
+
+    /// The platform as a self-contained file: every value resolved, no provenance and no
+    /// table names, so it loads anywhere (a task sent to another process or machine).
+    pub fn to_toml(&self) -> Result<String, PlatformError> {
+        toml::to_string(self).map_err(|_| {
+            PlatformError(format!(
+                "a value of platform '{}' is above {}, the largest whole number a platform file holds",
+                self.name,
+                i64::MAX
+            ))
+        })
     }
 
     /// Applies `dotted.key=value` overrides (array elements by index: `devices.0.count`).

@@ -68,11 +68,11 @@ impl Plan {
     pub fn new(spec: &SweepSpec) -> Result<Plan, SweepError> {
         let (job_text, job_path) = spec.job.read()?;
         let path = resolve_platform(&spec.platform)?;
-        let platform_text = irqlab_fio::input::read_text(&path, irqlab_fio::input::MAX_INPUT_BYTES)
-            .map_err(|e| irqlab_inputs::InputError::Read {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
+        // The platform resolved (its shared tables read beside it) into a self-contained
+        // file, so a point builds the same platform in any process.
+        let platform_text = Platform::load(&path, &[])
+            .and_then(|p| p.to_toml())
+            .map_err(irqlab_inputs::InputError::from)?;
         Plan::from_parts(Portable {
             job_name: job_path.display().to_string(),
             job_text,

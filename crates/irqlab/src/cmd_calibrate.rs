@@ -17,7 +17,8 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub platform: PathBuf,
     /// A parameter to fit and its bounds, e.g. --param iommu.notify_ns=50..400
-    /// (repeatable; any key `--set` accepts).
+    /// (repeatable; any key `--set` accepts). A key alone (--param iommu.deliver_ns)
+    /// takes the range the platform's ledger gives it.
     #[arg(long = "param", value_name = "KEY=LO..HI", required = true)]
     pub params: Vec<String>,
     /// A targets file: scenario, metric and measured value (or a fio JSON result and two

@@ -1,12 +1,14 @@
 //! `irqlab reproduce`: simulate every published experiment in scenarios/ and print
-//! published against simulated, with the error of each figure (irqlab-calib does the
+//! published against simulated, with the error of each figure; with --cross-validate,
+//! leave each experiment out of the fits it pins and predict it (irqlab-calib does the
 //! work).
 
 use crate::CmdResult;
 use clap::{Args, ValueEnum};
+use irqlab_calib::crossval::{CvSpec, cross_validate};
 use irqlab_calib::reproduce::off_by_more;
 use irqlab_calib::runner::workers;
-use irqlab_calib::{load_dir, reproduce, select, table};
+use irqlab_calib::{Threads, crossval_table, load_dir, reproduce, select, table};
 use irqlab_inputs::{BudgetArgs, find_dir};
 use irqlab_observe::Progress;
 use std::path::PathBuf;
@@ -41,11 +43,73 @@ pub struct ReproduceArgs {
     /// Write the table to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Leave each experiment out (the NAMES given, or all): refit the fitted parameters
+    /// its figures pin on their other figures (Nelder–Mead within the ledger's ranges),
+    /// predict its figures, and print in-sample and out-of-sample side by side.
+    #[arg(long, conflicts_with = "check")]
+    pub cross_validate: bool,
+    /// With --cross-validate: objective evaluations allowed per refit.
+    #[arg(long, default_value_t = 40, requires = "cross_validate", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_evals: u32,
     #[command(flatten)]
     pub budget: BudgetArgs,
 }
 
+/// `--cross-validate`: the leave-one-experiment-out table.
+fn cross_validated(args: &ReproduceArgs) -> CmdResult {
+    let dir = find_dir(&args.scenarios)?;
+    let all = load_dir(&dir)?;
+    // The names are experiments; selecting checks that each names one.
+    let left_out = select(all.clone(), &args.names)?;
+    let mut experiments: Vec<String> = Vec::new();
+    for s in &left_out {
+        if !experiments.contains(&s.experiment) {
+            experiments.push(s.experiment.clone());
+        }
+    }
+    let spec = CvSpec {
+        scenarios_dir: dir,
+        experiments,
+        max_evals: args.max_evals as usize,
+        seed: args.seed,
+        budget: args.budget.budget(),
+    };
+    let threads = args
+        .threads
+        .map_or_else(|| workers(all.len()), |n| n as usize)
+        .max(1);
+    let progress = Progress::new(
+        1 + spec.experiments.len() as u64 * u64::from(args.max_evals),
+        "cross-validate",
+    );
+    let report = cross_validate(&all, &spec, &mut Threads(threads), &mut |n| {
+        progress.inc(n as u64)
+    });
+    progress.finish();
+    let report = report?;
+    let text = match args.format {
+        Format::Table => crossval_table::text(&report),
+        Format::Csv => crossval_table::csv(&report),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&crossval_table::json(&report))
+                .map_err(|e| format!("cannot encode the table: {e}"))?;
+            s.push('\n');
+            s
+        }
+    };
+    match &args.output {
+        None => print!("{text}"),
+        Some(p) => {
+            std::fs::write(p, &text).map_err(|e| format!("{}: cannot write: {e}", p.display()))?
+        }
+    }
+    Ok(())
+}
+
 pub fn main(args: ReproduceArgs) -> CmdResult {
+    if args.cross_validate {
+        return cross_validated(&args);
+    }
     if let Some(p) = args.check
         && !(p.is_finite() && p >= 0.0)
     {

@@ -3,6 +3,7 @@
 
 mod cmd_calibrate;
 mod cmd_demo;
+mod cmd_platform;
 mod cmd_reproduce;
 mod cmd_rt;
 mod cmd_run;
@@ -64,6 +65,8 @@ enum Command {
     /// Fit platform parameters to measured values (Nelder–Mead within bounds).
     #[command(after_help = cmd_calibrate::TARGETS_HELP)]
     Calibrate(cmd_calibrate::CalibrateArgs),
+    /// Where every value of a platform comes from: --explain one, --check them all.
+    Platform(cmd_platform::PlatformArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => complete(cmd_demo::main(args)),
         Command::Reproduce(args) => complete(cmd_reproduce::main(args)),
         Command::Calibrate(args) => complete(cmd_calibrate::main(args)),
+        Command::Platform(args) => complete(cmd_platform::main(args)),
     };
     match result {
         Ok(RunEnd::Complete) => ExitCode::SUCCESS,

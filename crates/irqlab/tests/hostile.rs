@@ -544,12 +544,17 @@ fn errors_speak_the_users_terms() {
     write(
         &d,
         "big.toml",
-        &text.replacen("cqe_ns = 50 ", "cqe_ns = 18446744073709551615 ", 1),
+        &text.replacen(
+            "cqe_ns = { value = 50,",
+            "cqe_ns = { value = 18446744073709551615,",
+            1,
+        ),
     );
+    let cqe_line = 1 + text.lines().position(|l| l.starts_with("cqe_ns")).unwrap();
     refused(
         &d,
         &["run", &job, "--platform", "big.toml"],
-        "big.toml:25: kernel.cqe_ns: the value is above",
+        &format!("big.toml:{cqe_line}: kernel.cqe_ns: the value is above"),
     );
     refused(
         &d,
@@ -597,7 +602,11 @@ fn errors_speak_the_users_terms() {
     write(
         &d,
         "huge.toml",
-        &text.replacen("read_ns = 80000 ", "read_ns = 99999999999999999999 ", 1),
+        &text.replacen(
+            "read_ns = { value = 80000,",
+            "read_ns = { value = 99999999999999999999,",
+            1,
+        ),
     );
     refused(
         &d,
