@@ -2,7 +2,9 @@
 //! sim, rt, observe, sweep, calib, burst, report, plot).
 
 mod cmd_calibrate;
+mod cmd_capture;
 mod cmd_demo;
+mod cmd_hostbench;
 mod cmd_reproduce;
 mod cmd_rt;
 mod cmd_run;
@@ -64,6 +66,12 @@ enum Command {
     /// Fit platform parameters to measured values (Nelder–Mead within bounds).
     #[command(after_help = cmd_calibrate::TARGETS_HELP)]
     Calibrate(cmd_calibrate::CalibrateArgs),
+    /// Record this machine (topology, devices, vectors, a battery of fio runs with
+    /// /proc/interrupts around each) into a directory, or show one (--show DIR).
+    #[command(after_help = cmd_capture::CAPTURE_HELP)]
+    Capture(cmd_capture::CaptureArgs),
+    /// Measure this host's syscall, wake-up, context-switch and timer costs.
+    Hostbench(cmd_hostbench::HostbenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +84,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => complete(cmd_demo::main(args)),
         Command::Reproduce(args) => complete(cmd_reproduce::main(args)),
         Command::Calibrate(args) => complete(cmd_calibrate::main(args)),
+        Command::Capture(args) => cmd_capture::main(args),
+        Command::Hostbench(args) => complete(cmd_hostbench::main(args)),
     };
     match result {
         Ok(RunEnd::Complete) => ExitCode::SUCCESS,
