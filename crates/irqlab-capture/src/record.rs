@@ -20,8 +20,12 @@ pub struct CaptureOptions {
     pub out: PathBuf,
     /// A file or block device; None: a new file in the current directory.
     pub target: Option<PathBuf>,
-    /// 3 s runs on a 256 MiB file instead of 10 s on 1 GiB.
+    /// Asked for shorter runs (recorded in the manifest).
     pub quick: bool,
+    /// Each run's length.
+    pub runtime_s: u32,
+    /// The size of a file irqlab lays out.
+    pub file_bytes: u64,
     pub no_fio: bool,
     pub fio: Option<PathBuf>,
     /// Who writes the manifest (`irqlab 0.1.0`).
@@ -29,12 +33,18 @@ pub struct CaptureOptions {
 }
 
 impl CaptureOptions {
-    pub fn runtime_s(&self) -> u32 {
-        if self.quick { 3 } else { 10 }
-    }
-
-    pub fn file_bytes(&self) -> u64 {
-        if self.quick { 256 << 20 } else { 1 << 30 }
+    /// 10 s runs on a 1 GiB file, or with `quick` 3 s on 256 MiB; fio from PATH.
+    pub fn new(out: PathBuf, quick: bool) -> CaptureOptions {
+        CaptureOptions {
+            out,
+            target: None,
+            quick,
+            runtime_s: if quick { 3 } else { 10 },
+            file_bytes: if quick { 256 << 20 } else { 1 << 30 },
+            no_fio: false,
+            fio: None,
+            tool: format!("irqlab-capture {}", env!("CARGO_PKG_VERSION")),
+        }
     }
 }
 
@@ -179,7 +189,7 @@ pub fn record(
     let target = match &fio {
         Some(_) => Some(crate::target::prepare(
             o.target.as_deref(),
-            o.file_bytes(),
+            o.file_bytes,
             stop,
             progress,
         )?),
@@ -237,9 +247,9 @@ pub fn record(
             specs.len(),
             spec.name,
             spec.what,
-            o.runtime_s()
+            o.runtime_s
         ));
-        let job = job_file(spec, &target.info.path, size, o.runtime_s());
+        let job = job_file(spec, &target.info.path, size, o.runtime_s);
         let (entry, ended) = one_run(&fio, &o.out, spec, job, device.clone(), stop, &p)?;
         match &ended {
             Ended::Ok => progress(&run_line(&o.out, &entry, &m.host)),

@@ -72,12 +72,14 @@ pub fn main(args: CaptureArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         return Ok(RunEnd::Complete);
     }
     let opts = CaptureOptions {
-        out: args.out.unwrap_or_else(irqlab_capture::default_out),
         target: args.target,
-        quick: args.quick,
         no_fio: args.no_fio,
         fio: args.fio,
         tool: format!("irqlab {}", env!("CARGO_PKG_VERSION")),
+        ..CaptureOptions::new(
+            args.out.unwrap_or_else(irqlab_capture::default_out),
+            args.quick,
+        )
     };
     let stop = stop_flag()?;
     let progress = |line: &str| eprintln!("capture: {line}");
