@@ -38,9 +38,17 @@ mkdir -p "$out"
   echo "cwd: $(pwd) ($(df -h . | tail -n 1))"
 } > "$out/env.txt"
 LC_ALL=C lscpu > "$out/lscpu.txt" 2>&1 || true
+lsblk -o NAME,SIZE,TYPE,MOUNTPOINT,MODEL > "$out/lsblk.txt" 2>&1 || true
 
+# The capture, then the benchmark into the same directory: a failure of one still leaves
+# the other, and the exit status says whether both worked.
+status=0
 # shellcheck disable=SC2086 # fio_arg is one option and its value, or nothing
-"$irqlab" capture --out "$out/capture" $fio_arg ${QUICK:+--quick} ${TARGET:+--target "$TARGET"}
-"$irqlab" hostbench --out "$out/capture" > "$out/hostbench.txt"
-"$irqlab" capture --show "$out/capture" > "$out/capture-show.txt"
-cat "$out/capture-show.txt"
+"$irqlab" capture --out "$out/capture" $fio_arg ${QUICK:+--quick} ${TARGET:+--target "$TARGET"} || status=$?
+"$irqlab" hostbench --out "$out/capture" > "$out/hostbench.txt" || status=$?
+cat "$out/hostbench.txt"
+if [ -f "$out/capture/manifest.json" ]; then
+  "$irqlab" capture --show "$out/capture" > "$out/capture-show.txt" || status=$?
+  cat "$out/capture-show.txt"
+fi
+exit "$status"
