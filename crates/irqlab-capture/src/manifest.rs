@@ -44,6 +44,9 @@ pub struct RunEntry {
     pub irq_after: String,
     /// The device whose vectors count for the run.
     pub device: Option<String>,
+    /// /proc/loadavg just before and just after: whether other work shared the CPUs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loadavg: Vec<String>,
     /// Why the run has no usable result (fio failed, Ctrl-C), if so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,

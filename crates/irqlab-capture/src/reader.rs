@@ -132,6 +132,7 @@ fn discover(dir: &Path) -> Result<Vec<RunEntry>, CaptureError> {
             irq_before: format!("{n}.irq0"),
             irq_after: format!("{n}.irq1"),
             device: None,
+            loadavg: Vec::new(),
             failed: None,
             name: n,
         })
@@ -283,6 +284,7 @@ impl Capture {
                 name: e.name.clone(),
                 what: Some(e.what.clone()).filter(|w| !w.is_empty()),
                 device,
+                loadavg: e.loadavg.clone(),
                 fio,
                 delta,
                 vector_irqs,

@@ -111,6 +111,7 @@ fn run_line(out: &Path, e: &RunEntry, host: &crate::host::Host) -> String {
             name: e.name.clone(),
             what: None,
             device: e.device.clone(),
+            loadavg: Vec::new(),
             fio,
             delta,
             vector_irqs,
@@ -155,13 +156,17 @@ fn one_run(
         irq_before: format!("{n}.irq0"),
         irq_after: format!("{n}.irq1"),
         device,
+        loadavg: Vec::new(),
         failed: None,
     };
+    let load = || p.value("/proc/loadavg").unwrap_or_default();
     write(&out.join(&e.job_file), &job)?;
+    e.loadavg.push(load());
     let err_file = out.join(format!("{n}.stderr"));
     snapshot(p, &out.join(&e.irq_before))?;
     let ended = crate::fio_exec::run(fio, out, &e.args, &err_file, stop)?;
     snapshot(p, &out.join(&e.irq_after))?;
+    e.loadavg.push(load());
     if std::fs::metadata(&err_file).is_ok_and(|m| m.len() == 0) {
         let _ = std::fs::remove_file(&err_file);
     }

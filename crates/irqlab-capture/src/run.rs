@@ -27,6 +27,8 @@ pub struct Run {
     pub what: Option<String>,
     /// The device whose vectors count.
     pub device: Option<String>,
+    /// /proc/loadavg before and after, when irqlab ran it.
+    pub loadavg: Vec<String>,
     #[serde(skip)]
     pub fio: FioOutput,
     pub summary: FioSummary,
@@ -70,6 +72,7 @@ pub struct Parts {
     pub name: String,
     pub what: Option<String>,
     pub device: Option<String>,
+    pub loadavg: Vec<String>,
     pub fio: FioOutput,
     pub delta: Delta,
     /// The IRQ numbers of the device's I/O vectors.
@@ -119,6 +122,7 @@ pub fn build(p: Parts) -> Run {
         name: p.name,
         what: p.what,
         device: p.device,
+        loadavg: p.loadavg,
         fio: p.fio,
         summary,
         delta: p.delta,

@@ -177,8 +177,8 @@ fn opt2(v: Option<f64>) -> String {
 fn run_table(s: &mut String, runs: &[Run]) {
     let _ = writeln!(
         s,
-        "  {:<18} {:>9} {:>10} {:>9} {:>10} {:>8} {:>8} {:>6}  irq CPUs",
-        "run", "IOPS", "clat mean", "clat p99", "irq/s", "I/O/irq", "dev/irq", "CPU%"
+        "  {:<18} {:>9} {:>10} {:>9} {:>10} {:>8} {:>8} {:>6} {:>5}  irq CPUs",
+        "run", "IOPS", "clat mean", "clat p99", "irq/s", "I/O/irq", "dev/irq", "CPU%", "load"
     );
     for r in runs {
         let p99 = r.summary.clat_p99_us.map_or("-".into(), |p| {
@@ -189,7 +189,7 @@ fn run_table(s: &mut String, runs: &[Run]) {
         });
         let _ = writeln!(
             s,
-            "  {:<18} {:>9.0} {:>10.1} {:>9} {:>10.0} {:>8} {:>8} {:>6.1}  {}",
+            "  {:<18} {:>9.0} {:>10.1} {:>9} {:>10.0} {:>8} {:>8} {:>6.1} {:>5}  {}",
             r.name,
             r.summary.iops,
             r.summary.clat_mean_us,
@@ -198,12 +198,16 @@ fn run_table(s: &mut String, runs: &[Run]) {
             opt2(r.ios_per_interrupt),
             opt2(r.device_ios_per_interrupt),
             r.cpu_pct(),
+            r.loadavg
+                .first()
+                .and_then(|l| l.split_whitespace().next())
+                .unwrap_or("-"),
             landed(r)
         );
     }
     let _ = writeln!(
         s,
-        "  (latencies in us; I/O/irq: fio's I/Os per device interrupt; dev/irq: the disk's I/Os, all processes, per interrupt; CPU%: fio's usr+sys, % of one CPU)"
+        "  (latencies in us; I/O/irq: fio's I/Os per device interrupt; dev/irq: the disk's I/Os,\n   all processes, per interrupt; CPU%: fio's usr+sys, % of one CPU; load: the 1-minute\n   load average as the run began)"
     );
     if runs.iter().any(|r| !r.summary.percentiles_exact) {
         let _ = writeln!(
