@@ -50,7 +50,32 @@ pub struct BlockDevice {
     pub poll_queues: u32,
     pub nr_requests: Option<u32>,
     pub scheduler: Option<String>,
+    /// virtio devices: the feature bits the driver negotiated (/sys/bus/virtio/devices/
+    /// virtioN/features, bit 0 first), e.g. 29 VIRTIO_RING_F_EVENT_IDX, 12 VIRTIO_BLK_F_MQ.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub virtio_features: Vec<u32>,
     pub vectors: Vec<Vector>,
+}
+
+/// VIRTIO_RING_F_EVENT_IDX (include/uapi/linux/virtio_ring.h): the device notifies only
+/// when it passes the driver's used_event index.
+pub const VIRTIO_RING_F_EVENT_IDX: u32 = 29;
+
+impl BlockDevice {
+    pub fn has_virtio_feature(&self, bit: u32) -> bool {
+        self.virtio_features.contains(&bit)
+    }
+}
+
+/// The set bits of a virtio features string ("0010..."; drivers/virtio/virtio.c,
+/// features_show prints bit 0 first).
+fn feature_bits(s: &str) -> Vec<u32> {
+    s.trim()
+        .chars()
+        .enumerate()
+        .filter(|(_, c)| *c == '1')
+        .map(|(i, _)| i as u32)
+        .collect()
 }
 
 /// A PCI address: `0000:00:02.0`.
@@ -194,6 +219,13 @@ fn device(p: &Probe, name: &str, at_rest: Option<&Snapshot>) -> Option<BlockDevi
         poll_queues: 0,
         nr_requests: q("nr_requests").and_then(|v| v.parse().ok()),
         scheduler: q("scheduler").map(|s| selected(&s)),
+        virtio_features: match kind {
+            DeviceKind::VirtioBlk => p
+                .value(&format!("{base}/device/features"))
+                .map(|f| feature_bits(&f))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
         vectors: Vec::new(),
     };
     if let Some(s) = at_rest {
@@ -230,5 +262,9 @@ mod tests {
         assert_eq!(kind_of("vda", Some("virtio_blk")), DeviceKind::VirtioBlk);
         assert_eq!(kind_of("nvme0n1", None), DeviceKind::Nvme);
         assert_eq!(kind_of("sda", Some("sd")), DeviceKind::Scsi);
+        assert_eq!(
+            feature_bits("0010001001100100000000000000010010\n"),
+            vec![2, 6, 9, 10, 13, 29, 32]
+        );
     }
 }

@@ -158,6 +158,7 @@ fn inferred_devices(snap: &Snapshot) -> Vec<crate::devices::BlockDevice> {
             poll_queues: 0,
             nr_requests: None,
             scheduler: None,
+            virtio_features: Vec::new(),
             vectors,
         })
         .collect()

@@ -126,6 +126,10 @@ fn device_lines(s: &mut String, h: &Host) {
             ));
         }
         facts.extend(d.scheduler.as_ref().map(|x| format!("scheduler {x}")));
+        if d.kind == crate::DeviceKind::VirtioBlk && !d.virtio_features.is_empty() {
+            let idx = d.has_virtio_feature(crate::devices::VIRTIO_RING_F_EVENT_IDX);
+            facts.push(format!("EVENT_IDX {}", if idx { "on" } else { "off" }));
+        }
         let _ = writeln!(s, "  {}: {}", d.name, facts.join(", "));
         for q in &d.queues {
             let _ = writeln!(s, "    queue {}: CPUs {}", q.index, cpus(&q.cpus));

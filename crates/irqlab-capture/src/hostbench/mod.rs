@@ -71,6 +71,9 @@ pub struct BenchHost {
     pub kernel: Option<String>,
     pub virtualized: bool,
     pub hypervisor: Option<String>,
+    /// /proc/loadavg before and after: other work on the CPUs inflates every figure.
+    #[serde(default)]
+    pub loadavg: Vec<String>,
 }
 
 /// bench.json.
@@ -95,7 +98,7 @@ impl BenchReport {
     }
 }
 
-fn host() -> BenchHost {
+fn host(load_before: Option<String>) -> BenchHost {
     let p = Probe::live();
     let t = crate::topology::read(&p);
     BenchHost {
@@ -108,7 +111,19 @@ fn host() -> BenchHost {
         kernel: p.value("/proc/sys/kernel/osrelease"),
         virtualized: t.virtualized,
         hypervisor: t.hypervisor,
+        loadavg: load_before
+            .into_iter()
+            .chain(p.value("/proc/loadavg"))
+            .collect(),
     }
+}
+
+/// The 1-minute load average of a /proc/loadavg line.
+fn load1(line: &str) -> f64 {
+    line.split_whitespace()
+        .next()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(0.0)
 }
 
 fn measures(
@@ -181,6 +196,7 @@ pub fn run(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<BenchReport, CaptureError> {
     let (a, b) = pin::choose();
+    let load_before = Probe::live().value("/proc/loadavg");
     let (results, mut notes) = std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("hostbench".into())
@@ -189,7 +205,14 @@ pub fn run(
             .join()
             .map_err(|_| CaptureError::Bench("the benchmark thread panicked".into()))?
     })?;
-    let host = host();
+    let host = host(load_before);
+    let busiest = host.loadavg.iter().map(|l| load1(l)).fold(0.0, f64::max);
+    if busiest > 0.5 * host.cpus as f64 {
+        notes.push(format!(
+            "the machine was busy (1-minute load up to {busiest:.2} on {} CPUs): other work shared the pinned CPUs, and the medians include it; p10 is nearer the uncontended cost",
+            host.cpus
+        ));
+    }
     if host.virtualized {
         notes.push(format!(
             "a virtual machine ({}): wake-ups of an idle vCPU and timer interrupts go through the hypervisor",
@@ -227,7 +250,12 @@ pub fn render(r: &BenchReport) -> String {
         },
     );
     let cpus: Vec<String> = r.cpus_used.iter().map(usize::to_string).collect();
-    s += &format!("threads pinned to CPU {}\n", cpus.join(" and "));
+    let loads: Vec<String> = h.loadavg.iter().map(|l| format!("{:.2}", load1(l))).collect();
+    s += &format!(
+        "threads pinned to CPU {}; 1-minute load before/after: {}\n",
+        cpus.join(" and "),
+        if loads.is_empty() { "?".into() } else { loads.join(" / ") }
+    );
     s += &format!(
         "{:<18} {:>10} {:>10} {:>10} {:>8}  what\n",
         "cost", "p10 ns", "median ns", "p90 ns", "samples"
