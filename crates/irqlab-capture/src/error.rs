@@ -45,7 +45,7 @@ pub enum CaptureError {
     Fio { run: String, why: String },
     /// Something irqlab writes could not be written.
     Write { path: PathBuf, why: String },
-    /// A run stopped by Ctrl-C (or SIGTERM); the target file was removed.
+    /// Stopped by Ctrl-C (or SIGTERM); the target file irqlab laid out was removed.
     Interrupted,
     /// The host microbenchmark could not run (a CPU it needs, a thread it starts).
     Bench(String),
@@ -93,9 +93,9 @@ impl fmt::Display for CaptureError {
             CaptureError::Write { path, why } => {
                 write!(f, "{}: cannot write: {why}", path.display())
             }
-            CaptureError::Interrupted => {
-                f.write_str("interrupted; the runs so far stay in the capture directory")
-            }
+            CaptureError::Interrupted => f.write_str(
+                "interrupted: the file laid out for the runs was removed; runs that had finished stay in the capture directory",
+            ),
             CaptureError::Bench(why) => write!(f, "hostbench: {why}"),
         }
     }

@@ -250,11 +250,19 @@ pub fn render(r: &BenchReport) -> String {
         },
     );
     let cpus: Vec<String> = r.cpus_used.iter().map(usize::to_string).collect();
-    let loads: Vec<String> = h.loadavg.iter().map(|l| format!("{:.2}", load1(l))).collect();
+    let loads: Vec<String> = h
+        .loadavg
+        .iter()
+        .map(|l| format!("{:.2}", load1(l)))
+        .collect();
     s += &format!(
         "threads pinned to CPU {}; 1-minute load before/after: {}\n",
         cpus.join(" and "),
-        if loads.is_empty() { "?".into() } else { loads.join(" / ") }
+        if loads.is_empty() {
+            "not recorded".into()
+        } else {
+            loads.join(" / ")
+        }
     );
     s += &format!(
         "{:<18} {:>10} {:>10} {:>10} {:>8}  what\n",
