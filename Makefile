@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (the main job) and `make test` (every test).
 CARGO ?= cargo
 
-.PHONY: run test python stress loom fuzz fmt-check clippy bench bench-instructions
+.PHONY: run test python stress loom fuzz fmt-check clippy bench bench-instructions device-tools
 
 ARGS ?= run examples/randread-libaio.fio --platform example --interrupts
 
@@ -85,3 +85,9 @@ bench:
 bench-instructions:
 	$(CARGO) build --release -p irqlab
 	scripts/instructions-per-io
+
+# A static irqlab and a static fio (built from Debian's source) in target/tools, for a
+# machine with no network and maybe no fio: carry target/tools there and run
+# scripts/device-capture.sh OUT (see crates/irqlab-capture/README.md).
+device-tools:
+	scripts/device-tools.sh

@@ -1,13 +1,14 @@
 //! Measured values from a real machine: a fio JSON result (`--output-format=json`) and two
 //! /proc/interrupts snapshots taken around the run, turned into the metrics the
-//! simulator reports.
+//! simulator reports. Both files are parsed by irqlab-capture (the reader of capture
+//! directories), so a fio result or a snapshot means the same to `calibrate` and to
+//! `irqlab capture`.
 
 use crate::CalibError;
 use crate::metrics::Metric;
 
 /// fio's json+ of many jobs is larger than a job file: measurements may be up to 64 MiB.
 const MAX_MEASUREMENT_BYTES: u64 = 64 << 20;
-use serde_json::Value;
 use std::path::Path;
 
 /// IOPS, mean clat and the run's length from a fio JSON result.
@@ -26,40 +27,13 @@ pub fn read_fio_json(path: &Path) -> Result<FioResult, CalibError> {
 }
 
 pub fn parse_fio_json(text: &str) -> Result<FioResult, CalibError> {
-    let bad = |m: &str| CalibError::Measured(m.to_string());
-    // fio may print warnings before the JSON object.
-    let start = text
-        .find('{')
-        .ok_or_else(|| bad("no JSON object in the file"))?;
-    let v: Value = serde_json::from_str(&text[start..])
-        .map_err(|e| CalibError::Measured(format!("not fio JSON: {e}")))?;
-    let jobs = v
-        .get("jobs")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("no \"jobs\" array: not a fio JSON result"))?;
-    let (mut iops, mut n, mut clat_sum, mut runtime_ms) = (0.0, 0.0, 0.0, 0.0f64);
-    for j in jobs {
-        for dir in ["read", "write"] {
-            let Some(d) = j.get(dir) else { continue };
-            let num = |k: &str| d.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-            iops += num("iops");
-            let ios = num("total_ios");
-            let mean_ns = d
-                .get("clat_ns")
-                .and_then(|c| c.get("mean"))
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0);
-            n += ios;
-            clat_sum += ios * mean_ns;
-            runtime_ms = runtime_ms.max(num("runtime"));
-        }
-        let jr = j.get("job_runtime").and_then(Value::as_f64).unwrap_or(0.0);
-        runtime_ms = runtime_ms.max(jr);
-    }
+    let s = irqlab_capture::fio_json::parse(text)
+        .map_err(|e| CalibError::Measured(e.to_string()))?
+        .summary();
     Ok(FioResult {
-        iops,
-        clat_mean_us: if n > 0.0 { clat_sum / n / 1000.0 } else { 0.0 },
-        runtime_s: runtime_ms / 1000.0,
+        iops: s.iops,
+        clat_mean_us: s.clat_mean_us,
+        runtime_s: s.runtime_s,
     })
 }
 
@@ -75,38 +49,18 @@ pub struct IrqSnapshot {
 /// Sums a /proc/interrupts text: numbered rows whose description contains `filter` (all
 /// numbered rows when empty), and the PMN row.
 pub fn parse_proc_interrupts(text: &str, filter: &str) -> Result<IrqSnapshot, CalibError> {
-    let mut lines = text.lines();
-    let header = lines
-        .next()
-        .ok_or_else(|| CalibError::Measured("empty /proc/interrupts snapshot".into()))?;
-    let ncpu = header
-        .split_whitespace()
-        .filter(|w| w.starts_with("CPU"))
-        .count();
-    if ncpu == 0 {
-        return Err(CalibError::Measured(
-            "the first line has no CPU columns: not a /proc/interrupts snapshot".into(),
-        ));
-    }
+    let parsed =
+        irqlab_capture::interrupts::parse(text).map_err(|e| CalibError::Measured(e.to_string()))?;
     let mut snap = IrqSnapshot::default();
-    for line in lines {
-        let Some((label, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let label = label.trim();
-        let mut words = rest.split_whitespace();
-        let counts: u64 = words
-            .by_ref()
-            .take(ncpu)
-            .map_while(|w| w.parse::<u64>().ok())
-            .sum();
-        let desc: Vec<&str> = words.collect();
-        if label == "PMN" {
-            snap.pmn += counts;
-        } else if label.chars().all(|c| c.is_ascii_digit())
-            && (filter.is_empty() || desc.iter().any(|w| w.contains(filter)))
+    for row in &parsed.rows {
+        if row.label == "PMN" {
+            snap.pmn += row.total();
+        } else if row.irq().is_some()
+            && (filter.is_empty()
+                || row.chip.contains(filter)
+                || row.actions.iter().any(|a| a.contains(filter)))
         {
-            snap.device += counts;
+            snap.device += row.total();
         }
     }
     Ok(snap)

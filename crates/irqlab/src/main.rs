@@ -2,8 +2,10 @@
 //! sim, rt, observe, sweep, calib, burst, report, plot).
 
 mod cmd_calibrate;
+mod cmd_capture;
 mod cmd_demo;
 mod cmd_platform;
+mod cmd_hostbench;
 mod cmd_reproduce;
 mod cmd_rt;
 mod cmd_run;
@@ -67,6 +69,12 @@ enum Command {
     Calibrate(cmd_calibrate::CalibrateArgs),
     /// Where every value of a platform comes from: --explain one, --check them all.
     Platform(cmd_platform::PlatformArgs),
+    /// Record this machine (topology, devices, vectors, a battery of fio runs with
+    /// /proc/interrupts around each) into a directory, or show one (--show DIR).
+    #[command(after_help = cmd_capture::CAPTURE_HELP)]
+    Capture(cmd_capture::CaptureArgs),
+    /// Measure this host's syscall, wake-up, context-switch and timer costs.
+    Hostbench(cmd_hostbench::HostbenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +88,8 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => complete(cmd_reproduce::main(args)),
         Command::Calibrate(args) => complete(cmd_calibrate::main(args)),
         Command::Platform(args) => complete(cmd_platform::main(args)),
+        Command::Capture(args) => cmd_capture::main(args),
+        Command::Hostbench(args) => complete(cmd_hostbench::main(args)),
     };
     match result {
         Ok(RunEnd::Complete) => ExitCode::SUCCESS,
