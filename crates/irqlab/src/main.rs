@@ -4,8 +4,8 @@
 mod cmd_calibrate;
 mod cmd_capture;
 mod cmd_demo;
-mod cmd_platform;
 mod cmd_hostbench;
+mod cmd_platform;
 mod cmd_reproduce;
 mod cmd_rt;
 mod cmd_run;
