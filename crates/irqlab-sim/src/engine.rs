@@ -158,6 +158,44 @@ impl EventQueue {
         }
     }
 
+    /// Takes back the queued event `ev` due at `time` (one that no other queued event
+    /// equals: it carries an epoch), so that it never pops. False when it waits beyond the
+    /// window (a far event, rare): it then pops as usual and its handler must see that it
+    /// is stale.
+    #[inline(always)]
+    pub fn cancel(&mut self, time: u64, ev: Event) -> bool {
+        let is = |s: &Slot| s.ev == ev && s.time() == time;
+        if self.front.as_ref().is_some_and(is) {
+            self.front = None;
+            return true;
+        }
+        let slot = time >> SLOT_SHIFT;
+        if slot.wrapping_sub(self.cursor) >= SLOTS {
+            return false;
+        }
+        // Inside the window every queued event is in the ring (far ones are brought in
+        // as the window slides over them).
+        let i = (slot & MASK) as usize;
+        let entries = &mut self.slots[i];
+        let Some(j) = entries.iter().position(is) else {
+            debug_assert!(false, "a cancelled event is queued");
+            return false;
+        };
+        entries.swap_remove(j);
+        self.near -= 1;
+        if entries.is_empty() {
+            self.occupied[i / 64] &= !(1 << (i % 64));
+            if slot == self.near_first {
+                self.near_first = if self.near == 0 {
+                    u64::MAX
+                } else {
+                    slot + ((self.next_occupied(i) as u64).wrapping_sub(i as u64) & MASK)
+                };
+            }
+        }
+        true
+    }
+
     #[inline(always)]
     fn put_near(&mut self, s: Slot) {
         let slot = s.time() >> SLOT_SHIFT;
@@ -381,12 +419,21 @@ mod tests {
     /// per pop) and with few events queued (a chain: the front slot's case).
     #[test]
     fn matches_a_binary_heap_ordering() {
-        check_against_heap(3, 200_000);
-        check_against_heap(2, 200_000);
+        check_against_heap(3, 200_000, None);
+        check_against_heap(2, 200_000, None);
     }
 
-    /// Every `pop_every`th step pops (when something is queued), the others push.
-    fn check_against_heap(pop_every: u32, steps: u32) {
+    /// The same with one of the recent pushes cancelled every few steps: the rest keep
+    /// their order, and a cancel that declines (a far event) leaves the event to pop.
+    #[test]
+    fn cancelling_keeps_the_binary_heap_ordering() {
+        check_against_heap(3, 30_000, Some(5));
+        check_against_heap(2, 30_000, Some(3));
+    }
+
+    /// Every `pop_every`th step pops (when something is queued), the others push; every
+    /// `cancel_every`th step also cancels one of the last 16 pushes, if still queued.
+    fn check_against_heap(pop_every: u32, steps: u32, cancel_every: Option<u32>) {
         let mut q = EventQueue::new();
         let mut h: BinaryHeap<Entry> = BinaryHeap::new();
         let mut x: u64 = 12345;
@@ -398,6 +445,7 @@ mod tests {
         };
         let mut seq = 0;
         let mut now = 0;
+        let mut recent: [Option<(u64, Event)>; 16] = [None; 16];
         for step in 0..steps {
             if step % pop_every != pop_every - 1 || h.is_empty() {
                 let d = match rnd() % 4 {
@@ -416,10 +464,18 @@ mod tests {
                     seq,
                     ev,
                 });
+                recent[step as usize % recent.len()] = Some((now + d, ev));
             } else {
                 let e = h.pop().unwrap();
                 assert_eq!(q.pop(), Some((e.time, e.ev)));
                 now = e.time;
+            }
+            if cancel_every.is_some_and(|k| step % k == 0)
+                && let Some((time, ev)) = recent[rnd() as usize % recent.len()].take()
+                && h.iter().any(|e| e.ev == ev)
+                && q.cancel(time, ev)
+            {
+                h.retain(|e| e.ev != ev);
             }
         }
         while let Some(e) = h.pop() {
@@ -455,6 +511,37 @@ mod tests {
         assert_eq!(q.pop(), Some((10_000, tick(0))));
         assert!(q.pop().is_none() && q.is_empty());
         assert_eq!(q.popped(), 8);
+    }
+
+    /// A cancelled event never pops, wherever it waits: in front, alone in the earliest
+    /// slot (the next slot becomes the earliest), among others of its slot; a far one
+    /// stays queued and says so.
+    #[test]
+    fn cancelled_events_do_not_pop() {
+        let mut q = EventQueue::new();
+        let step = |c: usize, epoch: u32| Event::CpuStep {
+            cpu: CpuId::new(c),
+            epoch,
+        };
+        q.push(500, step(0, 1));
+        q.push(100, step(1, 1));
+        q.push(300, step(2, 1));
+        q.push(300, step(3, 1));
+        q.push(900, step(4, 1));
+        q.push(10_000_000, step(5, 1));
+        assert!(q.cancel(100, step(1, 1)), "the front event");
+        assert!(q.cancel(300, step(3, 1)), "one of two in a slot");
+        assert!(q.cancel(500, step(0, 1)), "alone in its slot");
+        assert!(!q.cancel(10_000_000, step(5, 1)), "far beyond the window");
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.pop(), Some((300, step(2, 1))));
+        assert!(
+            q.cancel(900, step(4, 1)),
+            "the earliest slot, the ring then empty"
+        );
+        assert_eq!(q.pop(), Some((10_000_000, step(5, 1))));
+        assert!(q.pop().is_none() && q.is_empty());
+        assert_eq!(q.popped(), 2);
     }
 
     /// A queue slot is a 16-byte key and the event: ids must not make events bigger.

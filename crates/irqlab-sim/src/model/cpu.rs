@@ -96,14 +96,20 @@ impl<O: Observer> Sim<'_, O> {
         );
     }
 
-    /// Cancels the step in progress, returning the time it had left.
+    /// Cancels the step in progress, returning the time it had left. Its event leaves
+    /// the queue (a far one stays, stale by its epoch).
     fn cancel_step(&mut self, c: usize) -> u64 {
         let cpu = &mut self.cpus[c];
         if !cpu.stepping {
             return 0;
         }
         cpu.stepping = false;
+        let ev = Event::CpuStep {
+            cpu: CpuId::new(c),
+            epoch: cpu.epoch,
+        };
         cpu.epoch = cpu.epoch.wrapping_add(1);
+        self.q.cancel(cpu.step_end, ev);
         cpu.step_end - self.now
     }
 
