@@ -65,16 +65,18 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     pub(crate) fn set_kind(&mut self, c: usize, kind: SliceKind) {
         self.account(c);
-        if self.cpus[c].kind != kind {
-            self.change_kind(c, kind);
+        let cpu = &mut self.cpus[c];
+        if cpu.kind != kind {
+            cpu.kind = kind;
+            self.slice_starts(c, kind);
         }
     }
 
-    /// A new kind of slice starts on CPU `c` (what a tracer sees); kept out of line so
-    /// that the step path stays small.
+    /// A new kind of slice starts on CPU `c`: what a tracer sees, out of line so that the
+    /// step path stays small (without an observer the call itself is gone: its body is
+    /// empty).
     #[inline(never)]
-    fn change_kind(&mut self, c: usize, kind: SliceKind) {
-        self.cpus[c].kind = kind;
+    fn slice_starts(&mut self, c: usize, kind: SliceKind) {
         self.obs.slice(self.now, c, kind);
     }
 
