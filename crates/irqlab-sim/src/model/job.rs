@@ -326,6 +326,9 @@ impl<O: Observer> Sim<'_, O> {
     /// reset_all_stats).
     pub(crate) fn job_ramp_end(&mut self, j: usize) {
         let now = self.now;
+        // What its CPU owes the job so far counts before the reset, as it always did.
+        let c = self.threads[self.jobs[j].thread.ix()].cpu.ix();
+        self.settle(c);
         let job = &mut self.jobs[j];
         job.read = DirStats::default();
         job.write = DirStats::default();
