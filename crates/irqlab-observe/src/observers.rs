@@ -5,7 +5,7 @@
 
 use crate::ObserveError;
 use crate::irqtop::IrqTop;
-use crate::progress::{SimProgress, sim_total_ns};
+use crate::progress::{self, SimProgress, sim_total_ns};
 use crate::timeline::{TimelineObserver, parse_timeline_window, timeline_window};
 use crate::trace::{TraceObserver, parse_window};
 use clap::Args;
@@ -199,19 +199,22 @@ pub fn simulate_with_observers(
         usize::from,
     );
     let watched = observe.trace.is_some() || observe.irqtop.is_some() || observe.timeline.is_some();
-    if threads > 1 && !watched && irqlab_sim::independent_parts(jobs, platform, policy, opts)? > 1 {
-        // Parts run side by side; a progress bar would need one clock across them.
+    let total = sim_total_ns(jobs).filter(|_| observe.irqtop.is_none() && progress::drawn());
+    // Unwatched, the simulator runs without an observer (every observer call compiles
+    // away): no bar to draw, or parts side by side (a bar would need one clock across
+    // them).
+    if !watched
+        && (total.is_none()
+            || threads > 1 && irqlab_sim::independent_parts(jobs, platform, policy, opts)? > 1)
+    {
         return Ok(irqlab_sim::simulate_parallel(
             jobs, platform, policy, opts, threads,
         )?);
     }
+    let progress = total.map(|t| SimProgress::new(t, "simulating (ms)"));
     let trace = match &observe.trace {
         None => None,
         Some(path) => Some(create_trace(path, observe.trace_window)?),
-    };
-    let progress = match (observe.irqtop, sim_total_ns(jobs)) {
-        (None, Some(total)) => Some(SimProgress::new(total, "simulating (ms)")),
-        _ => None,
     };
     let timeline = match &observe.timeline {
         None => None,

@@ -326,6 +326,9 @@ impl<O: Observer> Sim<'_, O> {
     /// reset_all_stats).
     pub(crate) fn job_ramp_end(&mut self, j: usize) {
         let now = self.now;
+        // What its CPU owes the job so far counts before the reset, as it always did.
+        let c = self.threads[self.jobs[j].thread.ix()].cpu.ix();
+        self.settle(c);
         let job = &mut self.jobs[j];
         job.read = DirStats::default();
         job.write = DirStats::default();
@@ -531,6 +534,12 @@ impl<O: Observer> Sim<'_, O> {
     /// The job copies out `n` events: fio's clat ends here.
     fn collect(&mut self, j: usize, n: u32) {
         let now = self.now;
+        let counted = self.measuring && now >= self.jobs[j].ramp_end;
+        let elapsed = if counted {
+            self.jobs[j].fio.completing(now)
+        } else {
+            0
+        };
         let mut got = 0;
         for _ in 0..n {
             let Some(io) = self.jobs[j].ready.pop_front() else {
@@ -543,7 +552,7 @@ impl<O: Observer> Sim<'_, O> {
             let job = &mut self.jobs[j];
             job.outstanding -= 1;
             job.fio.completions += 1;
-            if self.measuring && now >= job.ramp_end {
+            if counted {
                 let (slat, clat, lat) = (
                     rec.submitted - rec.start,
                     now - rec.submitted,
@@ -557,11 +566,11 @@ impl<O: Observer> Sim<'_, O> {
                 };
                 dir.record(bytes, slat, clat, lat);
                 job.fio
-                    .completed(now, usize::from(!rec.read), bytes, slat, clat, lat);
+                    .completed(elapsed, usize::from(!rec.read), bytes, slat, clat, lat);
             }
         }
         let job = &mut self.jobs[j];
-        if self.measuring && now >= job.ramp_end {
+        if counted {
             job.fio.complete_hist[calls_bucket(got)] += 1;
             job.fio.complete_calls += 1;
         }
