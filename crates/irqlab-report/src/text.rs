@@ -67,6 +67,9 @@ fn header(out: &mut String, r: &RunReport) {
     );
     let policy: Vec<String> = r.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(out, "policy: {}", policy.join(", "));
+    for (kind, text) in &r.notes {
+        let _ = writeln!(out, "{kind}: {text}");
+    }
     // fio prints its statistics so far after SIGINT; so does irqlab, marked.
     if r.flag(crate::EXTRA_INTERRUPTED) {
         let _ = writeln!(

@@ -330,6 +330,7 @@ pub fn build_report(
             cpu_stolen_ns,
         }),
         extra,
+        notes: Vec::new(),
     }
 }
 
