@@ -30,6 +30,24 @@ pub fn treatment(name: &str) -> Treatment {
     crate::refused::reason(name).map_or(Treatment::Unknown, Treatment::Refused)
 }
 
+/// A line setting option `name` (accepted without meaning) to a value its check takes,
+/// for tests that show it changes nothing; None for the other options.
+pub fn sample_line(name: &str) -> Option<String> {
+    let d = crate::options::find(name)?;
+    let Opt::Ignored(kind) = d.opt else {
+        return None;
+    };
+    let value = match kind {
+        Ignored::Flag => return Some(d.name.to_string()),
+        Ignored::Bool | Ignored::Int => "1",
+        Ignored::Choice(words) | Ignored::Only(words, _) => words[0],
+        Ignored::Text => "x",
+        Ignored::Size => "4k",
+        Ignored::Float => "0.5",
+    };
+    Some(format!("{}={value}", d.name))
+}
+
 fn names(name: &str, aliases: &[&str]) -> String {
     std::iter::once(name)
         .chain(aliases.iter().copied())

@@ -13,7 +13,7 @@ const PRIO: &str = "I/O priorities change nothing on an NVMe device with no I/O 
 const TIMING: &str = "the model's timestamps come from its own clock and cost nothing, so irqlab keeps every latency fio would skip";
 const ERRORS: &str = "the model's I/Os never fail";
 const OUTPUT: &str = "output formatting: irqlab prints fio's default report";
-const ZONES: &str = "zone options matter only with zonemode=zbd, which irqlab refuses; with zonemode=none or strided they set offsets, which are not modelled";
+const ZONES: &str = "zone options set offsets (zonemode=strided) or matter only to zbd writes, which irqlab refuses";
 const PLACEMENT: &str = "data placement hints change where data lands on the media, which the model's service times do not depend on";
 const PI: &str = "protection information is generated and checked within the device's service time (set devices.N.read_ns and write_ns for the format you measured)";
 const ENGINE_COSTS: &str = "the engine's per-I/O costs come from the platform file (engine.*): set them for the setup you measured";
@@ -86,11 +86,8 @@ pub const INERT: &[OptDef] = &[
     inert(
         "zonemode",
         &[],
-        Ignored::Only(
-            &["none", "strided"],
-            "zoned block devices (write pointers, zone resets, open-zone limits) are not modelled",
-        ),
-        "zonemode=strided moves offsets, which are not modelled",
+        Ignored::Choice(&["none", "strided", "zbd"]),
+        "zonemode=strided moves offsets, which are not modelled; with zonemode=zbd a job that only reads reads as from any namespace (zbd's write pointers, zone resets and open-zone limits matter only to writes, which irqlab refuses there)",
     ),
     inert("zonesize", &[], SIZE, ZONES),
     inert("zonerange", &[], SIZE, ZONES),

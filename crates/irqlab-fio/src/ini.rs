@@ -53,6 +53,9 @@ pub struct Entry {
     pub unset: Vec<String>,
     /// Whether the value used `$ncpus`.
     pub ncpus: bool,
+    /// Why the value could not be expanded (what, expected): reported when the option is
+    /// applied, so a refused engine above it is reported first.
+    pub bad: Option<(String, &'static str)>,
 }
 
 /// One `[name]` section with its options in order, includes spliced in.
@@ -137,18 +140,13 @@ fn option_or_include(
         return include(target, file, line, env, reading, entries);
     }
     let (key, value) = match p.split_once('=') {
-        Some((k, v)) => (
-            k.trim(),
-            Some(
-                expand(v.trim(), env)
-                    .map_err(|(what, exp)| JobFileError::at(file, line, what, exp))?,
-            ),
-        ),
+        Some((k, v)) => (k.trim(), Some(expand(v.trim(), env))),
         None => (p, None),
     };
-    let (value, unset, ncpus) = match value {
-        Some(x) => (Some(x.text), x.unset, x.ncpus),
-        None => (None, Vec::new(), false),
+    let (value, unset, ncpus, bad) = match value {
+        Some(Ok(x)) => (Some(x.text), x.unset, x.ncpus, None),
+        Some(Err(bad)) => (None, Vec::new(), false, Some(bad)),
+        None => (None, Vec::new(), false, None),
     };
     if key.is_empty() {
         return Err(JobFileError::at(
@@ -165,6 +163,7 @@ fn option_or_include(
         line,
         unset,
         ncpus,
+        bad,
     });
     Ok(())
 }

@@ -153,11 +153,25 @@ impl Builder {
 /// with no job below it are still reported.
 pub fn check_global(section: &Section) -> Result<(), JobFileError> {
     let kb_base = kb_base(section.entries.iter())?;
+    engine_first(section.entries.iter())?;
     let mut b = Builder::new(&section.name);
     section
         .entries
         .iter()
-        .try_for_each(|e| apply(&mut b, e, kb_base, true))
+        .try_for_each(|e| apply(&mut b, e, kb_base, true).map_err(|err| unset_note(err, e)))
+}
+
+/// A refused engine is the reason a job cannot run, whatever else it says: fio loads
+/// the engine before it parses the engine's options.
+fn engine_first<'a>(entries: impl Iterator<Item = &'a Entry>) -> Result<(), JobFileError> {
+    let entries: Vec<&Entry> = entries.collect();
+    if let Some(e) = entries
+        .iter()
+        .rfind(|e| e.key == "ioengine" && e.bad.is_none())
+    {
+        ioengine(e, e.value.as_deref().unwrap_or(""))?;
+    }
+    Ok(())
 }
 
 /// Builds the job of `section` with `globals` (the [global] sections above it, in order).
@@ -168,11 +182,7 @@ pub fn build(globals: &[&Section], section: &Section) -> Result<JobSpec, JobFile
         .chain(section.entries.iter().map(|e| (e, false)))
         .collect();
     let kb_base = kb_base(entries.iter().map(|e| e.0))?;
-    // A refused engine is the reason a job cannot run, whatever else it says: fio loads
-    // the engine before it parses the engine's options.
-    if let Some(e) = entries.iter().map(|e| e.0).rfind(|e| e.key == "ioengine") {
-        ioengine(e, e.value.as_deref().unwrap_or(""))?;
-    }
+    engine_first(entries.iter().map(|e| e.0))?;
     let mut b = Builder::new(&section.name);
     for (e, global) in &entries {
         apply(&mut b, e, kb_base, *global).map_err(|err| unset_note(err, e))?;
@@ -206,6 +216,9 @@ fn unset_note(err: JobFileError, e: &Entry) -> JobFileError {
 }
 
 fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), JobFileError> {
+    if let Some((what, expected)) = &e.bad {
+        return Err(JobFileError::at(&e.file, e.line, what.clone(), *expected));
+    }
     let Some(def) = options::find(&e.key) else {
         return Err(unknown(e));
     };
@@ -299,8 +312,15 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
         Opt::RampTime => b.ramp_time_ns = time(e, text)?,
         Opt::TimeBased => b.time_based = flag(e, v)?,
         Opt::Size => {
-            // size=30%: a share of the device, whose capacity the platform does not give.
-            if let Some(pct) = text.strip_suffix('%') {
+            // size=30% or size=8z: a share of the device or a count of its zones, whose
+            // capacity the platform does not give.
+            let zones = text
+                .strip_suffix('z')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+            if zones {
+                b.size = None;
+                b.no_budget = true;
+            } else if let Some(pct) = text.strip_suffix('%') {
                 match pct.trim().parse::<u8>() {
                     Ok(1..=100) => {
                         b.size = None;
@@ -639,6 +659,25 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
             *line,
             format!("hipri is not an option of ioengine={}", b.ioengine.name()),
             "hipri only with ioengine=io_uring or ioengine=pvsync2",
+        ));
+    }
+    if b.options
+        .iter()
+        .rev()
+        .find(|o| o.name == "zonemode")
+        .is_some_and(|o| o.value == "zbd")
+        && b.rw != Pattern::Read
+        && b.rw != Pattern::RandRead
+    {
+        let (file, line) = where_set(&b, section, "zonemode");
+        return Err(JobFileError::at(
+            file,
+            line,
+            format!(
+                "job '{}' writes with zonemode=zbd: zoned writes (write pointers, zone resets, open-zone limits) are not modelled",
+                section.name
+            ),
+            "zonemode=zbd only in a job that reads, or zonemode=none",
         ));
     }
     let read_pct = b.rwmixread;

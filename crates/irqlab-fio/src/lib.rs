@@ -93,6 +93,12 @@ pub fn parse_size(s: &str) -> Result<u64, &'static str> {
     values::size(s, 1024)
 }
 
+/// A duration as fio reads one (`5ms`, `30s`, `100us`; a bare number is seconds), in
+/// ns. Err is what was expected.
+pub fn parse_time(s: &str) -> Result<u64, &'static str> {
+    values::time_ns(s)
+}
+
 /// Reads and parses a job file (a regular text file of at most
 /// [`input::MAX_INPUT_BYTES`]); `$ncpus` is the host's CPU count (see
 /// [`parse_file_for`]).

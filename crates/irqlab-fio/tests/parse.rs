@@ -330,8 +330,8 @@ fn errors_name_file_and_line() {
             "jobs/a.fio:5: job 'j' makes up 69632 file names",
         ),
         (
-            "[j]\nfilename=f\nzonemode=zbd\n",
-            "jobs/a.fio:3: zonemode=zbd is not modelled: zoned block devices",
+            "[j]\nfilename=f\nzonemode=zbd\nrw=randwrite\n",
+            "jobs/a.fio:3: job 'j' writes with zonemode=zbd: zoned writes",
         ),
         (
             "[j]\nfilename=f\nhipri\nioengine=libaio\n",
