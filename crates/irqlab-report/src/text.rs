@@ -73,6 +73,9 @@ fn header(out: &mut String, r: &RunReport) {
     for (kind, text) in r.notes.iter().filter(|(k, _)| k != NOTE_STOPPED_BY) {
         let _ = writeln!(out, "{kind}: {text}");
     }
+    for w in crate::sanity::warnings(r) {
+        let _ = writeln!(out, "warning: {w}");
+    }
     // fio prints its statistics so far after SIGINT; so does irqlab, marked, whichever
     // signal stopped it.
     if r.flag(crate::EXTRA_INTERRUPTED) {
