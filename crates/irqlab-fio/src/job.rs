@@ -619,9 +619,6 @@ fn clone_files(b: &Builder, k: u32) -> Vec<String> {
 }
 
 fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
-    let at = |what: String, expected: &str| {
-        JobFileError::at(&section.file, section.line, what, expected)
-    };
     let made_up = if b.filenames.is_empty() {
         u64::from(b.nrfiles)
     } else {
@@ -799,7 +796,6 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         } else {
             Vec::new()
         };
-    let _ = &at;
     Ok(JobSpec {
         name: b.name,
         file: section.file.clone(),

@@ -139,13 +139,16 @@ pub fn shape_jobs(
             ),
         ));
     }
-    if let Some(cap) = shape.max_runtime_ns {
-        if let Some(note) = cap_runtime(&mut jobs, cap) {
-            notes.push(("capped".to_string(), note));
-        }
+    if let Some(cap) = shape.max_runtime_ns
+        && let Some(note) = cap_runtime(&mut jobs, cap)
+    {
+        notes.push(("capped".to_string(), note));
     }
     Ok(Shaped { jobs, notes })
 }
+
+/// (file, device) pairs, in order of first appearance.
+pub type FilePairs = Vec<(String, String)>;
 
 /// Each file name that is not one of `devices` gets one: by the first matching rule,
 /// else the next device no job names, else the devices again in turn. Returns the jobs
@@ -155,7 +158,7 @@ pub fn map_files(
     mut jobs: Vec<JobSpec>,
     devices: &[String],
     rules: &[MapRule],
-) -> Result<(Vec<JobSpec>, Vec<(String, String)>), InputError> {
+) -> Result<(Vec<JobSpec>, FilePairs), InputError> {
     for r in rules {
         if irqlab_sim::device_of(&r.device, devices).is_none() {
             return Err(InputError::Map(format!(
@@ -283,7 +286,7 @@ pub fn cap_runtime(jobs: &mut [JobSpec], cap: u64) -> Option<String> {
 /// A duration as the user would write it (`5ms`, `2s`, `1500us`).
 fn human(ns: u64) -> String {
     for (unit, div) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if ns % div == 0 {
+        if ns.is_multiple_of(div) {
             return format!("{}{unit}", ns / div);
         }
     }

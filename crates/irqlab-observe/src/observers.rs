@@ -27,10 +27,10 @@ pub struct ObserveArgs {
     /// 100us..300us (keeps the file small); the default is the whole run.
     #[arg(long, value_name = "START..END", value_parser = parse_window, requires = "trace")]
     pub trace_window: Option<(u64, u64)>,
-    /// The most the --trace file may hold (fio's sizes: 1g, 200m): past it the trace ends
-    /// there, still valid JSON, and irqlab says so.
-    #[arg(long, value_name = "SIZE", default_value = "1g", value_parser = parse_trace_size)]
-    pub trace_max_size: u64,
+    /// The most the --trace file may hold (fio's sizes: 1g, 200m; default 1g): past it the
+    /// trace ends there, still valid JSON, and irqlab says so.
+    #[arg(long, value_name = "SIZE", value_parser = parse_trace_size)]
+    pub trace_max_size: Option<u64>,
     /// Print per-vector interrupt rates and PMN every SECONDS of simulated time, like
     /// irqtop, then the run's /proc/interrupts table.
     #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
@@ -58,6 +58,9 @@ pub struct ObserveArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 }
+
+/// `--trace-max-size` when it is not given: 1 GiB.
+pub const DEFAULT_TRACE_MAX: u64 = 1 << 30;
 
 /// `--trace-max-size`: bytes with fio's size suffixes, at least 64 KiB (room for the
 /// track names that close a trace).
@@ -240,7 +243,7 @@ pub fn simulate_with_observers(
         Some(path) => Some(create_trace(
             path,
             observe.trace_window,
-            observe.trace_max_size,
+            observe.trace_max_size.unwrap_or(DEFAULT_TRACE_MAX),
         )?),
     };
     let progress = match (observe.irqtop, sim_total_ns(jobs)) {
@@ -272,7 +275,8 @@ pub fn simulate_with_observers(
         }
     })?;
     if let (Some(t), Some(path)) = (obs.trace, &observe.trace) {
-        if let Some(note) = trace_cut_note(path, observe.trace_max_size, t.dropped()) {
+        let max = observe.trace_max_size.unwrap_or(DEFAULT_TRACE_MAX);
+        if let Some(note) = trace_cut_note(path, max, t.dropped()) {
             eprintln!("irqlab: {note}");
             report.notes.push(("trace".to_string(), note));
         }

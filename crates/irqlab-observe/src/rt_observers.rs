@@ -32,10 +32,10 @@ pub struct RtObserveArgs {
     /// recording at END, which bounds their memory); the default is the whole run.
     #[arg(long, value_name = "START..END", value_parser = parse_window, requires = "trace")]
     pub trace_window: Option<(u64, u64)>,
-    /// The most the --trace file may hold (fio's sizes: 1g, 200m): past it the trace ends
-    /// there, still valid JSON, and irqlab says so.
-    #[arg(long, value_name = "SIZE", default_value = "1g", value_parser = crate::observers::parse_trace_size)]
-    pub trace_max_size: u64,
+    /// The most the --trace file may hold (fio's sizes: 1g, 200m; default 1g): past it the
+    /// trace ends there, still valid JSON, and irqlab says so.
+    #[arg(long, value_name = "SIZE", value_parser = crate::observers::parse_trace_size)]
+    pub trace_max_size: Option<u64>,
     /// Draw a picture (PNG or SVG, by the extension) of a short window of the run: one
     /// lane per emulated CPU, notifications and MSI messages as marks.
     #[arg(long, value_name = "FILE.png|FILE.svg")]
@@ -74,7 +74,12 @@ impl RtObserveArgs {
     fn observers(&self, jobs: &[JobSpec]) -> Result<Observers<'static>, ObserveError> {
         let trace = match &self.trace {
             None => None,
-            Some(path) => Some(create_trace(path, self.trace_window, self.trace_max_size)?),
+            Some(path) => Some(create_trace(
+                path,
+                self.trace_window,
+                self.trace_max_size
+                    .unwrap_or(crate::observers::DEFAULT_TRACE_MAX),
+            )?),
         };
         let timeline = match &self.timeline {
             None => None,
@@ -104,9 +109,10 @@ impl RtObserveArgs {
         // The windows are on wall time since the threads started; the run lasted this long.
         let ended_ns = report.measured.as_ref().map_or(u64::MAX, |m| m.wall_ns);
         if let (Some(t), Some(path)) = (obs.trace, &self.trace) {
-            if let Some(note) =
-                crate::observers::trace_cut_note(path, self.trace_max_size, t.dropped())
-            {
+            let max = self
+                .trace_max_size
+                .unwrap_or(crate::observers::DEFAULT_TRACE_MAX);
+            if let Some(note) = crate::observers::trace_cut_note(path, max, t.dropped()) {
                 eprintln!("irqlab: {note}");
                 report.notes.push(("trace".to_string(), note));
             }
