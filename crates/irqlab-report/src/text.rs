@@ -73,9 +73,6 @@ fn header(out: &mut String, r: &RunReport) {
     for (kind, text) in r.notes.iter().filter(|(k, _)| k != NOTE_STOPPED_BY) {
         let _ = writeln!(out, "{kind}: {text}");
     }
-    for w in crate::sanity::warnings(r) {
-        let _ = writeln!(out, "warning: {w}");
-    }
     // fio prints its statistics so far after SIGINT; so does irqlab, marked, whichever
     // signal stopped it.
     if r.flag(crate::EXTRA_INTERRUPTED) {
@@ -94,6 +91,9 @@ fn header(out: &mut String, r: &RunReport) {
             out,
             "cut short: the run reached its time limit with work still going; the figures cover the run up to then"
         );
+    }
+    for w in crate::sanity::warnings(r) {
+        let _ = writeln!(out, "warning: {w}");
     }
 }
 
