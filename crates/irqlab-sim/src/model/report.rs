@@ -96,6 +96,7 @@ impl<O: Observer> Sim<'_, O> {
             vectors,
             measured: None,
             extra,
+            notes: Vec::new(),
         }
     }
 

@@ -520,6 +520,10 @@ pub(crate) struct Device {
     pub port: PortId,
     pub servers: u32,
     pub busy: u32,
+    /// The share of one more unit (build.rs partial_unit), taken only when every whole
+    /// unit is busy; its commands take 1/share of a whole unit's time.
+    pub partial: Option<f64>,
+    pub partial_busy: bool,
     pub waiting: VecDeque<IoId>,
     pub read_time: ServiceTime,
     pub write_time: ServiceTime,
