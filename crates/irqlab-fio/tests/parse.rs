@@ -280,8 +280,8 @@ fn errors_name_file_and_line() {
             "jobs/a.fio:3: ioengine=spdk is not an ioengine fio has; expected one of sync, psync",
         ),
         (
-            "[j]\nfilename=f\nrw=trim\n",
-            "jobs/a.fio:3: rw=trim is not supported",
+            "[j]\nfilename=f\nrw=trim\nrate=1m,1m,1m\n",
+            "jobs/a.fio:4: job 'j' limits the rate of its trims",
         ),
         (
             "[j]\nfilename=f\nrw=sideways\n",
@@ -309,7 +309,51 @@ fn errors_name_file_and_line() {
         ),
         (
             "[j]\nfilename=f\nsqthread_poll=1\n",
-            "jobs/a.fio:3: unsupported option 'sqthread_poll'",
+            "jobs/a.fio:3: job 'j': sqthread_poll is an option of the io_uring engines, not of ioengine=psync",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=io_uring\nio_submit_mode=offload\n",
+            "jobs/a.fio:4: job 'j': io_uring: can't be used with offloaded submit",
+        ),
+        (
+            "[j]\nfilename=f\nflow=1001\n",
+            "jobs/a.fio:3: flow=1001 is not a flow weight",
+        ),
+        (
+            "[j]\nfilename=f\nss_dur=2s\nss_interval=500ms\n",
+            "jobs/a.fio:4: job 'j': ss_check_interval must be at least 1s",
+        ),
+        (
+            "[j]\nfilename=f\nss_dur=3s\nss_interval=2s\n",
+            "jobs/a.fio:3: job 'j': ss_duration 3000000us must be multiple of ss_check_interval 2000000us",
+        ),
+        (
+            "[a]\nfilename=f\nss_dur=4s\nss_interval=2s\n[b]\nfilename=f\n",
+            "jobs/a.fio:4: conflicting ss_check_interval",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=cpuio\n",
+            "jobs/a.fio:3: job 'j': ioengine=cpuio without cpuload",
+        ),
+        (
+            "[j]\nfilename=f\ncpuload=50\n",
+            "jobs/a.fio:3: job 'j': cpuload, cpuchunks and cpumode are options of ioengine=cpuio",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=io_uring_cmd\nwrite_mode=write/60:zeroes/30\n",
+            "jobs/a.fio:4: write_mode=write/60:zeroes/30 is not a write_mode mix",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=io_uring_cmd\nwrite_mode=zone_append\n",
+            "jobs/a.fio:4: job 'j': write_mode=zone_append: Zone Append is a command of zoned namespaces",
+        ),
+        (
+            "[j]\nfilename=f\nrw=randtrim\nnum_range=4\n",
+            "jobs/a.fio:4: job 'j': can't use multiple ranges with IO engine psync",
+        ),
+        (
+            "[j]\nfilename=f\nsteadystate=iops\n",
+            "jobs/a.fio:3: steadystate=iops is not a steady-state criterion",
         ),
         (
             "[j]\nfilename=f\n=3\n",
@@ -323,7 +367,7 @@ fn errors_name_file_and_line() {
         ("[ ]\n", "jobs/a.fio:1: empty section name"),
         (
             "[j]\nfilename=f\nrw=write:4q\n",
-            "jobs/a.fio:3: rw=write:4q is not an I/O pattern; expected read, write, randread, randwrite, rw (readwrite) or randrw, optionally with an offset modifier :N or :SIZE",
+            "jobs/a.fio:3: rw=write:4q is not an I/O pattern; expected read, write, randread, randwrite, rw (readwrite), randrw, trim, randtrim, trimwrite or randtrimwrite, optionally with an offset modifier :N or :SIZE",
         ),
         (
             "[j]\nioengine=sync\nnrfiles=2\nnumjobs=4096\nnrfiles=17\n",
@@ -331,7 +375,7 @@ fn errors_name_file_and_line() {
         ),
         (
             "[j]\nfilename=f\nzonemode=zbd\nrw=randwrite\n",
-            "jobs/a.fio:3: job 'j' writes with zonemode=zbd: zoned writes",
+            "jobs/a.fio:3: job 'j': zonemode=zbd without zonesize",
         ),
         (
             "[j]\nfilename=f\nhipri\nioengine=libaio\n",
@@ -377,8 +421,8 @@ fn errors_name_file_and_line() {
             "jobs/a.fio:3: rate_process=bursty is not a rate process",
         ),
         (
-            "[j]\nfilename=f\nrate_min=1m\n",
-            "jobs/a.fio:3: unsupported option 'rate_min'",
+            "[j]\nfilename=f\nrate_cycle=0\n",
+            "jobs/a.fio:3: rate_cycle=0 is not a rate cycle",
         ),
         (
             "[j]\nfilename=f\nthinktime=10\nthinktime_spin=20\n",

@@ -32,9 +32,87 @@ const NOT_IN_RT: &[(&str, &str)] = &[
     ("iopsavgtime", "the runtime takes no IOPS samples"),
 ];
 
+/// What a job asks for beyond its I/O pattern that the runtime does not do: the
+/// options that ask for it (the last one written is blamed) and what the runtime lacks.
+fn control(job: &JobSpec) -> Option<(&'static [&'static str], &'static str)> {
+    let lacks: [(bool, &'static [&'static str], &'static str); 12] = [
+        (
+            job.submit_mode == irqlab_fio::SubmitMode::Offload,
+            &["io_submit_mode"],
+            "the runtime's job loop submits inline",
+        ),
+        (
+            job.sqpoll.is_some(),
+            &["sqthread_poll", "sqthread_poll_cpu"],
+            "the runtime's io_uring rings have no SQPOLL thread",
+        ),
+        (
+            job.exit.exitall,
+            &["exitall", "exit_what"],
+            "the runtime runs every job to its own end",
+        ),
+        (
+            job.flow.is_some(),
+            &["flow", "flow_id", "flow_sleep"],
+            "the runtime has no flow control between jobs",
+        ),
+        (
+            job.rate_min.is_set(),
+            &["rate_min", "rate_iops_min"],
+            "the runtime has no rate clock",
+        ),
+        (
+            job.latency_target.is_some(),
+            &["latency_target"],
+            "the runtime keeps the job's iodepth",
+        ),
+        (
+            job.max_latency_ns.is_some(),
+            &["max_latency"],
+            "the runtime does not end jobs on a latency",
+        ),
+        (
+            job.steadystate.is_some(),
+            &["steadystate_duration", "steadystate"],
+            "the runtime does not detect steady state",
+        ),
+        (
+            job.wait_for.is_some(),
+            &["wait_for"],
+            "the runtime starts every job at once",
+        ),
+        (job.rw.trims(), &["rw"], "the runtime reads and writes only"),
+        (
+            job.zbd.is_some() && job.rw.writes(),
+            &["zonemode"],
+            "the runtime keeps no zone write pointers",
+        ),
+        (
+            !job.write_mix.is_empty(),
+            &["write_mode"],
+            "the runtime issues plain writes",
+        ),
+    ];
+    lacks
+        .into_iter()
+        .find(|l| l.0)
+        .map(|(_, names, why)| (names, why))
+}
+
 /// The first option of `jobs` the runtime would not carry out, as FILE:LINE: why.
 pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
     for job in jobs {
+        if let Some((names, why)) = control(job) {
+            let (file, line) = job
+                .option_at(names)
+                .unwrap_or((job.file.as_path(), job.line));
+            return Err(format!(
+                "{}:{line}: job '{}': {} is not carried out by irqlab rt ({why}); expected the option removed, or irqlab run to simulate it",
+                file.display(),
+                job.name,
+                names[0]
+            ));
+        }
         for o in &job.options {
             if let Some((_, why)) = NOT_IN_RT.iter().find(|(name, _)| *name == o.name) {
                 return Err(format!(

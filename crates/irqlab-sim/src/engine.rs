@@ -42,6 +42,11 @@ pub enum Event {
     JobStart { job: JobId },
     /// A job that started late ends its ramp_time: its statistics start.
     JobRampEnd { job: JobId },
+    /// A job's own timer (a SQPOLL thread's idle time, a flow spin's end); ignored when
+    /// `epoch` is stale.
+    JobTimer { job: JobId, epoch: u32 },
+    /// fio's helper thread checks steady state (every steadystate_check_interval).
+    SteadyCheck,
 }
 
 /// A deterministic future-event list: a calendar queue. The slots form a ring that

@@ -145,6 +145,11 @@ pub struct EngineCosts {
     pub libaio: SyscallCosts,
     pub io_uring: SyscallCosts,
     pub pvsync2: SyscallCosts,
+    /// ioengine=cpuio with cpumode=qsort: how long one pass of fio's sort takes on this
+    /// CPU (engines/cpu.c do_qsort, four sorts of 256 Ki integers), ns. Absent: such a
+    /// job is refused, since its burn cycle is that time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuio_qsort_ns: Option<u64>,
 }
 
 /// The kernel side of one engine.
@@ -181,6 +186,7 @@ impl Default for EngineCosts {
             libaio: sc(250, 900, 250, 60),
             io_uring: sc(150, 700, 150, 20),
             pvsync2: sc(250, 900, 0, 100),
+            cpuio_qsort_ns: None,
         }
     }
 }
@@ -368,6 +374,19 @@ pub struct DeviceGroup {
     /// null_blk) instead of media servers. Absent: the device's media model serves them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<RdmaTarget>,
+    /// Mean media time of deallocating one range of a Dataset Management command (a
+    /// trim), ns; a command of N ranges takes N times as long. Absent: the platform
+    /// gives no time for a trim, and a job that trims is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim_ns: Option<u64>,
+    /// Mean media times of Write Zeroes, Write Uncorrectable and Verify (io_uring_cmd's
+    /// write_mode), ns. Absent: a job that issues the command is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_zeroes_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_uncor_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_ns: Option<u64>,
 }
 
 /// The nvmet-rdma target of an NVMe over RDMA device, modelled as CPUs: each host queue

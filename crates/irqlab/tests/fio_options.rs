@@ -190,7 +190,7 @@ fn option_json(line: &str) -> String {
 #[test]
 fn options_irqlab_does_not_model_are_refused_at_their_line() {
     for line in [
-        "rate_min=1m",
+        "rate_ignore_thinktime=1",
         "direct=0",
         "buffered",
         "ioengine=net",

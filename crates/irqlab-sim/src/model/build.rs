@@ -247,7 +247,7 @@ pub(crate) fn syscall_costs(
         IoEngine::Libaio => Some(&e.libaio),
         IoEngine::IoUring => Some(&e.io_uring),
         IoEngine::Pvsync2 | IoEngine::Psync | IoEngine::PosixAio => Some(&e.pvsync2),
-        IoEngine::Null => None,
+        IoEngine::Null | IoEngine::CpuIo => None,
     }
 }
 
@@ -311,7 +311,10 @@ pub(crate) fn build<'a, O: Observer>(
     check_queue_depths(&jobs, &inp, &m)?;
     add_ksoftirqds(&mut m);
     let stop_at = stop_at(&waves, &jobs);
-    let fio = fio_run(specs, &clones, waves, m.devices.len());
+    let mut fio = fio_run(specs, &clones, waves, m.devices.len());
+    // Helper threads, flows, wait_for, steady state, commands (model/fio_build.rs).
+    let mut jobs = jobs;
+    super::fio_build::complete(specs, p, &inp.names, &mut jobs, &mut m, &mut fio)?;
     Ok(Sim {
         now: 0,
         q: EventQueue::new(),
@@ -548,7 +551,12 @@ fn check_job_length(s: &JobSpec) -> Result<(), SimError> {
             "thinktime is over 600 s, the limit of a run; expected a shorter thinktime",
         ));
     }
-    if s.bs > MAX_BS {
+    // Discards are not split by max_sectors_kb (their own limit is GiBs per range).
+    let only_trims = matches!(
+        s.rw,
+        irqlab_fio::RwMode::Trim | irqlab_fio::RwMode::RandTrim
+    );
+    if s.bs > MAX_BS && !only_trims {
         return Err(option_err(
             s,
             &["bs", "bsrange", "bssplit"],
@@ -728,6 +736,7 @@ fn fio_run(
         current_wave: 0,
         disks,
         global_options: irqlab_fio::global_options(specs),
+        ..FioRun::default()
     }
 }
 

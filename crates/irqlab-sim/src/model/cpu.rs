@@ -915,23 +915,16 @@ impl<O: Observer> Sim<'_, O> {
     /// A spinning poller: look at the queue after one poll iteration if a CQE is there;
     /// otherwise burn sys time until one is posted (the device pokes the spinners).
     pub(crate) fn spin_check(&mut self, c: usize, t: usize) {
-        let found = match self.threads[t].kind {
-            ThreadKind::Job(j) => {
-                let job = &self.jobs[j.ix()];
-                job.ready.len() as u32 >= job.waiting_for
-                    || job
-                        .queues
-                        .iter()
-                        .any(|&q| self.queues[q.ix()].qp.cqe_pending())
-            }
-            _ => true,
+        let (found, kind) = match self.threads[t].kind {
+            ThreadKind::Job(j) => self.job_spin(j.ix()),
+            _ => (true, SliceKind::Sys),
         };
         if found {
             let ns = self.costs.poll_check;
-            self.step(c, ns, SliceKind::Sys);
+            self.step(c, ns, kind);
         } else {
             self.cancel_step(c);
-            self.set_kind(c, SliceKind::Sys);
+            self.set_kind(c, kind);
         }
     }
 
@@ -954,7 +947,11 @@ impl<O: Observer> Sim<'_, O> {
             && !self.cpus[c].stepping
         {
             let ns = self.costs.poll_check;
-            self.step(c, ns, SliceKind::Sys);
+            let kind = match th.kind {
+                ThreadKind::Job(j) => self.job_spin(j.ix()).1,
+                _ => SliceKind::Sys,
+            };
+            self.step(c, ns, kind);
         }
     }
 

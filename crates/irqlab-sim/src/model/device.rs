@@ -64,11 +64,7 @@ impl<O: Observer> Sim<'_, O> {
         if !dev.unit_busy.is_empty() {
             dev.unit_busy[self.ios[io.ix()].unit as usize] = true;
         }
-        let t = if self.ios[io.ix()].read {
-            dev.read_time.draw(&mut dev.rng)
-        } else {
-            dev.write_time.draw(&mut dev.rng)
-        };
+        let t = self.media_time(d, io);
         self.q.push(self.now + t, Event::ServiceDone { io });
     }
 
@@ -78,11 +74,7 @@ impl<O: Observer> Sim<'_, O> {
         let share = dev.partial.expect("only a device with a partial unit");
         dev.partial_busy = true;
         self.ios[io.ix()].unit = PARTIAL_UNIT;
-        let t = if self.ios[io.ix()].read {
-            dev.read_time.draw(&mut dev.rng)
-        } else {
-            dev.write_time.draw(&mut dev.rng)
-        };
+        let t = self.media_time(d, io);
         let t = (t as f64 / share).ceil().min(u64::MAX as f64) as u64;
         self.q.push(self.now + t, Event::ServiceDone { io });
     }

@@ -115,7 +115,7 @@ impl Partition {
     /// Splits `sim`'s machine into parts; None when it does not split (one part, a
     /// global mechanism such as GSIM, or stonewall waves that start jobs across parts).
     pub fn of<O: Observer>(sim: &Sim<'_, O>) -> Option<Partition> {
-        if sim.gsim.is_some() || sim.fio.waves.len() > 1 {
+        if sim.gsim.is_some() || sim.fio.waves.len() > 1 || sim.fio.couples_jobs(&sim.jobs) {
             return None;
         }
         let n = Nodes::new(sim);

@@ -427,6 +427,8 @@ pub(crate) enum JobPhase {
     },
     /// Sleeping on an hrtimer for the rate clock or thinktime; starts over on waking.
     Pause,
+    /// A phase of what fio does besides submitting and reaping (model/fio_ctl.rs).
+    Fio(super::fio_ctl::FioPhase),
     Done,
 }
 
@@ -513,6 +515,8 @@ pub(crate) struct Io {
     pub submitted: u64,
     /// Striped media: the unit serving it.
     pub unit: u32,
+    /// The command (model/commands.rs): a read, a write, a trim, a write_mode command.
+    pub cmd: super::commands::Cmd,
 }
 
 pub(crate) struct Device {
