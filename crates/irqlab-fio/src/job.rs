@@ -921,6 +921,34 @@ fn control(
     };
     let ctl = crate::control_opts::resolve(&b.ctl, &b.engine_name, pass, b.size_zones, files)
         .map_err(|r| at(r.option, r.what, r.expected))?;
+    // init.c fixup_options: a minimum is in bytes or in IOPS, and not above the rate.
+    let m = &ctl.rate_min;
+    if m.bytes_per_sec.iter().any(|&v| v > 0) && m.iops.iter().any(|&v| v > 0) {
+        return Err(at(
+            "rate_iops_min",
+            "rate_min and rate_iops_min are mutually exclusive (fio refuses both)".into(),
+            "one of rate_min and rate_iops_min".into(),
+        ));
+    }
+    for d in 0..2 {
+        let over_bytes =
+            b.rate.bytes_per_sec[d] > 0 && b.rate.bytes_per_sec[d] < m.bytes_per_sec[d];
+        let over_iops = b.rate.iops[d] > 0 && b.rate.iops[d] < m.iops[d];
+        if over_bytes || over_iops {
+            return Err(at(
+                if over_bytes {
+                    "rate_min"
+                } else {
+                    "rate_iops_min"
+                },
+                format!(
+                    "minimum rate exceeds rate, ddir {d} (fio refuses a minimum above the {})",
+                    if d == 0 { "read rate" } else { "write rate" }
+                ),
+                "a minimum at most the rate".into(),
+            ));
+        }
+    }
     if rw.trims() && ctl.num_range > 1 {
         if matches!(rw, RwMode::TrimWrite | RwMode::RandTrimWrite) {
             return Err(at(

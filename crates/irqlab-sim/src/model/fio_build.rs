@@ -89,6 +89,7 @@ pub(crate) fn complete(
         }
     }
     flows(specs, &origin, jobs, fio);
+    zone_maps(specs, &origin, jobs, m, fio)?;
     wait_for(specs, &origin, jobs, m)?;
     if let Some(s) = specs.iter().find(|s| s.steadystate.is_some()) {
         fio.ss_interval_ms = Some(s.ss_interval_ms);
@@ -341,6 +342,46 @@ fn add_sq_thread(
         iopoll,
         ..SqRing::default()
     });
+}
+
+/// Each device's emulated zones, from the zoned jobs that write it (one zone size per
+/// device, as fio's zbd_info per file has).
+fn zone_maps(
+    specs: &[JobSpec],
+    origin: &[(usize, u32)],
+    jobs: &[Job],
+    m: &super::build::Machine,
+    fio: &mut FioRun,
+) -> Result<(), SimError> {
+    fio.zone_maps = vec![None; m.devices.len()];
+    for d in 0..m.devices.len() {
+        let mut cfgs: Vec<(usize, irqlab_fio::Zbd)> = Vec::new();
+        for (j, &(si, _)) in origin.iter().enumerate() {
+            let Some(z) = specs[si].zbd else {
+                continue;
+            };
+            if jobs[j]
+                .queues
+                .iter()
+                .any(|q| m.queues[q.ix()].device.ix() == d)
+            {
+                cfgs.push((si, z));
+            }
+        }
+        let Some(&(_, first)) = cfgs.first() else {
+            continue;
+        };
+        if let Some(&(si, _)) = cfgs.iter().find(|(_, z)| z.zone_bytes != first.zone_bytes) {
+            return Err(option_err(
+                &specs[si],
+                &["zonesize"],
+                "a zonesize other than that of the other zoned jobs of its device: fio keeps one zone size per file",
+            ));
+        }
+        let list: Vec<irqlab_fio::Zbd> = cfgs.iter().map(|c| c.1).collect();
+        fio.zone_maps[d] = Some(super::zbd::ZoneMap::of(&list));
+    }
+    Ok(())
 }
 
 /// flow.c flow_init_job: every job with a weight joins its flow id's group (its weight

@@ -9,7 +9,7 @@ use super::commands::Cmd;
 use super::fio_job::Planned;
 use super::ids::{IoId, JobId};
 use crate::rng::Stream;
-use irqlab_fio::{LatencyTarget, RateMin, Zbd};
+use irqlab_fio::{LatencyTarget, RateMin};
 use std::collections::VecDeque;
 
 /// A phase of the job loop beyond submitting and reaping.
@@ -383,167 +383,13 @@ pub(crate) struct JobError {
 pub(crate) const EIO: i32 = 5;
 pub(crate) const ETIMEDOUT: i32 = 110;
 
-/// A zoned job's emulated zones (zbd.c init_zone_info on a conventional namespace):
-/// each zone's write pointer, the open zones, and fio's reset rules.
-#[derive(Clone, Debug)]
-pub(crate) struct Zones {
-    pub cfg: Zbd,
-    /// Bytes written in each zone (empty when the zones never run out: no size given).
-    pub wp: Vec<u64>,
-    pub open: Vec<usize>,
-    /// Sequential writes: the zone written now.
-    pub cursor: usize,
-    /// zbd_info->wp_valid_data_bytes and write_cnt (zone_reset_threshold/frequency).
-    pub valid_bytes: u64,
-    pub write_cnt: u64,
-    /// The job's bytes per file (fio's f->io_size for the threshold).
-    pub io_size: u64,
-    pub rng: Stream,
-    pub resets: u64,
-}
-
-/// Where a zoned write goes.
-pub(crate) enum ZoneChoice {
-    /// Into zone `zone`, `bytes` of it (clipped at the zone's capacity).
-    Write { zone: usize, bytes: u64 },
-    /// Zone `zone` must be reset first (after the I/O in flight completes).
-    Reset { zone: usize },
-}
-
-impl Zones {
-    pub fn new(cfg: Zbd, io_size: u64, rng: Stream) -> Zones {
-        let n = cfg.zones.unwrap_or(0) as usize;
-        let mut z = Zones {
-            cfg,
-            wp: vec![0; n],
-            open: Vec::new(),
-            cursor: 0,
-            valid_bytes: 0,
-            write_cnt: 0,
-            io_size,
-            rng,
-            resets: 0,
-        };
-        z.reset_write_cnt();
-        z
-    }
-
-    /// zbd.c _zbd_reset_write_cnt: writes between threshold resets, 1/frequency.
-    fn reset_write_cnt(&mut self) {
-        self.write_cnt = if self.cfg.reset_frequency > 0.0 {
-            (1.0 / self.cfg.reset_frequency).min(f64::from(u32::MAX)) as u64
-        } else {
-            u64::from(u32::MAX)
-        };
-    }
-
-    fn full(&self, z: usize, min_bs: u64) -> bool {
-        self.cfg.capacity - self.wp[z] < min_bs
-    }
-
-    /// zbd_convert_to_write_zone and the reset rules of zbd_adjust_block for a write of
-    /// `bytes` (at least `min_bs`): sequential writes fill zones in order, random ones
-    /// a random zone, within max_open_zones.
-    pub fn choose(&mut self, bytes: u64, min_bs: u64, random: bool) -> ZoneChoice {
-        if self.wp.is_empty() {
-            return ZoneChoice::Write { zone: 0, bytes };
-        }
-        let n = self.wp.len();
-        let mut z = if random {
-            self.rng.below(n as u64) as usize
-        } else {
-            self.cursor
-        };
-        let limit = self.cfg.max_open as usize;
-        if random && limit > 0 && !self.open.contains(&z) && self.open.len() >= limit {
-            z = self.open[self.rng.below(self.open.len() as u64) as usize];
-        }
-        if self.full(z, min_bs) {
-            // The next zone that can take the write: open ones at the limit, else any.
-            let at_limit = limit > 0 && self.open.len() >= limit;
-            let found = (1..n)
-                .map(|i| (z + i) % n)
-                .find(|&c| !self.full(c, min_bs) && (!at_limit || self.open.contains(&c)));
-            match found {
-                Some(c) => z = c,
-                None => return ZoneChoice::Reset { zone: z },
-            }
-        }
-        // zone_reset_threshold/frequency: enough valid data, every 1/frequency writes.
-        if self.cfg.reset_frequency > 0.0
-            && self.valid_bytes as f64 >= self.io_size as f64 * self.cfg.reset_threshold
-        {
-            self.write_cnt = self.write_cnt.saturating_sub(1);
-            if self.write_cnt == 0 {
-                self.reset_write_cnt();
-                if self.wp[z] > 0 {
-                    return ZoneChoice::Reset { zone: z };
-                }
-            }
-        }
-        if !random {
-            self.cursor = z;
-        }
-        let room = self.cfg.capacity - self.wp[z];
-        ZoneChoice::Write {
-            zone: z,
-            bytes: bytes.min(room) / min_bs * min_bs,
-        }
-    }
-
-    /// The write landed: the write pointer moves, a full zone closes.
-    pub fn wrote(&mut self, zone: usize, bytes: u64, min_bs: u64) {
-        if self.wp.is_empty() {
-            return;
-        }
-        if !self.open.contains(&zone) {
-            self.open.push(zone);
-        }
-        self.wp[zone] += bytes;
-        self.valid_bytes += bytes;
-        if self.full(zone, min_bs) {
-            self.open.retain(|&o| o != zone);
-            if self.cursor == zone {
-                self.cursor = (zone + 1) % self.wp.len();
-            }
-        }
-    }
-
-    /// __zbd_reset_zone: the write pointer goes back (on a conventional namespace no
-    /// command is sent); a zone with no data is not counted.
-    pub fn reset(&mut self, zone: usize) {
-        if self.wp.is_empty() || self.wp[zone] == 0 {
-            return;
-        }
-        self.valid_bytes -= self.wp[zone];
-        self.wp[zone] = 0;
-        self.open.retain(|&o| o != zone);
-        self.resets += 1;
-    }
-
-    /// A trim of a zoned job resets a zone (zbd_do_io_u_trim): sequentially or at random.
-    pub fn trim_zone(&mut self, random: bool) {
-        if self.wp.is_empty() {
-            return;
-        }
-        let z = if random {
-            self.rng.below(self.wp.len() as u64) as usize
-        } else {
-            let z = self.cursor;
-            self.cursor = (z + 1) % self.wp.len();
-            z
-        };
-        self.reset(z);
-    }
-}
-
 /// What a job does after its I/O in flight completes (io_u_quiesce callers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AfterQuiesce {
     /// flow_threshold_exceeded with flow_sleep: sleep that long.
     FlowSleep(u64),
-    /// zbd_adjust_block: reset this zone, then issue the held write.
-    ZoneReset(usize),
+    /// zbd_adjust_block: reset this zone of this device, then issue the held write.
+    ZoneReset { device: usize, zone: usize },
     /// The latency target changed the depth, or starts its final run.
     LatTarget { final_run: bool },
 }
@@ -580,7 +426,7 @@ pub(crate) struct FioCtl {
     pub cpuio_cycle_ns: u64,
     /// wait_for: the jobs that must exit before this one starts.
     pub wait_for: Vec<JobId>,
-    pub zones: Option<Zones>,
+    pub zones: Option<super::zbd::JobZones>,
     /// io_uring_cmd's write_mode mix and its stream (FIO_RAND_WMODE_OFF).
     pub write_mix: Vec<(Cmd, u32)>,
     pub wmode_rng: Option<Stream>,
@@ -640,10 +486,9 @@ impl FioCtl {
             RwMode::TrimWrite | RwMode::RandTrimWrite => TrimMode::ThenWrite,
             _ => TrimMode::None,
         };
-        let zones = spec.zbd.map(|z| {
-            let io_size = z.zones.unwrap_or(0).saturating_mul(z.zone_bytes);
-            Zones::new(z, io_size, stream(RAND_ZONE))
-        });
+        let zones = spec
+            .zbd
+            .map(|_| super::zbd::JobZones::new(stream(RAND_ZONE)));
         FioCtl {
             role: Role::Main,
             offload: None,

@@ -647,6 +647,8 @@ pub(crate) struct FioRun {
     pub flows: Vec<super::fio_ctl::FlowGroup>,
     /// The steady-state check interval, when a job detects steady state.
     pub ss_interval_ms: Option<u64>,
+    /// Each device's emulated zones, when zoned jobs write it (model/zbd.rs).
+    pub zone_maps: Vec<Option<super::zbd::ZoneMap>>,
 }
 
 impl FioRun {

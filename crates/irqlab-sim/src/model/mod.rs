@@ -33,6 +33,7 @@ mod state;
 mod steadystate;
 mod submit;
 mod target;
+mod zbd;
 
 pub(crate) use budget::estimate;
 pub(crate) use build::{build, device_names, resolve_file};

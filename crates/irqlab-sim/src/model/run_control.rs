@@ -69,9 +69,12 @@ impl<O: Observer> Sim<'_, O> {
                     return Some(self.flow_spin(j));
                 }
             }
-            AfterQuiesce::ZoneReset(zone) => {
-                if let Some(z) = &mut self.jobs[j].fio.ctl.zones {
-                    z.reset(zone);
+            AfterQuiesce::ZoneReset { device, zone } => {
+                if let (Some(jz), Some(Some(map))) = (
+                    &mut self.jobs[j].fio.ctl.zones,
+                    self.fio.zone_maps.get_mut(device),
+                ) {
+                    map.reset(jz, zone);
                 }
             }
             AfterQuiesce::LatTarget { final_run } => {

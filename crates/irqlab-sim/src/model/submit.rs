@@ -4,10 +4,11 @@
 //! completions, and the controller's fetch after the doorbell.
 
 use super::commands::Cmd;
-use super::fio_ctl::{AfterQuiesce, FioPhase, ZoneChoice};
+use super::fio_ctl::{AfterQuiesce, FioPhase};
 use super::fio_job::{Planned, calls_bucket, depth_bucket};
 use super::ids::{IoId, JobId, QueueId};
 use super::state::*;
+use super::zbd::ZoneChoice;
 use crate::engine::Event;
 use crate::observer::Observer;
 use irqlab_core::nvme::{NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, Sqe};
@@ -76,37 +77,15 @@ impl<O: Observer> Sim<'_, O> {
             if fresh {
                 self.flow_issue(j);
             }
-            let outstanding = self.jobs[j].outstanding;
-            let f = &mut self.jobs[j].fio;
-            let (random, min_bs) = (f.random, f.min_bs(1));
-            if let Some(z) = &mut f.ctl.zones {
-                if p.ddir == 1 {
-                    let choice = match z.choose(p.bytes, min_bs, random) {
-                        ZoneChoice::Reset { zone } if f.batch.is_empty() && outstanding == 0 => {
-                            // Nothing in flight: the reset happens now.
-                            z.reset(zone);
-                            z.choose(p.bytes, min_bs, random)
-                        }
-                        other => other,
-                    };
-                    match choice {
-                        ZoneChoice::Write { zone, bytes } => {
-                            z.wrote(zone, bytes, min_bs);
-                            p.bytes = bytes;
-                        }
-                        ZoneChoice::Reset { zone } => {
-                            f.ctl.held = Some(p);
-                            f.ctl.quiesce = Some(AfterQuiesce::ZoneReset(zone));
-                            break;
-                        }
-                    }
-                } else if p.ddir == 2 {
-                    // zbd_do_io_u_trim: a trim resets a zone; a conventional namespace
-                    // gets no command.
-                    z.trim_zone(random);
-                    p.local = true;
+            if self.jobs[j].fio.ctl.zones.is_some() && !self.jobs[j].queues.is_empty() {
+                let job = &self.jobs[j];
+                let qi = (job.next_file + job.fio.batch.len()) % job.queues.len();
+                let device = self.queues[job.queues[qi].ix()].device.ix();
+                if !self.zoned_io(j, device, &mut p) {
+                    break;
                 }
             }
+            let f = &mut self.jobs[j].fio;
             let sync_trim = f.ctl.sync_trims && p.ddir == 2 && !p.local;
             if sync_trim && !f.batch.is_empty() {
                 f.ctl.held = Some(p);
@@ -118,6 +97,49 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         Ok(self.jobs[j].fio.batch.len() as u32)
+    }
+
+    /// A zoned job's I/O `p` on `device`: a write goes to a zone's write pointer (after a
+    /// reset, at once when nothing is in flight, else after a quiesce: false, the I/O
+    /// held), a trim resets a zone and completes without a command.
+    fn zoned_io(&mut self, j: usize, device: usize, p: &mut Planned) -> bool {
+        let nothing_out = self.jobs[j].outstanding == 0 && self.jobs[j].fio.batch.is_empty();
+        let f = &mut self.jobs[j].fio;
+        let (random, min_bs) = (f.random, f.min_bs(1));
+        let (Some(jz), Some(Some(map))) = (&mut f.ctl.zones, self.fio.zone_maps.get_mut(device))
+        else {
+            return true;
+        };
+        if p.ddir == 2 {
+            // zbd_do_io_u_trim: a trim resets a zone; a conventional namespace gets no
+            // command.
+            map.trim_zone(jz, random);
+            p.local = true;
+            return true;
+        }
+        if p.ddir != 1 {
+            return true;
+        }
+        let choice = match map.choose(jz, p.bytes, min_bs, random) {
+            ZoneChoice::Reset { zone } if nothing_out => {
+                // Nothing in flight: the reset happens now.
+                map.reset(jz, zone);
+                map.choose(jz, p.bytes, min_bs, random)
+            }
+            other => other,
+        };
+        match choice {
+            ZoneChoice::Write { zone, bytes } => {
+                map.wrote(jz, zone, bytes, min_bs);
+                p.bytes = bytes;
+                true
+            }
+            ZoneChoice::Reset { zone } => {
+                f.ctl.held = Some(*p);
+                f.ctl.quiesce = Some(AfterQuiesce::ZoneReset { device, zone });
+                false
+            }
+        }
     }
 
     /// The I/Os of job `j`'s batch of `k` that reach a device.
