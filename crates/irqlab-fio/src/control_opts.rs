@@ -575,6 +575,23 @@ pub(crate) fn resolve(
             "io_submit_mode=inline, or a sync engine or libaio with offload",
         ));
     }
+    if engine == "cpuio" {
+        // cpuio's loop burns and sleeps: none of these has I/O of its own to act on.
+        let io_only: [(bool, &'static str); 5] = [
+            (c.offload, "io_submit_mode"),
+            (c.flow > 0, "flow"),
+            (c.latency_target_ns > 0, "latency_target"),
+            (c.ss_dur_ns > 0, "steadystate_duration"),
+            (c.rate_min.is_set(), "rate_min"),
+        ];
+        if let Some(&(_, option)) = io_only.iter().find(|x| x.0) {
+            return Err(refuse(
+                option,
+                format!("{option} with ioengine=cpuio, which does no I/O for it to act on"),
+                "the option in a job that does I/O",
+            ));
+        }
+    }
     let cpuio = if engine == "cpuio" {
         let Some(load) = c.cpuload.filter(|&l| l > 0) else {
             return Err(refuse(

@@ -198,7 +198,39 @@ fn parse_with_env(text: &str, path: &Path, env: &ini::Env) -> Result<Vec<JobSpec
         }
     }
     check_ss_intervals(&jobs)?;
+    check_wait_for(&jobs)?;
     Ok(jobs)
+}
+
+/// init.c wait_for_ok: a job waits for one job defined above it, not for itself.
+fn check_wait_for(jobs: &[JobSpec]) -> Result<(), JobFileError> {
+    for (i, j) in jobs.iter().enumerate() {
+        let Some(name) = &j.wait_for else {
+            continue;
+        };
+        let above = jobs[..i].iter().filter(|o| o.name == *name).count();
+        let problem = if j.name == *name {
+            format!("a job cannot wait for itself (wait_for={name})")
+        } else if above == 0 {
+            format!("waitee job {name} unknown: wait_for names a job defined above this one")
+        } else if above > 1 {
+            format!(
+                "multiple waitees {name} found: fio refuses wait_for on a name several jobs have"
+            )
+        } else {
+            continue;
+        };
+        let (file, line) = j
+            .option_at(&["wait_for"])
+            .unwrap_or((j.file.as_path(), j.line));
+        return Err(JobFileError::at(
+            file,
+            line,
+            format!("job '{}': {problem}", j.name),
+            "wait_for=NAME of one job above",
+        ));
+    }
+    Ok(())
 }
 
 /// init.c: the helper thread checks steady state at one interval, so every job must

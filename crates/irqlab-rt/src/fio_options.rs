@@ -103,14 +103,20 @@ fn control(job: &JobSpec) -> Option<(&'static [&'static str], &'static str)> {
 pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
     for job in jobs {
         if let Some((names, why)) = control(job) {
-            let (file, line) = job
-                .option_at(names)
-                .unwrap_or((job.file.as_path(), job.line));
+            // The option written last of those that ask for it (the one fio uses).
+            let written = job
+                .options
+                .iter()
+                .rev()
+                .find(|o| names.contains(&o.name.as_str()));
+            let (file, line, name) = written
+                .map_or((job.file.as_path(), job.line, names[0]), |o| {
+                    (o.file.as_path(), o.line, o.name.as_str())
+                });
             return Err(format!(
-                "{}:{line}: job '{}': {} is not carried out by irqlab rt ({why}); expected the option removed, or irqlab run to simulate it",
+                "{}:{line}: job '{}': {name} is not carried out by irqlab rt ({why}); expected the option removed, or irqlab run to simulate it",
                 file.display(),
                 job.name,
-                names[0]
             ));
         }
         for o in &job.options {
@@ -216,6 +222,53 @@ mod tests {
         )
         .unwrap();
         assert!(refuse_unmodelled(&ok).is_ok());
+    }
+
+    #[test]
+    fn what_fio_does_besides_the_io_pattern_is_refused_at_its_line() {
+        for (line, name) in [
+            ("io_submit_mode=offload", "io_submit_mode"),
+            ("ioengine=io_uring\nsqthread_poll=1", "sqthread_poll"),
+            ("exitall", "exitall"),
+            ("flow=2", "flow"),
+            ("rate_iops_min=10", "rate_iops_min"),
+            ("latency_target=1ms", "latency_target"),
+            ("max_latency=1ms", "max_latency"),
+            ("ss_dur=2s", "steadystate_duration"),
+            ("rw=randtrim", "rw"),
+            ("rw=randwrite\nzonemode=zbd\nzonesize=1m", "zonemode"),
+            ("ioengine=io_uring_cmd\nwrite_mode=zeroes", "write_mode"),
+        ] {
+            let text = format!("[a]\nfilename=/dev/nvme0n1\n{line}\n");
+            let jobs = irqlab_fio::parse_str(&text, "c.fio".as_ref()).unwrap();
+            let e = refuse_unmodelled(&jobs).unwrap_err();
+            let at = 3 + line
+                .lines()
+                .position(|l| {
+                    l.starts_with(name)
+                        || (name == "steadystate_duration" && l.starts_with("ss_dur"))
+                })
+                .unwrap();
+            let want = format!("c.fio:{at}: job 'a': {name} is not carried out by irqlab rt");
+            assert!(e.starts_with(&want), "{line}: {e}");
+        }
+        // Inline submission and a zoned job that only reads are the runtime's.
+        let ok = irqlab_fio::parse_str(
+            "[a]\nfilename=/dev/nvme0n1\nio_submit_mode=inline\nzonemode=zbd\nzonesize=1m\n",
+            "c.fio".as_ref(),
+        )
+        .unwrap();
+        assert!(refuse_unmodelled(&ok).is_ok());
+        let wf = irqlab_fio::parse_str(
+            "[a]\nfilename=/dev/nvme0n1\n[b]\nfilename=/dev/nvme0n1\nwait_for=a\n",
+            "c.fio".as_ref(),
+        )
+        .unwrap();
+        assert!(
+            refuse_unmodelled(&wf)
+                .unwrap_err()
+                .starts_with("c.fio:5: job 'b': wait_for")
+        );
     }
 
     #[test]

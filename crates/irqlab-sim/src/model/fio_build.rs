@@ -425,19 +425,20 @@ fn wait_for(
         let Some(name) = &specs[si].wait_for else {
             continue;
         };
-        let waitees: Vec<JobId> = origin
-            .iter()
-            .enumerate()
-            .filter(|&(o, &(osi, _))| o != j && osi != si && specs[osi].name == *name)
-            .map(|(o, _)| JobId::new(o))
-            .collect();
-        if waitees.is_empty() {
+        // The parser checked it names one job above (init.c wait_for_ok).
+        let Some(above) = (0..si).find(|&o| specs[o].name == *name) else {
             return Err(option_err(
                 &specs[si],
                 &["wait_for"],
-                format!("wait_for={name} names no other job of the file"),
+                format!("waitee job {name} unknown: wait_for names a job defined above this one"),
             ));
-        }
+        };
+        let waitees: Vec<JobId> = origin
+            .iter()
+            .enumerate()
+            .filter(|&(_, &(osi, _))| osi == above)
+            .map(|(o, _)| JobId::new(o))
+            .collect();
         jobs[j].fio.ctl.wait_for = waitees;
         // It starts when they have exited (job.rs start_waiters), not with its wave.
         let job = &mut jobs[j];

@@ -185,7 +185,11 @@ impl<O: Observer> Sim<'_, O> {
                 Some(ThreadStep::sys(reap.max(1)))
             }
             FioPhase::SyncReap => {
-                self.collect_sync(j);
+                let woke = self.collect_sync(j);
+                if woke > 0 {
+                    self.jobs[j].phase = JobPhase::Start;
+                    return Some(ThreadStep::sys(woke * self.costs.wakeup));
+                }
                 self.decide(j, reap_call)
             }
             FioPhase::SqLoop

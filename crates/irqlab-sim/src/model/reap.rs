@@ -83,10 +83,10 @@ impl<O: Observer> Sim<'_, O> {
             );
         }
         let j = rec.job.ix();
-        if self.jobs[j].fio.ctl.role != Role::Main || self.jobs[j].fio.ctl.sync_cmd.io.is_some() {
-            if let Some(woke) = self.complete_special(io, j, c) {
-                return woke;
-            }
+        if (self.jobs[j].fio.ctl.role != Role::Main || self.jobs[j].fio.ctl.sync_cmd.io.is_some())
+            && let Some(woke) = self.complete_special(io, j, c)
+        {
+            return woke;
         }
         let job = &mut self.jobs[j];
         job.ready.push_back(io);
@@ -182,31 +182,37 @@ impl<O: Observer> Sim<'_, O> {
         0
     }
 
-    /// The synchronous command returned: fio accounts it as completed at once.
-    pub(crate) fn collect_sync(&mut self, j: usize) {
+    /// The synchronous command returned: fio accounts it as completed at once (an
+    /// offload worker's for its job, which gets the io_u back). Returns the wake-ups
+    /// done.
+    pub(crate) fn collect_sync(&mut self, j: usize) -> u64 {
         let Some(io) = self.jobs[j].fio.ctl.sync_cmd.io.take() else {
-            return;
+            return 0;
         };
         self.jobs[j].fio.ctl.sync_cmd.done = false;
         let now = self.now;
-        let counted = self.measuring && now >= self.jobs[j].ramp_end;
+        let owner = self.stats_owner(j);
+        let counted = self.measuring && now >= self.jobs[owner].ramp_end;
         let elapsed = if counted {
-            self.jobs[j].fio.completing(now)
+            self.jobs[owner].fio.completing(now)
         } else {
             0
         };
         let rec = self.ios[io.ix()];
         self.free_ios.push(io);
         self.totals.reaped += 1;
-        let job = &mut self.jobs[j];
-        job.outstanding -= 1;
-        job.fio.completions += 1;
-        self.account_io(j, rec, counted, elapsed);
+        self.jobs[j].outstanding -= 1;
+        self.jobs[owner].fio.completions += 1;
+        self.account_io(owner, rec, counted, elapsed);
         if counted {
-            let job = &mut self.jobs[j];
+            let job = &mut self.jobs[owner];
             job.fio.complete_hist[calls_bucket(1)] += 1;
             job.fio.complete_calls += 1;
         }
+        if owner != j {
+            return self.worker_done(j, owner, 1);
+        }
+        0
     }
 
     /// One completed I/O in job `j`'s statistics (in the window: `counted`, with the
