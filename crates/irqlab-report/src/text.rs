@@ -366,9 +366,10 @@ fn lat_distribution(out: &mut String, job: &JobReport) {
 fn group_status(out: &mut String, r: &RunReport, gid: u32) {
     let _ = writeln!(out, "Run status group {gid} (all jobs):");
     let jobs = || r.jobs.iter().filter(move |j| j.groupid == gid);
-    let dirs: [(&str, Option<GroupDir>); 2] = [
+    let dirs: [(&str, Option<GroupDir>); 3] = [
         ("   READ", fio_stats::group_dir(jobs(), |j| &j.read)),
         ("  WRITE", fio_stats::group_dir(jobs(), |j| &j.write)),
+        ("   TRIM", fio_stats::group_dir(jobs(), |j| &j.trim)),
     ];
     for (label, g) in dirs {
         let Some(g) = g else { continue };

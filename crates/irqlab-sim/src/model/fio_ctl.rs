@@ -580,3 +580,104 @@ impl FioCtl {
         self.clat_n += 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(pct: f64) -> LatencyTarget {
+        LatencyTarget {
+            target_ns: 100,
+            window_ns: 10,
+            percentile: pct,
+            run: false,
+        }
+    }
+
+    #[test]
+    fn the_latency_search_doubles_bisects_and_settles_as_io_u_c_does() {
+        let mut l = LatSearch::new(target(90.0), 64);
+        // Windows that succeed double the depth: 1, 2, 4, 8, 16, 32, 64.
+        let mut now = 0;
+        let mut ios = 0;
+        let mut window = |l: &mut LatSearch, slow: u64| {
+            now += 10;
+            for i in 0..100 {
+                l.io_done(if i < slow { 200 } else { 50 }, now, ios);
+                ios += 1;
+            }
+            l.check(now, ios)
+        };
+        for want in [2, 4, 8, 16] {
+            assert_eq!(window(&mut l, 0), LatStep::Keep);
+            assert_eq!(l.qd, want);
+        }
+        // 16 fails (20% slow): half way down to the last good depth, 8 -> 12.
+        assert_eq!(window(&mut l, 20), LatStep::Quiesce);
+        assert_eq!(l.qd, 12);
+        // 12 succeeds: bisect towards the failed 16: 14, then 15, then 15 again.
+        assert_eq!(window(&mut l, 0), LatStep::Keep);
+        assert_eq!(l.qd, 14);
+        assert_eq!(window(&mut l, 0), LatStep::Keep);
+        assert_eq!(l.qd, 15);
+        assert_eq!(window(&mut l, 0), LatStep::FinalRun, "the same depth twice");
+        assert_eq!(l.qd, 15);
+        assert_eq!(window(&mut l, 0), LatStep::Done);
+        // At depth 1 a 100% target that an I/O misses is fatal (lat_fatal).
+        let mut strict = LatSearch::new(target(100.0), 8);
+        assert_eq!(strict.io_done(500, 1, 1), LatStep::Fatal);
+    }
+
+    #[test]
+    fn the_minimum_rate_waits_two_seconds_then_compares_each_cycle() {
+        let cfg = RateMin {
+            bytes_per_sec: [1000, 0, 0],
+            iops: [0; 3],
+            cycle_ms: 1000,
+        };
+        let mut r = RateMinCheck::new(cfg);
+        let s = 1_000_000_000u64;
+        assert!(
+            r.check("j", s, s, [500, 0, 0], [1, 0, 0]).is_none(),
+            "settling"
+        );
+        assert!(
+            r.check("j", 2 * s, 2 * s, [4000, 0, 0], [8, 0, 0])
+                .is_none(),
+            "first look"
+        );
+        assert!(
+            r.check("j", 2 * s + s / 2, 2 * s + s / 2, [4000, 0, 0], [8, 0, 0])
+                .is_none(),
+            "within the cycle"
+        );
+        let short = r
+            .check("j", 3 * s, 3 * s, [4500, 0, 0], [9, 0, 0])
+            .expect("500 B in a second");
+        assert_eq!(short.msg, "j: rate_min=1000B/s not met, got 500B/s");
+    }
+
+    #[test]
+    fn flow_holds_a_job_ahead_of_its_weight() {
+        let g = FlowGroup {
+            id: 0,
+            counter: 1,
+            total_weight: 4,
+            members: Vec::new(),
+        };
+        let m = |counter| FlowMember {
+            group: 0,
+            weight: 1,
+            counter,
+            sleep_ns: 0,
+        };
+        // flow.c: the counter starts at 1; 0/1 is below 1/4.
+        assert!(!flow_exceeded(&m(0), &g));
+        let g10 = FlowGroup {
+            counter: 10,
+            ..g.clone()
+        };
+        assert!(!flow_exceeded(&m(2), &g10), "2/10 <= 1/4");
+        assert!(flow_exceeded(&m(3), &g10), "3/10 > 1/4");
+    }
+}
