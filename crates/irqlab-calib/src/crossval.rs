@@ -50,7 +50,7 @@ pub struct CvRow {
     /// None when not cross-validated (or its scenario could not run).
     pub out_of_sample: Option<f64>,
     pub status: Status,
-    /// Refitted: the refitted values (`spr-gen5:iommu.post_ns=88`); not cross-validated:
+    /// Refitted: the refitted values (`spr-gen5:uncore.pid_ns=88`); not cross-validated:
     /// the parameters pinned only by this experiment.
     pub parameters: Vec<String>,
 }
@@ -91,7 +91,7 @@ type Figure = (usize, String);
 
 /// A fitted parameter: one ledger entry and the parts that share it.
 struct FitParam {
-    /// `spr-gen5:iommu.deliver_ns`, `cpus/golden-cove:cpu.irq_entry_ns`.
+    /// `spr-gen5:uncore.ubox_ns`, `cpus/golden-cove:cpu.irq_entry_ns`.
     label: String,
     entry: Entry,
     keys: Vec<String>,

@@ -66,6 +66,7 @@ pub fn explain(r: &Resolved) -> Vec<Explained> {
     }
     // The keys that choose and scale the tables lead their sections.
     for (key, section) in [
+        ("uncore.model", "uncore."),
         ("kernel.version", "kernel."),
         ("cpu.ghz", "cpu."),
         ("cpu.model", "cpu."),
@@ -214,6 +215,7 @@ pub fn text(r: &Resolved, rows: &[Explained]) -> String {
                     .unwrap_or_default()
             ),
             TableKind::Kernel => format!("kernel.version = \"{}\"", t.selected_by),
+            TableKind::Uncore => format!("uncore.model = \"{}\"", t.selected_by),
         };
         out.push_str(&format!(
             "  {what}: table {}/{} ({})\n",
@@ -399,9 +401,9 @@ mod tests {
     #[test]
     fn a_set_shows_what_it_replaced_and_its_range() {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/spr-gen5.toml");
-        let r = irqlab_sim::ledger::load(&p, &["iommu.deliver_ns=500".into()]).unwrap();
+        let r = irqlab_sim::ledger::load(&p, &["uncore.ubox_ns=500".into()]).unwrap();
         let rows = explain(&r);
-        let d = rows.iter().find(|x| x.key == "iommu.deliver_ns").unwrap();
+        let d = rows.iter().find(|x| x.key == "uncore.ubox_ns").unwrap();
         assert_eq!((d.origin.as_str(), d.source), ("--set", None));
         assert_eq!(d.flag, Some(RangeFlag::Above));
         assert!(

@@ -20,12 +20,12 @@ fn scratch(name: &str) -> PathBuf {
     .unwrap();
     let text = example
         .replace(
-            "notify_ns = { value = 45, source = \"estimate\",",
-            "notify_ns = { value = 45, source = \"fit\", pins = [\"e1/a\", \"e2/b\"], range = [10, 3000],",
+            "stack_rtt_ns = { value = 65, source = \"estimate\",",
+            "stack_rtt_ns = { value = 65, source = \"fit\", pins = [\"e1/a\", \"e2/b\"], range = [10, 3000],",
         )
         .replace(
-            "post_ns = { value = 90, source = \"estimate\",",
-            "post_ns = { value = 90, source = \"fit\", pins = [\"e2/b\"], range = [6, 200],",
+            "pid_ns = { value = 110, source = \"estimate\",",
+            "pid_ns = { value = 110, source = \"fit\", pins = [\"e2/b\"], range = [6, 200],",
         );
     std::fs::write(dir.join("p.toml"), text).unwrap();
     std::fs::write(
@@ -81,13 +81,13 @@ fn each_experiment_is_left_out_of_the_fits_it_pins() {
             ("E3", Status::Predicted)
         ]
     );
-    // E1 left out: notify_ns is refitted on E2's figure alone, within its range.
+    // E1 left out: stack_rtt_ns is refitted on E2's figure alone, within its range.
     assert_eq!(report.refits.len(), 1, "{:?}", report.refits);
     let refit = &report.refits[0];
     assert_eq!((refit.experiment.as_str(), refit.targets), ("E1", 1));
     assert!(refit.evals <= 4 && refit.evals >= 2, "{refit:?}");
     let v: i64 = refit.values[0]
-        .strip_prefix("example:iommu.notify_ns=")
+        .strip_prefix("example:uncore.stack_rtt_ns=")
         .unwrap()
         .parse()
         .unwrap();
@@ -98,17 +98,17 @@ fn each_experiment_is_left_out_of_the_fits_it_pins() {
         "{e1:?}"
     );
     assert_eq!(e1.parameters, refit.values);
-    // E2: post_ns is pinned by E2 alone.
+    // E2: pid_ns is pinned by E2 alone.
     assert_eq!(
         report.rows[1].parameters,
-        vec!["example:iommu.post_ns".to_string()]
+        vec!["example:uncore.pid_ns".to_string()]
     );
     assert_eq!(report.rows[1].out_of_sample, None);
     // E3 pins nothing: in sample is out of sample.
     assert_eq!(report.rows[2].out_of_sample, Some(report.rows[2].in_sample));
     let summary = crossval_table::summary(&report);
     assert!(
-        summary.contains("of 2 cross-validated figures; 1 not cross-validated (example: iommu.post_ns: pinned only by their own experiment's figures)"),
+        summary.contains("of 2 cross-validated figures; 1 not cross-validated (example: uncore.pid_ns: pinned only by their own experiment's figures)"),
         "{summary}"
     );
     // The same on one thread: nothing depends on where tasks run.
@@ -132,7 +132,7 @@ fn a_fit_without_range_cannot_be_refitted() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("example:iommu.post_ns")
+        e.contains("example:uncore.pid_ns")
             && e.contains("without a range")
             && e.contains("platform --check"),
         "{e}"

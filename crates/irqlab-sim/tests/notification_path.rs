@@ -74,13 +74,8 @@ fn with(extra_sets: &[&str]) -> Vec<&'static str> {
 
 #[test]
 fn one_slot_per_port_caps_remapped_interrupts_at_the_path_time_and_posted_lifts_it() {
-    // remap 20 + drain 45 + delivery 150 = 215 ns per remapped interrupt: 4.65M/s.
-    let sets = with(&[
-        "root_ports.0.notify_slots=1",
-        "iommu.remap_ns=20",
-        "iommu.notify_ns=45",
-        "iommu.deliver_ns=150",
-    ]);
+    // The stack's round trip 65 + the router's 150 = 215 ns per remapped interrupt: 4.65M/s.
+    let sets = with(&["uncore.stack_rtt_ns=65", "uncore.ubox_ns=150"]);
     let remapped = run(FOUR_DEEP, Policy::default(), &sets, 1);
     let cap = 1e9 / 215.0;
     let rate = per_sec(&remapped, messages(&remapped));
@@ -103,7 +98,7 @@ fn one_slot_per_port_caps_remapped_interrupts_at_the_path_time_and_posted_lifts_
     let free = run(
         FOUR_DEEP,
         Policy::default(),
-        &with(&["root_ports.0.notify_slots=0", "iommu.deliver_ns=0"]),
+        &with(&["uncore.stack_rtt_ns=0", "uncore.ubox_ns=0"]),
         1,
     );
     assert!(iops(&free) > 1.2 * iops(&remapped));
@@ -154,7 +149,7 @@ fn every_port_shares_the_sockets_delivery_unit() {
         n2 <= unit_cap * 1.01,
         "notifications {n2:.0} above the unit's {unit_cap:.0}"
     );
-    assert!(extra(&two_ports, "delivery_busy_pct") > 95.0);
+    assert!(extra(&two_ports, "router_busy_pct") > 95.0);
     let n1 = per_sec(&one_port, one_port.notifications());
     assert!(
         n2 < 1.7 * n1,
@@ -166,7 +161,7 @@ fn every_port_shares_the_sockets_delivery_unit() {
 #[test]
 fn a_busy_delivery_unit_keeps_on_set_so_posted_messages_coalesce() {
     let busy = spr_run(8, posted(), &[]);
-    let idle = spr_run(8, posted(), &["iommu.deliver_ns=0"]);
+    let idle = spr_run(8, posted(), &["uncore.ubox_ns=0"]);
     let ratio =
         |r: &RunReport| messages(r) as f64 / r.cpus.iter().map(|c| c.pmn).sum::<u64>() as f64;
     assert!(

@@ -84,7 +84,7 @@ fn explain_gives_each_value_its_origin_and_source() {
             &serde_json::json!("cpus/golden-cove")
         )
     );
-    let d = get("iommu.deliver_ns");
+    let d = get("uncore.ubox_ns");
     assert_eq!(
         (&d["source"], &d["pins"][0]),
         (
@@ -122,12 +122,12 @@ fn explain_gives_each_value_its_origin_and_source() {
             "--explain",
             "spr-gen5",
             "--set",
-            "iommu.deliver_ns=900",
+            "uncore.ubox_ns=900",
         ],
     );
     let t = String::from_utf8_lossy(&text.stdout);
     assert!(
-        t.lines().any(|l| l.starts_with("iommu.deliver_ns")
+        t.lines().any(|l| l.starts_with("uncore.ubox_ns")
             && l.contains("--set")
             && l.ends_with("ABOVE ITS RANGE")),
         "{t}"
@@ -147,8 +147,8 @@ fn range_warnings_go_to_stderr_once() {
     std::fs::create_dir_all(dir.join("sc")).unwrap();
     let example = std::fs::read_to_string(repo().join("platforms/example.toml")).unwrap();
     let text = example.replace(
-        "notify_ns = { value = 45, source = \"estimate\",",
-        "notify_ns = { value = 45, source = \"estimate\", range = [100, 200],",
+        "stack_rtt_ns = { value = 65, source = \"estimate\",",
+        "stack_rtt_ns = { value = 65, source = \"estimate\", range = [100, 200],",
     );
     assert_ne!(text, example);
     std::fs::write(dir.join("p.toml"), text).unwrap();
@@ -181,7 +181,8 @@ fn range_warnings_go_to_stderr_once() {
     assert_eq!(warnings.len(), 1, "{err}");
     assert!(
         warnings[0].contains("p.toml:")
-            && warnings[0].contains("iommu.notify_ns = 45 is outside its plausible range 100..200"),
+            && warnings[0]
+                .contains("uncore.stack_rtt_ns = 65 is outside its plausible range 100..200"),
         "{err}"
     );
     let out = irqlab(
@@ -192,7 +193,7 @@ fn range_warnings_go_to_stderr_once() {
             "--platform",
             "p.toml",
             "--set",
-            "iommu.notify_ns=150",
+            "uncore.stack_rtt_ns=150",
             "--output-format",
             "json",
         ],
