@@ -881,8 +881,10 @@ pub(crate) fn add_vector(
     }
     cpu_s.next_idt += 1;
     cpu_s.vec_of_idt[idt as usize] = Some(v);
+    // idxd registers a threaded handler for kernel work queues whatever the policy.
+    let idxd = spec.group.kind == crate::platform::DeviceKind::Dsa;
     let iop = match policy.handler {
-        HandlerStyle::IrqPoll { weight, .. } => {
+        HandlerStyle::IrqPoll { weight, .. } if !idxd => {
             let id = cpu_s
                 .irq_poll
                 .init(weight)
@@ -893,7 +895,7 @@ pub(crate) fn add_vector(
         _ => None,
     };
     // Threaded handlers, and flood detection's rescue thread.
-    let wants_thread = policy.handler == HandlerStyle::Threaded || spec.rescue_thread;
+    let wants_thread = policy.handler == HandlerStyle::Threaded || spec.rescue_thread || idxd;
     let thread = wants_thread.then(|| {
         m.threads
             .push(Thread::new(ThreadKind::IrqThread(v), CpuId::new(cpu)));
@@ -914,6 +916,7 @@ pub(crate) fn add_vector(
         iop,
         thread,
         thread_pending: false,
+        default_primary: idxd,
         messages: 0,
         per_cpu: vec![0; m.cpus.len()],
         device_coalesced: 0,

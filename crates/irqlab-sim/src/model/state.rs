@@ -606,6 +606,10 @@ pub(crate) struct Vector {
     pub iop: Option<IrqPollId>,
     pub thread: Option<ThreadId>,
     pub thread_pending: bool,
+    /// Requested with no primary handler (idxd's kernel work queues,
+    /// drivers/dma/idxd/device.c: request_threaded_irq(vector, NULL, idxd_wq_thread, ...)):
+    /// irq_default_primary_handler wakes the thread on every interrupt.
+    pub default_primary: bool,
     /// The adaptive moderator reprogramming this vector's coalescing (lib/dim, irq-am).
     pub moderator: Option<irqlab_core::moderator::Moderator>,
     /// Bytes of the completions reaped since the moderator was last fed.
