@@ -388,13 +388,17 @@ mod tests {
         let entry = rows.iter().find(|x| x.key == "cpu.irq_entry_ns").unwrap();
         assert_eq!(
             (entry.value.as_str(), entry.cycles, entry.origin.as_str()),
-            ("75", Some(285), "cpus/golden-cove")
+            ("145", Some(550), "cpus/golden-cove")
         );
         let v = rows.iter().position(|x| x.key == "kernel.version").unwrap();
         assert!(rows[v + 1].key.starts_with("kernel."), "{:?}", rows[v + 1]);
         let t = text(&r, &rows);
-        assert!(t.contains("75 ns (285 cycles @ 3.8 GHz)"), "{t}");
+        assert!(t.contains("145 ns (550 cycles @ 3.8 GHz)"), "{t}");
         assert!(t.contains("pinned by: c1/remapped-8-disks"), "{t}");
+        assert!(
+            t.contains("uncore.model = \"sapphire-rapids\": table uncores/sapphire-rapids"),
+            "{t}"
+        );
         assert!(t.contains(" 0 unsourced;"), "{t}");
     }
 
@@ -410,7 +414,7 @@ mod tests {
             d.overrides
                 .as_ref()
                 .unwrap()
-                .starts_with("platform file 150, fit")
+                .starts_with("uncores/sapphire-rapids 150, fit")
         );
         assert!(text(&r, &rows).contains("ABOVE ITS RANGE"));
     }

@@ -625,7 +625,7 @@ mod tests {
         let spr = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/spr-gen5.toml");
         let r = irqlab_sim::ledger::load(&spr, &[]).unwrap();
         let d = parse_param("uncore.ubox_ns", &r).unwrap();
-        assert_eq!((d.lo, d.hi, d.start), (20.0, 400.0, 150.0));
+        assert_eq!((d.lo, d.hi, d.start), (120.0, 200.0, 150.0));
         // A range written in cycles, in ns at the platform's 3.8 GHz.
         let t = parse_param("cpu.tick_ns", &r).unwrap();
         assert_eq!((t.lo, t.hi), (5000.0, 15000.0));

@@ -1012,7 +1012,7 @@ impl<O: Observer> Sim<'_, O> {
             };
         }
         // idxd's thread has completed its records already and rings no doorbell.
-        if self.threads[t].wakeups > 0 && !(inline && !self.queues[q].doorbell) {
+        if self.threads[t].wakeups > 0 && (self.queues[q].doorbell || !inline) {
             self.threads[t].wakeups = 0;
             self.ring_cq_doorbell(q);
             // nvme_pci_complete_batch runs after the doorbell.
