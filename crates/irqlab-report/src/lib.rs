@@ -10,7 +10,7 @@ mod plat;
 pub use group::group_reporting;
 pub use io_stat::IoStat;
 pub use model::{
-    CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, HostMeasures,
+    CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, HostMeasures,
     JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
 

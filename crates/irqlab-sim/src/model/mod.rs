@@ -4,7 +4,8 @@
 //! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
 //!   per-CPU scheduler and the threads' steps.
 //! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
-//!   port's IOMMU engine and the socket's delivery unit; `target`: NVMe over RDMA targets.
+//!   port's IOMMU engine and the socket's delivery unit; `target`: NVMe over RDMA targets;
+//!   `virtio`: virtio-blk's rings, its driver and its host thread; `guest`: vCPU wakes.
 //! - `job`: the fio job loop; `fio_job`: fio's per-job and run-wide state.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
@@ -15,6 +16,7 @@ mod cpu;
 mod delivery;
 mod device;
 mod fio_job;
+mod guest;
 pub(crate) mod ids;
 mod job;
 mod parts;
@@ -22,6 +24,7 @@ mod report;
 mod sched;
 mod state;
 mod target;
+mod virtio;
 
 pub(crate) use budget::estimate;
 pub(crate) use build::build;
@@ -168,6 +171,7 @@ impl<O: Observer> Sim<'_, O> {
             Event::RampEnd => self.open_window(),
             Event::JobStart { job } => self.start_job(job.ix()),
             Event::JobRampEnd { job } => self.job_ramp_end(job.ix()),
+            Event::VirtioHost { device, epoch } => self.host_step(device.ix(), epoch),
         }
     }
 }

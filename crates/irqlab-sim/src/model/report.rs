@@ -4,7 +4,7 @@ use super::state::*;
 use crate::observer::Observer;
 use irqlab_core::moderator::Moderator;
 use irqlab_report::{
-    CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, JobReport,
+    CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, JobReport,
     Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
 
@@ -216,7 +216,9 @@ impl<O: Observer> Sim<'_, O> {
             .map(|(i, v)| VectorReport {
                 name: v.name.clone(),
                 // The IRTE's format: posted or remapped (the chip /proc/interrupts names).
-                chip: if self.posted_vector(i) {
+                chip: if self.queues[v.queue.ix()].virtio.is_some() {
+                    CHIP_INJECTED
+                } else if self.posted_vector(i) {
                     CHIP_POSTED
                 } else {
                     CHIP_REMAPPED
