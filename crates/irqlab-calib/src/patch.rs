@@ -219,7 +219,10 @@ mod tests {
             "[[devices]]\ncount = 1\n[devices.host]\nwake_ns = 5 # a\n\n[[devices]]\ncount = 2\n[devices.host]\nwake_ns = 9\n"
         );
         let out = patch_text(text, &[("devices.0.count".into(), "3".into())]).unwrap();
-        assert!(out.starts_with("[[devices]]\ncount = 3\n[devices.host]"), "{out}");
+        assert!(
+            out.starts_with("[[devices]]\ncount = 3\n[devices.host]"),
+            "{out}"
+        );
     }
 
     #[test]

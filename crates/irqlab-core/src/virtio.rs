@@ -292,7 +292,10 @@ mod tests {
     fn need_event_is_true_only_when_the_batch_crosses_the_index() {
         // event 5 in [3, 8)
         assert!(vring_need_event(5, 8, 3));
-        assert!(vring_need_event(3, 8, 3), "the first new entry is the event");
+        assert!(
+            vring_need_event(3, 8, 3),
+            "the first new entry is the event"
+        );
         assert!(!vring_need_event(8, 8, 3), "one past the batch");
         assert!(!vring_need_event(2, 8, 3), "already passed");
         assert!(!vring_need_event(5, 3, 3), "an empty batch crosses nothing");
@@ -412,7 +415,10 @@ mod tests {
             r.should_notify()
         };
         assert!(publish(&mut r));
-        assert!(publish(&mut r), "the handler has not disabled callbacks yet");
+        assert!(
+            publish(&mut r),
+            "the handler has not disabled callbacks yet"
+        );
         assert!(r.interrupt());
         r.disable_cb();
         assert!(!publish(&mut r), "NO_INTERRUPT set");

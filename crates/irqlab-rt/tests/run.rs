@@ -482,7 +482,15 @@ fn a_virtio_blk_disk_is_refused_with_where_it_runs() {
         j.filenames = vec!["/dev/vda".into()];
         j
     });
-    let e = run(&jobs.collect::<Vec<_>>(), &policy(Delivery::Remapped), &cfg()).unwrap_err();
+    let e = run(
+        &jobs.collect::<Vec<_>>(),
+        &policy(Delivery::Remapped),
+        &cfg(),
+    )
+    .unwrap_err();
     assert!(e.contains("/dev/vda: a virtio-blk disk"), "{e}");
-    assert!(e.contains("irqlab run --platform firecracker-epyc-vm"), "{e}");
+    assert!(
+        e.contains("irqlab run --platform firecracker-epyc-vm"),
+        "{e}"
+    );
 }

@@ -99,14 +99,16 @@ pub struct GuestAdds {
 impl Platform {
     /// The guest's additions to native costs; all 0 on bare metal.
     pub fn guest_adds(&self) -> GuestAdds {
-        self.guest.as_ref().map_or(GuestAdds::default(), |g| GuestAdds {
-            irq_entry: g.inject_ns,
-            eoi: g.eoi_exit_ns,
-            irq_mask: g.msix_trap_ns,
-            vcpu_wake: g.vcpu_wake_ns,
-            guest_halt_poll: g.guest_halt_poll_ns,
-            kick: g.kick_ns,
-        })
+        self.guest
+            .as_ref()
+            .map_or(GuestAdds::default(), |g| GuestAdds {
+                irq_entry: g.inject_ns,
+                eoi: g.eoi_exit_ns,
+                irq_mask: g.msix_trap_ns,
+                vcpu_wake: g.vcpu_wake_ns,
+                guest_halt_poll: g.guest_halt_poll_ns,
+                kick: g.kick_ns,
+            })
     }
 
     /// Whether `policy` can run on this platform at all: posted MSI cannot on a guest.
@@ -244,7 +246,11 @@ fn check_device(p: &Platform, i: usize, d: &DeviceGroup) -> Result<(), String> {
             "devices.{i}.queue_depth = {}: virtio_blk gives a ring of {} entries at most {tags} tags{} (queue_depth is blk-mq's nr_tags)",
             d.queue_depth,
             v.ring_size,
-            if v.indirect { "" } else { " without indirect descriptors" }
+            if v.indirect {
+                ""
+            } else {
+                " without indirect descriptors"
+            }
         ));
     }
     let queues = d.queues;

@@ -27,8 +27,8 @@ mod observer;
 mod model;
 mod rng;
 
-pub use observer::{NoObserver, Observer, SliceKind};
 pub use guest::{Hypervisor, PolicyRefused};
+pub use observer::{NoObserver, Observer, SliceKind};
 pub use platform::{Platform, PlatformError};
 
 use irqlab_core::Policy;

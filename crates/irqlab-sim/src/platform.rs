@@ -286,9 +286,7 @@ impl DeviceKind {
     pub fn default_msi(self) -> MsiRule {
         match self {
             // virtio-blk decides with the ring's event index, not an MSI-X rule.
-            DeviceKind::Nvme | DeviceKind::Dsa | DeviceKind::VirtioBlk => {
-                MsiRule::PerCompletion
-            }
+            DeviceKind::Nvme | DeviceKind::Dsa | DeviceKind::VirtioBlk => MsiRule::PerCompletion,
             DeviceKind::Rdma => MsiRule::UntilDoorbell,
         }
     }
@@ -596,8 +594,7 @@ impl Platform {
 
     /// Device group `i`: its port, counts, sizes and rates.
     fn check_device(&self, i: usize, d: &DeviceGroup) -> Result<(), String> {
-        if d.kind != DeviceKind::VirtioBlk && !self.root_ports.iter().any(|rp| rp.name == d.port)
-        {
+        if d.kind != DeviceKind::VirtioBlk && !self.root_ports.iter().any(|rp| rp.name == d.port) {
             return Err(format!(
                 "devices.{i}.port = \"{}\" names no [[root_ports]] entry",
                 d.port

@@ -12,8 +12,8 @@ use irqlab_sim::{Platform, PolicyRefused, SimError, SimOptions, simulate};
 use std::path::PathBuf;
 
 fn vm(sets: &[&str]) -> Platform {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../platforms/firecracker-epyc-vm.toml");
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../platforms/firecracker-epyc-vm.toml");
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     Platform::load(&p, &sets).expect("the development VM's platform loads")
 }
@@ -74,12 +74,18 @@ fn a_host_faster_than_the_guest_ends_a_pass_per_request() {
 #[test]
 fn slat_falls_as_a_plus_kick_over_qd() {
     let kick = vm(&[]).guest.expect("a guest").kick_ns as f64 / 1000.0;
-    let s: Vec<f64> = [1, 4, 16].iter().map(|&qd| slat_us(&run(qd, &[]))).collect();
+    let s: Vec<f64> = [1, 4, 16]
+        .iter()
+        .map(|&qd| slat_us(&run(qd, &[])))
+        .collect();
     // a + k/QD at three depths: the differences give k twice.
     let k1 = (s[0] - s[2]) / (1.0 - 1.0 / 16.0);
     let k4 = (s[1] - s[2]) / (0.25 - 1.0 / 16.0);
     for k in [k1, k4] {
-        assert!((k - kick).abs() < 0.1 * kick, "kick from slat {k:.2} us, platform {kick:.2} us ({s:?})");
+        assert!(
+            (k - kick).abs() < 0.1 * kick,
+            "kick from slat {k:.2} us, platform {kick:.2} us ({s:?})"
+        );
     }
     // Without the kick's exit the depth does not matter.
     let free: Vec<f64> = [1, 16]
@@ -152,7 +158,10 @@ fn posted_delivery_is_refused_on_a_guest_with_the_reason() {
     let azure = Platform::load(&azure, &[]).expect("azure loads");
     let nvme = "[j]\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\nioengine=libaio\niodepth=4\ntime_based\nruntime=1ms\n";
     let e = run_on(nvme, &azure, posted).unwrap_err();
-    assert!(e.to_string().contains("'azure-l80sv2', a hyper-v guest"), "{e}");
+    assert!(
+        e.to_string().contains("'azure-l80sv2', a hyper-v guest"),
+        "{e}"
+    );
     assert!(run_on(nvme, &azure, Policy::default()).is_ok());
 }
 

@@ -54,8 +54,18 @@ fn shipped_platforms_have_provenance_for_every_value() {
             "{stdout}"
         );
     }
+    let shipped = std::fs::read_dir(repo().join("platforms"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "toml"))
+        })
+        .count();
     assert!(
-        stdout.contains(&format!("{} problems in 8 platforms", problems.len())),
+        stdout.contains(&format!(
+            "{} problems in {shipped} platforms",
+            problems.len()
+        )),
         "{stdout}"
     );
 }

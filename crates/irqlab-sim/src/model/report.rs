@@ -4,8 +4,8 @@ use super::state::*;
 use crate::observer::Observer;
 use irqlab_core::moderator::Moderator;
 use irqlab_report::{
-    CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, JobReport,
-    Latency, ModerationReport, RunReport, VectorReport, pci_address,
+    CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine,
+    JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
 
 /// A vector's moderator as the report shows it: its final level, programs and time at

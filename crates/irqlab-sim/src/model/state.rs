@@ -155,9 +155,15 @@ pub(crate) enum SoftPhase {
     /// Entry cost of handle_softirqs.
     Begin,
     /// An irq_poll poll call is running on `vector` (CQEs in the `reaping` list).
-    Poll { vector: VectorId, work: u32 },
+    Poll {
+        vector: VectorId,
+        work: u32,
+    },
     /// Waker cost after a poll call's completions.
-    Wakeups { vector: VectorId, work: u32 },
+    Wakeups {
+        vector: VectorId,
+        work: u32,
+    },
     /// BLOCK_SOFTIRQ completes the CPU's list (in `soft_reaping`), then its wake-ups'
     /// cost (model/virtio.rs).
     Block,

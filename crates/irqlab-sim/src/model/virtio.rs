@@ -225,7 +225,8 @@ pub(crate) fn add_queue_set(
     let host = m.devices[d]
         .virtio
         .get_or_insert_with(|| Box::new(Host::new(h, g.service_cv)));
-    host.queues.extend((first_q..first_q + nq).map(QueueId::new));
+    host.queues
+        .extend((first_q..first_q + nq).map(QueueId::new));
     Ok((0..ncpu)
         .map(|c| QueueId::new(first_q + c * nq / ncpu))
         .collect())
@@ -404,7 +405,10 @@ impl<O: Observer> Sim<'_, O> {
     /// The next avail request of the device's queues, round robin (the request the SQ
     /// holds at the ring's slot). Kicks stop while the thread works.
     fn pop_avail(&mut self, d: usize) -> Option<IoId> {
-        let n = self.devices[d].virtio.as_ref().map_or(0, |h| h.queues.len());
+        let n = self.devices[d]
+            .virtio
+            .as_ref()
+            .map_or(0, |h| h.queues.len());
         for k in 0..n {
             let h = self.devices[d].virtio.as_mut().expect("a virtio device");
             let q = h.queues[(h.next_q + k) % n].ix();
@@ -430,9 +434,17 @@ impl<O: Observer> Sim<'_, O> {
     /// thread sleeps (false: a request slipped in, the pass goes on).
     fn arm_and_sleep(&mut self, d: usize) -> bool {
         let mut empty = true;
-        let n = self.devices[d].virtio.as_ref().map_or(0, |h| h.queues.len());
+        let n = self.devices[d]
+            .virtio
+            .as_ref()
+            .map_or(0, |h| h.queues.len());
         for k in 0..n {
-            let q = self.devices[d].virtio.as_ref().expect("a virtio device").queues[k].ix();
+            let q = self.devices[d]
+                .virtio
+                .as_ref()
+                .expect("a virtio device")
+                .queues[k]
+                .ix();
             let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
             empty &= vq.ring.enable_notification();
         }
@@ -467,7 +479,12 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         for k in 0..h.queues.len() {
-            let q = self.devices[d].virtio.as_ref().expect("a virtio device").queues[k].ix();
+            let q = self.devices[d]
+                .virtio
+                .as_ref()
+                .expect("a virtio device")
+                .queues[k]
+                .ix();
             if self.publish(q) {
                 self.irqfd(q);
             }
@@ -477,21 +494,18 @@ impl<O: Observer> Sim<'_, O> {
     /// Makes queue `q`'s used entries visible (`used->idx`, the guest's CQ) and returns the
     /// device's decision about an interrupt.
     fn publish(&mut self, q: usize) -> bool {
-        let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
+        let (ios, queue) = (&self.ios, &mut self.queues[q]);
+        let vq = queue.virtio.as_mut().expect("a virtio queue");
         if vq.unpublished.is_empty() {
             return false;
         }
-        let list = std::mem::take(&mut vq.unpublished);
         vq.ring.publish();
         let notify = vq.ring.should_notify();
-        for &io in &list {
-            let tag = self.ios[io.ix()].tag;
-            let posted = self.queues[q].qp.complete(tag, 0, 0);
+        for &io in &vq.unpublished {
+            let posted = queue.qp.complete(ios[io.ix()].tag, 0, 0);
             debug_assert!(posted.is_ok(), "used ring overflow: the depth check failed");
-            self.totals.cqes_posted += 1;
         }
-        let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
-        vq.unpublished = list;
+        self.totals.cqes_posted += vq.unpublished.len() as u64;
         vq.unpublished.clear();
         if !self.queues[q].spinners.is_empty() {
             self.poke_spinners(q);
@@ -541,11 +555,14 @@ impl<O: Observer> Sim<'_, O> {
         if h.done.is_empty() {
             return;
         }
-        let done = std::mem::take(&mut h.done);
         let publish = h.publish;
         let mut touched: Vec<usize> = Vec::new();
         let mut notify: Vec<usize> = Vec::new();
-        for &io in &done {
+        while let Some(io) = self.devices[d]
+            .virtio
+            .as_mut()
+            .and_then(|h| h.done.pop_front())
+        {
             let q = self.ios[io.ix()].queue.ix();
             let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
             vq.ring.add_used();
@@ -553,8 +570,7 @@ impl<O: Observer> Sim<'_, O> {
             if !touched.contains(&q) {
                 touched.push(q);
             }
-            if publish == Publish::PerCompletionBatch && self.publish(q) && !notify.contains(&q)
-            {
+            if publish == Publish::PerCompletionBatch && self.publish(q) && !notify.contains(&q) {
                 notify.push(q);
             }
         }
@@ -568,9 +584,6 @@ impl<O: Observer> Sim<'_, O> {
         for q in notify {
             self.irqfd(q);
         }
-        let h = self.devices[d].virtio.as_mut().expect("a virtio device");
-        h.done = done;
-        h.done.clear();
     }
 
     // ---------------------------------------------------------------- guest: interrupt
@@ -585,6 +598,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         vq.ring.disable_cb();
+        // virtblk_done holds the virtqueue's lock (spin_lock_irqsave) while it drains.
         self.queues[q].cq_locked = true;
         self.virtio_drain(c);
     }
@@ -648,11 +662,9 @@ impl<O: Observer> Sim<'_, O> {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue.ix();
         if self.single_hw_queue(q) == Some(true) {
-            let list = std::mem::take(&mut self.cpus[c].reaping);
-            self.cpus[c].blk_done.extend_from_slice(&list);
-            self.cpus[c].reaping = list;
-            self.cpus[c].reaping.clear();
-            self.cpus[c].softirq.raise(SoftirqVec::Block);
+            let cpu = &mut self.cpus[c];
+            cpu.blk_done.append(&mut cpu.reaping);
+            cpu.softirq.raise(SoftirqVec::Block);
             self.virtio_drain(c);
             return;
         }
