@@ -5,7 +5,8 @@
 //!   per-CPU scheduler and the threads' steps.
 //! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
 //!   port's IOMMU engine and the socket's delivery unit; `target`: NVMe over RDMA targets;
-//!   `virtio`: virtio-blk's rings, its driver and its host thread; `guest`: vCPU wakes.
+//!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
+//!   serves them; `guest`: vCPU wakes.
 //! - `job`: the fio job loop; `fio_job`: fio's per-job and run-wide state.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
@@ -25,6 +26,7 @@ mod sched;
 mod state;
 mod target;
 mod virtio;
+mod virtio_host;
 
 pub(crate) use budget::estimate;
 pub(crate) use build::build;

@@ -544,7 +544,7 @@ pub(crate) struct Device {
     pub response_ns: u64,
     pub command_time: Option<ServiceTime>,
     /// virtio-blk: the host thread that serves the virtqueues (model/virtio.rs).
-    pub virtio: Option<Box<super::virtio::Host>>,
+    pub virtio: Option<Box<super::virtio_host::Host>>,
 }
 
 pub(crate) struct Queue {
