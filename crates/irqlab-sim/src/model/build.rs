@@ -127,6 +127,7 @@ fn costs(p: &Platform) -> Costs {
         vcpu_wake: g.vcpu_wake,
         guest_halt_poll: g.guest_halt_poll,
         kick: g.kick,
+        has_virtio: super::virtio::any(p),
     }
 }
 

@@ -378,7 +378,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             _ => {
                 let q = self.vectors[v].queue.ix();
-                if self.queues[q].virtio.is_some() {
+                if self.costs.has_virtio && self.queues[q].virtio.is_some() {
                     self.virtblk_done(c, v);
                     return;
                 }

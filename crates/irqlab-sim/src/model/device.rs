@@ -87,7 +87,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.start_service(d, next);
             }
         }
-        if self.devices[d].virtio.is_some() {
+        if self.costs.has_virtio && self.devices[d].virtio.is_some() {
             // A virtio-blk backend's read: its host thread takes the completion.
             self.backend_done(d, io);
             return;

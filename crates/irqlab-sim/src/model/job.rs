@@ -436,7 +436,7 @@ impl<O: Observer> Sim<'_, O> {
             },
             last,
         );
-        if queue.virtio.is_some() {
+        if self.costs.has_virtio && queue.virtio.is_some() {
             self.virtio_queue_rq(j, q.ix(), last);
         }
         true
@@ -445,7 +445,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The SQ tail doorbell reaches the device; its fetch engine serves doorbells in
     /// arrival order, one at a time when it has an occupancy (`fetch_busy_ns`).
     fn schedule_fetch(&mut self, q: QueueId, count: u32) {
-        if self.queues[q.ix()].virtio.is_some() {
+        if self.costs.has_virtio && self.queues[q.ix()].virtio.is_some() {
             // The host thread pops the avail ring itself (model/virtio.rs).
             return;
         }

@@ -51,6 +51,8 @@ pub(crate) struct Costs {
     pub guest_halt_poll: u64,
     /// A guest's virtio notify exit (model/virtio.rs).
     pub kick: u64,
+    /// The platform has a virtio-blk device: the hot path's one test before its hooks.
+    pub has_virtio: bool,
 }
 
 /// IDT vectors of the system interrupts the model raises (arch/x86/include/asm/irq_vectors.h).

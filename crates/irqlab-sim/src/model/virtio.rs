@@ -183,6 +183,9 @@ impl<O: Observer> Sim<'_, O> {
     /// whose notification is the kick decided when the requests are in the ring.
     #[inline]
     pub(crate) fn sq_doorbell_ns(&self, j: usize) -> u64 {
+        if !self.costs.has_virtio {
+            return self.costs.sq_doorbell;
+        }
         let q = self.jobs[j].queues[0].ix();
         if self.queues[q].virtio.is_some() {
             0
@@ -206,7 +209,11 @@ impl<O: Observer> Sim<'_, O> {
 
     /// After the submit call's adds: the kick's exit the submitter pays, if its batch
     /// asked for one.
+    #[inline]
     pub(crate) fn kick_step(&mut self, j: usize) -> Option<u64> {
+        if !self.costs.has_virtio {
+            return None;
+        }
         let job = JobId::new(j);
         let asked = self.jobs[j].queues.iter().any(|&q| {
             self.queues[q.ix()]
