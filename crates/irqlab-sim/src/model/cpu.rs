@@ -25,14 +25,18 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// A step boundary: the time since the last one is owed to the CPU's kind of slice
-    /// and to the thread that owns it now. Owed time is charged (`settle`) only when the
-    /// kind or the owner changes, or before someone reads the charges (the scheduler's
-    /// vruntimes, GSIM's hardirq time, the window's edges): the sums are what charging
-    /// at every step gives.
+    /// and to the thread that owned the CPU during it (`owed_to`: the owner at the last
+    /// boundary; a thread that blocks, exits, yields or is preempted at the end of its
+    /// step gives the CPU up before the next boundary, and that step is still its own).
+    /// Owed time is charged (`settle`) only when the kind or the owner changes, or before
+    /// someone reads the charges (the scheduler's vruntimes, GSIM's hardirq time, the
+    /// window's edges): the sums are what charging at every step gives.
     #[inline(always)]
     fn mark(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
         if cpu.owed_to != cpu.current {
+            // The step that just ended was the previous owner's.
+            cpu.acct_mark = self.now;
             self.settle(c);
             let cpu = &mut self.cpus[c];
             cpu.owed_to = cpu.current;
