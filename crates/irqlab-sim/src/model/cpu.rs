@@ -419,7 +419,7 @@ impl<O: Observer> Sim<'_, O> {
         };
         if budget_left > 0 && self.queues[q].qp.cqe_pending() {
             let mut list = std::mem::take(&mut self.cpus[c].reaping);
-            let n = self.poll_queue(q, budget_left, &mut list);
+            let n = self.poll_queue(c, q, budget_left, &mut list);
             self.cpus[c].reaping = list;
             self.cpus[c].irq.reaped += n;
             let ns = self.handler_work_ns(q, n);
@@ -704,7 +704,7 @@ impl<O: Observer> Sim<'_, O> {
     fn irq_poll_call(&mut self, c: usize, v: VectorId, weight: u32) -> u64 {
         let q = self.vectors[v.ix()].queue.ix();
         let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
-        let n = self.poll_queue(q, weight, &mut list);
+        let n = self.poll_queue(c, q, weight, &mut list);
         self.cpus[c].soft_reaping = list;
         self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
         let has_db = self.queues[q].doorbell;
@@ -758,9 +758,16 @@ impl<O: Observer> Sim<'_, O> {
 
     // ---------------------------------------------------------------- reaping
 
-    /// nvme_poll_cq on queue `q` with a budget: pops visible CQEs (phase tags), frees their
-    /// tags, and appends the I/Os to `out`. Returns how many.
-    pub(crate) fn poll_queue(&mut self, q: usize, budget: u32, out: &mut Vec<IoId>) -> u32 {
+    /// nvme_poll_cq on queue `q` by CPU `c` with a budget: pops visible CQEs (phase tags),
+    /// frees their tags (waking a job asleep for one), and appends the I/Os to `out`.
+    /// Returns how many.
+    pub(crate) fn poll_queue(
+        &mut self,
+        c: usize,
+        q: usize,
+        budget: u32,
+        out: &mut Vec<IoId>,
+    ) -> u32 {
         let queue = &mut self.queues[q];
         let tags = &mut queue.tags;
         let free = &mut queue.free_tags;
@@ -772,6 +779,13 @@ impl<O: Observer> Sim<'_, O> {
             out.push(io);
         });
         queue.completions += u64::from(n);
+        if n > 0 && !self.queues[q].tag_waiters.is_empty() {
+            // blk_mq_put_tag → sbitmap_queue_clear wakes the tag's waiters.
+            let waiters = std::mem::take(&mut self.queues[q].tag_waiters);
+            for t in waiters {
+                self.wake_thread(t.ix(), Some(c));
+            }
+        }
         n
     }
 
@@ -1021,7 +1035,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         if self.queues[q].qp.cqe_pending() {
             let mut list = std::mem::take(&mut self.threads[t].reaping);
-            let n = self.poll_queue(q, u32::MAX, &mut list);
+            let n = self.poll_queue(c, q, u32::MAX, &mut list);
             self.threads[t].reaping = list;
             self.threads[t].wakeups += n;
             return ThreadStep::Run {

@@ -9,6 +9,8 @@
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
 
+mod affinity;
+mod balance;
 mod budget;
 mod build;
 mod cpu;
@@ -18,10 +20,13 @@ mod fio_job;
 pub(crate) mod ids;
 mod job;
 mod parts;
+mod pelt;
+mod placement;
 mod report;
 mod sched;
 mod state;
 mod target;
+mod topo;
 
 pub(crate) use budget::estimate;
 pub(crate) use build::build;

@@ -113,9 +113,10 @@ impl Partition {
     }
 
     /// Splits `sim`'s machine into parts; None when it does not split (one part, a
-    /// global mechanism such as GSIM, or stonewall waves that start jobs across parts).
+    /// global mechanism such as GSIM, stonewall waves that start jobs across parts, or
+    /// jobs the scheduler may move to any CPU).
     pub fn of<O: Observer>(sim: &Sim<'_, O>) -> Option<Partition> {
-        if sim.gsim.is_some() || sim.fio.waves.len() > 1 {
+        if sim.gsim.is_some() || sim.fio.waves.len() > 1 || sim.place.is_some() {
             return None;
         }
         let n = Nodes::new(sim);
