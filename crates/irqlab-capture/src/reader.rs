@@ -164,6 +164,44 @@ fn inferred_devices(snap: &Snapshot) -> Vec<crate::devices::BlockDevice> {
         .collect()
 }
 
+/// The kernel of a hand-made capture, from its optional `uname.txt` (`uname -r`, or
+/// `uname -a`, whose third word is the release) and `cmdline.txt` (/proc/cmdline).
+fn hand_kernel(dir: &Path) -> Result<crate::kernel::Kernel, CaptureError> {
+    let mut k = crate::kernel::Kernel::default();
+    let uname = dir.join("uname.txt");
+    if uname.exists() {
+        let text = read(&uname, "uname -r (the kernel release)", MAX_TEXT_BYTES)?;
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let release = match words.as_slice() {
+            [r] => *r,
+            ["Linux", _, r, ..] => *r,
+            _ => {
+                return Err(CaptureError::malformed(
+                    &uname,
+                    "expected the output of uname -r (e.g. 6.8.0-45-generic) or uname -a",
+                ));
+            }
+        };
+        if !release.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(CaptureError::malformed(
+                &uname,
+                format!(
+                    "'{release}' is not a kernel release; expected the output of uname -r (e.g. 6.8.0-45-generic)"
+                ),
+            ));
+        }
+        k.release = Some(release.to_string());
+    }
+    let cmdline = dir.join("cmdline.txt");
+    if cmdline.exists() {
+        let text = read(&cmdline, "/proc/cmdline", MAX_TEXT_BYTES)?;
+        let line = text.trim().to_string();
+        k.options = crate::kernel::options(&line);
+        k.cmdline = Some(line);
+    }
+    Ok(k)
+}
+
 /// The device of a hand-made run: the NVMe controller of a disk fio names, or the only
 /// device there is.
 fn hand_device(host: &Host, fio: &crate::fio_json::FioOutput) -> Option<String> {
@@ -210,6 +248,7 @@ impl Capture {
                     crate::lscpu::parse(&text).map_err(|e| CaptureError::malformed(&lscpu, e))?;
                 let host = Host {
                     topology,
+                    kernel: hand_kernel(dir)?,
                     ..Host::default()
                 };
                 let rest = dir
@@ -256,7 +295,9 @@ impl Capture {
             let (b, a) = (dir.join(&e.irq_before), dir.join(&e.irq_after));
             let (before, after) = (snapshot(&b, &e.name)?, snapshot(&a, &e.name)?);
             if manifest.is_none() && host.devices.is_empty() {
-                host.devices = inferred_devices(at_rest.as_ref().unwrap_or(&before));
+                let snap = at_rest.as_ref().unwrap_or(&before);
+                host.devices = inferred_devices(snap);
+                host.iommu = crate::iommu::from_snapshot(snap);
             }
             let snap_err = |why: String| CaptureError::Snapshots {
                 before: b.clone(),
