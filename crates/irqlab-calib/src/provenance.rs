@@ -196,16 +196,8 @@ fn check_entry(e: &Entry, pins: &mut Pins<'_>, out: &mut Vec<Problem>) {
     }
     if p.machine.is_some() {
         // Fitted to a machine's own runs (platform --from-capture): its pins are that
-        // capture's RUN:METRIC figures, not scenarios; one figure is still too few.
-        if p.pins.len() == 1 && p.also.is_none() {
-            problem(
-                ProblemKind::SingleFigure,
-                format!(
-                    "a fit pinned by one figure ({}) with no independent source (also = {{ ... }})",
-                    p.pins[0]
-                ),
-            );
-        }
+        // capture's RUN:METRIC figures, not scenarios; what tests it is the runs held out
+        // of the fit (--runs), not a second figure.
         return;
     }
     let (figs, bad) = pins.figures(e);
@@ -427,20 +419,20 @@ mod tests {
             );
             let _ = std::fs::remove_dir_all(&dir);
         }
-        // A fit to a machine's own runs names them, not scenarios; one is too few.
+        // A fit to a machine's own runs names them, not scenarios (held-out runs test it).
         let dir = scratch(
             "machine",
-            "source = \"fit\", machine = \"vm\", pins = [\"qd1:iops\", \"qd1:clat_mean_us\"], range = [1, 99],",
+            "source = \"fit\", machine = \"vm\", pins = [\"qd1:iops\"], range = [1, 99],",
         );
         assert_eq!(problems(&dir), vec![]);
         let _ = std::fs::remove_dir_all(&dir);
         let dir = scratch(
-            "machine1",
-            "source = \"fit\", machine = \"vm\", pins = [\"qd1:iops\"], range = [1, 99],",
+            "machine0",
+            "source = \"fit\", machine = \"vm\", range = [1, 99],",
         );
         let got = problems(&dir);
         assert!(
-            got.len() == 1 && got[0].kind == ProblemKind::SingleFigure,
+            got.len() == 1 && got[0].kind == ProblemKind::FitWithoutPins,
             "{got:?}"
         );
         let _ = std::fs::remove_dir_all(&dir);

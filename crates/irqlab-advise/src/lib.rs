@@ -1,0 +1,1 @@
+//! Which interrupt policy helps a workload on a platform (irqlab advise).

@@ -1,0 +1,262 @@
+//! The fit: the device's interrupt rule from its I/Os per interrupt (rule.rs), the costs
+//! the runs can pin with their starts (params.rs), solved against the runs' figures
+//! (solve.rs), each run simulated as an evaluation task of the calibration machinery
+//! (ctx.rs). A cost is pinned by the figures it is fitted for that move when it does
+//! (-20% / +25% at the fit); one that moves none is not fitted, and says so.
+
+mod ctx;
+mod params;
+mod problem;
+mod rule;
+mod solve;
+
+pub use ctx::Ctx;
+pub use problem::Param;
+pub use rule::Decided;
+
+use crate::FromCaptureError;
+use crate::doc::Doc;
+use crate::runs::FitRun;
+use irqlab_calib::Metric;
+use problem::Problem;
+
+/// One figure of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    pub run: String,
+    pub metric: Metric,
+    pub measured: f64,
+    pub simulated: f64,
+}
+
+impl Figure {
+    pub fn error_pct(&self) -> f64 {
+        irqlab_calib::metrics::error_pct(self.simulated, self.measured)
+    }
+}
+
+/// A cost the fit moved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FittedCost {
+    pub param: Param,
+    pub value: f64,
+    /// The figures that move with it, RUN:METRIC.
+    pub pins: Vec<(String, Metric)>,
+    /// Its pinning figures at the fit.
+    pub residuals: Vec<Figure>,
+    /// "lower" or "upper" when it ended at a bound of its range.
+    pub at_bound: Option<&'static str>,
+}
+
+/// Everything the fit found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub fitted: Vec<FittedCost>,
+    /// Costs the runs could not pin: key and why (they keep their table value).
+    pub unpinned: Vec<(String, String)>,
+    pub decided: Vec<Decided>,
+    /// Every `--set` of the fitted platform (fitted values and decisions).
+    pub sets: Vec<String>,
+    /// The figures of the runs used, at the fit.
+    pub in_sample: Vec<Figure>,
+    pub evals: usize,
+    pub objective: f64,
+}
+
+const ALL: [Metric; 4] = [
+    Metric::Iops,
+    Metric::ClatMeanUs,
+    Metric::IosPerInterrupt,
+    Metric::JobCpuPct,
+];
+
+/// Fits the costs of `doc` (with `groups` device groups) that `runs` pin; `remapping`:
+/// a bare-metal host with interrupt remapping in use.
+pub fn fit(
+    doc: &Doc,
+    groups: usize,
+    remapping: bool,
+    runs: &[&FitRun],
+    max_evals: usize,
+    ctx: &mut Ctx<'_>,
+) -> Result<Outcome, FromCaptureError> {
+    // What every run gives at the tables' values: the starts are read off it.
+    let base = ctx.simulate(runs, &[], &ALL);
+    for (r, b) in runs.iter().zip(&base) {
+        if b.is_none() {
+            return Err(FromCaptureError::Run {
+                run: r.name.clone(),
+                why: format!(
+                    "it cannot be simulated on the platform: {}",
+                    ctx.why(r, &[])
+                ),
+            });
+        }
+    }
+    let base_of = |r: &FitRun, m: Metric| -> f64 {
+        let i = runs.iter().position(|x| x.name == r.name).unwrap_or(0);
+        let k = ALL.iter().position(|x| *x == m).unwrap_or(0);
+        base[i].as_ref().map_or(0.0, |v| v[k])
+    };
+    let irq_deep: Vec<&FitRun> = runs
+        .iter()
+        .filter(|r| r.outstanding() >= 8 && r.value(Metric::IosPerInterrupt).is_some())
+        .copied()
+        .collect();
+    let mut decided = Vec::new();
+    let mut fixed = Vec::new();
+    let mut aggregation = None;
+    if !irq_deep.is_empty() {
+        let b: Vec<Option<f64>> = irq_deep
+            .iter()
+            .map(|r| Some(base_of(r, Metric::IosPerInterrupt)))
+            .collect();
+        let r = rule::decide(groups, &irq_deep, &b, ctx);
+        decided.push(r.decided);
+        fixed = r.fixed;
+        aggregation = r.aggregation;
+    }
+    let (params, cpu, derived) = params::choose(&params::Inputs {
+        doc,
+        groups,
+        runs,
+        base: &base_of,
+        remapping,
+        aggregation,
+    });
+    let mut params = params;
+    // Each cost searched within a factor of ten of its start (read off the runs).
+    for p in &mut params {
+        p.lo = p.lo.max(p.start / 10.0);
+        p.hi = p.hi.min(p.start * 10.0).max(p.lo * 1.01);
+        if p.integer {
+            p.lo = p.lo.floor().max(1.0);
+            p.hi = p.hi.ceil();
+        }
+    }
+    let figures: Vec<(usize, Metric, f64)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.measured
+                .iter()
+                .filter(|(m, _)| cpu || *m != Metric::JobCpuPct)
+                .map(move |(m, v)| (i, *m, *v))
+        })
+        .collect();
+    let mut metrics: Vec<Metric> = figures.iter().map(|f| f.1).collect();
+    metrics.sort_by_key(|x| x.name());
+    metrics.dedup();
+    let problem = Problem {
+        runs,
+        figures,
+        derived,
+        metrics,
+        fixed,
+        params,
+    };
+    let (x, objective) = solve::solve(&problem, ctx, max_evals);
+    let reported: Vec<usize> = (0..problem.figures.len()).collect();
+    let at = problem
+        .values(ctx, &x, &reported)
+        .ok_or_else(|| FromCaptureError::Run {
+            run: runs
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            why: "a run cannot be simulated at the fitted values".into(),
+        })?;
+    let figure = |i: usize, v: f64| {
+        let (r, m, meas) = problem.figures[i];
+        Figure {
+            run: runs[r].name.clone(),
+            metric: m,
+            measured: meas,
+            simulated: v,
+        }
+    };
+    let in_sample: Vec<Figure> = at.iter().enumerate().map(|(i, v)| figure(i, *v)).collect();
+    let mut fitted = Vec::new();
+    let mut unpinned = Vec::new();
+    let mut xs = x.clone();
+    for (k, p) in problem.params.iter().enumerate() {
+        let mine = problem.index(&p.for_figures);
+        let mut moved = vec![false; reported.len()];
+        for factor in [0.8, 1.25] {
+            let mut y = x.clone();
+            y[k] = (x[k] * factor).clamp(p.lo, p.hi);
+            if (y[k] - x[k]).abs() < 1e-9 {
+                continue;
+            }
+            if let Some(v) = problem.values(ctx, &y, &mine) {
+                for (j, i) in mine.iter().enumerate() {
+                    if (at[*i] - v[j]).abs() > 0.005 * at[*i].abs().max(1e-9) {
+                        moved[*i] = true;
+                    }
+                }
+            }
+        }
+        let pins: Vec<usize> = mine.iter().copied().filter(|i| moved[*i]).collect();
+        if pins.is_empty() {
+            unpinned.push((
+                p.key().to_string(),
+                format!(
+                    "{}: none of the figures it is fitted for ({}) moves with it at the fit, so it keeps {}",
+                    p.what,
+                    p.for_figures
+                        .iter()
+                        .map(|(r, m)| format!("{r}:{m}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    p.before
+                ),
+            ));
+            xs[k] = p.before;
+            continue;
+        }
+        // Within 0.5% of a bound, relative to the value (the ranges span decades).
+        let near = |b: f64| (x[k] - b).abs() <= 0.005 * b.abs().max(x[k].abs()).max(1e-9);
+        let at_bound = if near(p.lo) {
+            Some("lower")
+        } else if near(p.hi) {
+            Some("upper")
+        } else {
+            None
+        };
+        fitted.push(FittedCost {
+            param: p.clone(),
+            value: if p.integer { x[k].round() } else { x[k] },
+            pins: pins
+                .iter()
+                .map(|i| {
+                    (
+                        runs[problem.figures[*i].0].name.clone(),
+                        problem.figures[*i].1,
+                    )
+                })
+                .collect(),
+            residuals: pins.iter().map(|i| figure(*i, at[*i])).collect(),
+            at_bound,
+        });
+    }
+    // An unpinned cost keeps its value before the fit: written outside the search box.
+    let mut sets = problem.fixed.clone();
+    for (p, v) in problem.params.iter().zip(&xs) {
+        let keep = Param {
+            lo: p.lo.min(*v),
+            hi: p.hi.max(*v),
+            ..p.clone()
+        };
+        sets.extend(keep.sets(*v));
+    }
+    Ok(Outcome {
+        fitted,
+        unpinned,
+        decided,
+        sets,
+        in_sample,
+        evals: ctx.evals,
+        objective,
+    })
+}
