@@ -202,9 +202,10 @@ fn hand_kernel(dir: &Path) -> Result<crate::kernel::Kernel, CaptureError> {
     Ok(k)
 }
 
-/// The device of a hand-made run: the NVMe controller of a disk fio names, or the only
-/// device there is.
-fn hand_device(host: &Host, fio: &crate::fio_json::FioOutput) -> Option<String> {
+/// The devices of a hand-made run: the NVMe controllers of the disks fio names (every
+/// one of them: a job may use several), or the only device there is.
+fn hand_devices(host: &Host, fio: &crate::fio_json::FioOutput) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
     for u in &fio.disk_util {
         let ctrl: String = if u.name.starts_with("nvme") {
             let digits: String = u.name[4..]
@@ -215,11 +216,14 @@ fn hand_device(host: &Host, fio: &crate::fio_json::FioOutput) -> Option<String> 
         } else {
             u.name.clone()
         };
-        if host.device(&ctrl).is_some() {
-            return Some(ctrl);
+        if host.device(&ctrl).is_some() && !found.contains(&ctrl) {
+            found.push(ctrl);
         }
     }
-    (host.devices.len() == 1).then(|| host.devices[0].name.clone())
+    if found.is_empty() && host.devices.len() == 1 {
+        found.push(host.devices[0].name.clone());
+    }
+    found
 }
 
 impl Capture {
@@ -313,14 +317,24 @@ impl Capture {
                     "they are {w:.3} s apart, but fio ran for {runtime:.3} s: not taken around this run"
                 )));
             }
-            let device = e.device.clone().or_else(|| hand_device(&host, &fio));
-            let vector_irqs: Vec<u32> = match device.as_deref().and_then(|d| host.device(d)) {
-                Some(d) => d.vectors.iter().map(|v| v.irq).collect(),
-                None => host
-                    .devices
+            // The run's devices: the manifest's, or those fio's disk_util names.
+            let devices: Vec<String> = match &e.device {
+                Some(d) => vec![d.clone()],
+                None => hand_devices(&host, &fio),
+            };
+            let device = (devices.len() == 1).then(|| devices[0].clone());
+            let of_run: Vec<&crate::devices::BlockDevice> =
+                devices.iter().filter_map(|d| host.device(d)).collect();
+            let vector_irqs: Vec<u32> = if of_run.is_empty() {
+                host.devices
                     .iter()
                     .flat_map(|d| d.vectors.iter().map(|v| v.irq))
-                    .collect(),
+                    .collect()
+            } else {
+                of_run
+                    .iter()
+                    .flat_map(|d| d.vectors.iter().map(|v| v.irq))
+                    .collect()
             };
             runs.push(crate::run::build(Parts {
                 name: e.name.clone(),

@@ -22,7 +22,7 @@ mod virtio;
 
 pub use doc::{Doc, Item, Section};
 pub use error::FromCaptureError;
-pub use fit::{Decided, Figure, FittedCost, Outcome};
+pub use fit::{Decided, Figure, FittedCost, Outcome, Unpinned};
 pub use text::report;
 
 use irqlab_calib::{Evaluator, Metric};
@@ -43,6 +43,8 @@ pub struct Options {
     pub seed: u64,
     /// I/Os each run's simulated window aims at.
     pub ios_per_run: u64,
+    /// The shortest simulated window of a run, ns.
+    pub min_window_ns: u64,
     pub budget: Budget,
 }
 
@@ -54,6 +56,7 @@ impl Options {
             max_evals: 120,
             seed: 1,
             ios_per_run: 8000,
+            min_window_ns: 20_000_000,
             budget: Budget::DEFAULT,
         }
     }
@@ -84,7 +87,7 @@ pub fn build(
     progress: &mut dyn FnMut(usize),
 ) -> Result<Built, FromCaptureError> {
     let t = template::build(c, &opts.platforms)?;
-    let (all, left_out) = runs::fit_runs(c, &t, opts.ios_per_run);
+    let (all, left_out) = runs::fit_runs(c, &t, opts.ios_per_run, opts.min_window_ns);
     if all.is_empty() {
         return Err(FromCaptureError::NoUsableRun {
             dir: c.dir.clone(),
@@ -136,7 +139,15 @@ pub fn build(
         progress,
         evals: 0,
     };
-    let outcome = fit::fit(&t.doc, groups, t.remapping, &used, opts.max_evals, &mut ctx)?;
+    let outcome = fit::fit(
+        &t.doc,
+        groups,
+        t.devices.len(),
+        t.remapping,
+        &used,
+        opts.max_evals,
+        &mut ctx,
+    )?;
     let held: Vec<&runs::FitRun> = all
         .iter()
         .filter(|r| !used.iter().any(|u| u.name == r.name))
@@ -217,6 +228,25 @@ fn write_fit(doc: &mut doc::Doc, t: &template::Template, o: &Outcome) {
         };
         for k in &p.keys {
             doc.set(k, value.clone(), Some(prov.clone()));
+        }
+    }
+    for u in &o.unpinned {
+        if let Some((v, why)) = &u.floor {
+            let mut prov = Provenance::new(SourceKind::Measured);
+            prov.machine = Some(t.machine.clone());
+            prov.cite = Some("capture runs".into());
+            prov.note = Some(format!(
+                "{}: at least this ({why}); the model reaches the run's figures by another limit, so the runs pin it no further",
+                u.param.what
+            ));
+            let value = if u.param.integer {
+                toml::Value::Integer(v.round() as i64)
+            } else {
+                toml::Value::Float(v.round())
+            };
+            for k in &u.param.keys {
+                doc.set(k, value.clone(), Some(prov.clone()));
+            }
         }
     }
     for d in &o.decided {

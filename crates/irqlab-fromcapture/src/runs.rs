@@ -219,14 +219,19 @@ fn rewrite(
 }
 
 /// The runs of `c` the fit can use, and why each other was left out.
-pub fn fit_runs(c: &Capture, t: &Template, ios_per_run: u64) -> (Vec<FitRun>, Vec<String>) {
+pub fn fit_runs(
+    c: &Capture,
+    t: &Template,
+    ios_per_run: u64,
+    min_window_ns: u64,
+) -> (Vec<FitRun>, Vec<String>) {
     let mut runs = Vec::new();
     let mut left = Vec::new();
     for s in &c.skipped {
         left.push(format!("{}: {}", s.name, s.why));
     }
     for r in &c.runs {
-        match fit_run(c, r, t, ios_per_run) {
+        match fit_run(c, r, t, ios_per_run, min_window_ns) {
             Ok(f) => runs.push(f),
             Err(why) => left.push(format!("{}: {why}", r.name)),
         }
@@ -234,7 +239,13 @@ pub fn fit_runs(c: &Capture, t: &Template, ios_per_run: u64) -> (Vec<FitRun>, Ve
     (runs, left)
 }
 
-fn fit_run(c: &Capture, r: &Run, t: &Template, ios_per_run: u64) -> Result<FitRun, String> {
+fn fit_run(
+    c: &Capture,
+    r: &Run,
+    t: &Template,
+    ios_per_run: u64,
+    min_window_ns: u64,
+) -> Result<FitRun, String> {
     let s = &r.summary;
     if s.iops <= 0.0 {
         return Err("no I/O".into());
@@ -266,8 +277,11 @@ fn fit_run(c: &Capture, r: &Run, t: &Template, ios_per_run: u64) -> Result<FitRu
     };
     let by_count = want as f64 / s.iops * 1e9;
     // Long enough for the device's and the kernel's dynamics too (aggregation timers,
-    // interrupts bunching): at least 20 ms and 30 completion times.
-    let window_ns = by_count.max(30.0 * clat_ns).clamp(20e6, 5e9) as u64;
+    // interrupts bunching): at least `min_window_ns` and 30 completion times.
+    let window_ns = by_count
+        .max(30.0 * clat_ns)
+        .clamp(min_window_ns as f64, 5e9)
+        .max(1e6) as u64;
     let ramp_ns = (window_ns / 5).max((5.0 * clat_ns) as u64);
     let job_text = rewrite(&source, r, &t.devices, window_ns, ramp_ns)?;
     irqlab_fio::parse_str(&job_text, Path::new(&format!("{}.fio", r.name)))

@@ -108,8 +108,8 @@ pub fn header(
     for d in &o.decided {
         h.push(format!("  {} = {}: {}", d.key, d.value, d.why));
     }
-    for (k, why) in &o.unpinned {
-        h.push(format!("  not fitted: {k}: {why}"));
+    for u in &o.unpinned {
+        h.push(format!("  not fitted: {}: {}", u.param.key(), u.why));
     }
     for l in left_out {
         h.push(format!("  run left out: {l}"));

@@ -48,12 +48,22 @@ pub struct FittedCost {
     pub at_bound: Option<&'static str>,
 }
 
+/// A cost the runs could not pin.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unpinned {
+    pub param: Param,
+    pub why: String,
+    /// The value kept when it is not the table's: at least what a run shows, and which.
+    pub floor: Option<(f64, String)>,
+}
+
 /// Everything the fit found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
     pub fitted: Vec<FittedCost>,
-    /// Costs the runs could not pin: key and why (they keep their table value).
-    pub unpinned: Vec<(String, String)>,
+    /// Costs the runs could not pin: key, why, and the value kept with the run that
+    /// shows it is at least that (None: the table's value).
+    pub unpinned: Vec<Unpinned>,
     pub decided: Vec<Decided>,
     /// Every `--set` of the fitted platform (fitted values and decisions).
     pub sets: Vec<String>,
@@ -75,6 +85,7 @@ const ALL: [Metric; 4] = [
 pub fn fit(
     doc: &Doc,
     groups: usize,
+    disks: usize,
     remapping: bool,
     runs: &[&FitRun],
     max_evals: usize,
@@ -119,6 +130,7 @@ pub fn fit(
     let (params, cpu, derived) = params::choose(&params::Inputs {
         doc,
         groups,
+        disks,
         runs,
         base: &base_of,
         remapping,
@@ -199,20 +211,26 @@ pub fn fit(
         }
         let pins: Vec<usize> = mine.iter().copied().filter(|i| moved[*i]).collect();
         if pins.is_empty() {
-            unpinned.push((
-                p.key().to_string(),
-                format!(
-                    "{}: none of the figures it is fitted for ({}) moves with it at the fit, so it keeps {}",
+            let floor = p.floor.clone().filter(|(f, _)| *f > p.before);
+            let kept = floor.as_ref().map_or(p.before, |(f, _)| *f);
+            unpinned.push(Unpinned {
+                param: p.clone(),
+                why: format!(
+                    "{}: none of the figures it is fitted for ({}) moves with it at the fit (the model reaches them by another limit), so it keeps {}",
                     p.what,
                     p.for_figures
                         .iter()
                         .map(|(r, m)| format!("{r}:{m}"))
                         .collect::<Vec<_>>()
                         .join(", "),
-                    p.before
+                    match &floor {
+                        Some((f, why)) => format!("{f}, the least the runs show ({why})"),
+                        None => format!("{} from before the fit", p.before),
+                    }
                 ),
-            ));
-            xs[k] = p.before;
+                floor,
+            });
+            xs[k] = kept;
             continue;
         }
         // Within 0.5% of a bound, relative to the value (the ranges span decades).
@@ -240,6 +258,33 @@ pub fn fit(
             at_bound,
         });
     }
+    // The figures as the platform written gives them (an unpinned cost moved).
+    let in_sample = if unpinned.is_empty() {
+        in_sample
+    } else {
+        let wide: Vec<Param> = problem
+            .params
+            .iter()
+            .zip(&xs)
+            .map(|(p, v)| Param {
+                lo: p.lo.min(*v),
+                hi: p.hi.max(*v),
+                ..p.clone()
+            })
+            .collect();
+        let p2 = Problem {
+            runs,
+            figures: problem.figures.clone(),
+            derived: Vec::new(),
+            metrics: problem.metrics.clone(),
+            fixed: problem.fixed.clone(),
+            params: wide,
+        };
+        match p2.values(ctx, &xs, &reported) {
+            Some(v) => v.iter().enumerate().map(|(i, v)| figure(i, *v)).collect(),
+            None => in_sample,
+        }
+    };
     // An unpinned cost keeps its value before the fit: written outside the search box.
     let mut sets = problem.fixed.clone();
     for (p, v) in problem.params.iter().zip(&xs) {

@@ -33,6 +33,7 @@ fn param(doc: &Doc, keys: Vec<String>, lo: f64, hi: f64, what: &'static str) -> 
         what,
         primary: Vec::new(),
         for_figures: Vec::new(),
+        floor: None,
     })
 }
 
@@ -75,6 +76,8 @@ fn engine_key(r: &FitRun) -> String {
 pub struct Inputs<'a> {
     pub doc: &'a Doc,
     pub groups: usize,
+    /// Devices in all groups.
+    pub disks: usize,
     pub runs: &'a [&'a FitRun],
     /// A run's figure at the tables' values.
     pub base: &'a dyn Fn(&FitRun, Metric) -> f64,
@@ -220,7 +223,21 @@ pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64)>) {
             .iter()
             .map(|r| r.value(Metric::Iops).unwrap_or(0.0))
             .fold(0.0, f64::max);
-        p.start = (1.1 * most / i.groups.max(1) as f64).clamp(p.lo, p.hi);
+        p.start = (1.1 * most / i.disks.max(1) as f64).clamp(p.lo, p.hi);
+        if let Some(r) = deep.iter().max_by(|a, b| {
+            a.value(Metric::Iops)
+                .unwrap_or(0.0)
+                .total_cmp(&b.value(Metric::Iops).unwrap_or(0.0))
+        }) {
+            p.floor = Some((
+                (most / i.disks.max(1) as f64).round(),
+                format!(
+                    "{} reached {most:.0} IOPS from {} disk(s)",
+                    r.name,
+                    i.disks.max(1)
+                ),
+            ));
+        }
         p.primary = qs(&deepest, &[Metric::Iops]);
         p.for_figures = figs(&deep, &[Metric::Iops, Metric::ClatMeanUs]);
         out.push(p);

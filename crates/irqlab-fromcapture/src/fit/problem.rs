@@ -22,6 +22,9 @@ pub struct Param {
     pub primary: Vec<Q>,
     /// The figures it may be pinned by: its pins are those of them that move with it.
     pub for_figures: Vec<(String, Metric)>,
+    /// What the runs show it is at least, when they pin it no further (a device at least
+    /// as fast as the fastest run): kept instead of `before` when that is lower.
+    pub floor: Option<(f64, String)>,
 }
 
 impl Param {
