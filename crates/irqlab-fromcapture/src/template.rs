@@ -420,6 +420,16 @@ fn iommu(
                 ),
             )),
         );
+        doc.set(
+            "iommu.post_ns",
+            int(0),
+            Some(measured(
+                machine,
+                "capture /proc/interrupts",
+                None,
+                Some("no interrupt remapping, so nothing posts: posted MSI needs VT-d interrupt remapping (intel_iommu=on)".into()),
+            )),
+        );
         notes.push("no interrupt remapping on the capture's vectors (no IR- chip): posted MSI needs it (intel_iommu=on with interrupt remapping)".into());
     }
     Ok(())
