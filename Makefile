@@ -1,12 +1,18 @@
 # The two commands of the README: `make run` (the main job) and `make test` (every test).
 CARGO ?= cargo
 
-.PHONY: run test python stress loom fuzz fmt-check clippy bench bench-instructions device-tools
+.PHONY: run test install python stress loom fuzz fmt-check clippy bench bench-instructions device-tools
 
 ARGS ?= run examples/randread-libaio.fio --platform example --interrupts
 
 run:
 	$(CARGO) run --release -p irqlab -- $(ARGS)
+
+# Puts `irqlab` on PATH: cargo installs the release build into ~/.cargo/bin, which
+# rustup's installer puts on PATH (PREFIX=DIR installs into DIR/bin instead).
+PREFIX ?=
+install:
+	$(CARGO) install --locked --path crates/irqlab $(if $(PREFIX),--root $(PREFIX))
 
 # Unit, property and integration tests of every crate (the fuzz targets included, a few
 # fixed cases each), the Python package's tests, then the stress test and the loom model

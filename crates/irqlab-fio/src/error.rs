@@ -38,6 +38,12 @@ impl JobFileError {
         }
     }
 
+    /// The same error with `note` added to what is wrong.
+    pub fn noting(mut self, note: &str) -> Self {
+        self.what.push_str(note);
+        self
+    }
+
     pub fn file(&self) -> &Path {
         &self.file
     }
@@ -59,12 +65,29 @@ impl fmt::Display for JobFileError {
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
         }
-        write!(f, ": {}", self.what)?;
+        write!(f, ": {}", escape_controls(&self.what))?;
         if let Some(expected) = &self.expected {
-            write!(f, "; expected {expected}")?;
+            write!(f, "; expected {}", escape_controls(expected))?;
         }
         Ok(())
     }
 }
 
 impl std::error::Error for JobFileError {}
+
+/// Control characters of user text shown escaped (`\0`, `\u{1b}`), so a message never
+/// carries a raw NUL or terminal escape from a file into the terminal.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}

@@ -49,6 +49,13 @@ pub struct Entry {
     pub value: Option<String>,
     pub file: PathBuf,
     pub line: usize,
+    /// `${VAR}`s of the value that were not set (fio puts an empty string there).
+    pub unset: Vec<String>,
+    /// Whether the value used `$ncpus`.
+    pub ncpus: bool,
+    /// Why the value could not be expanded (what, expected): reported when the option is
+    /// applied, so a refused engine above it is reported first.
+    pub bad: Option<(String, &'static str)>,
 }
 
 /// One `[name]` section with its options in order, includes spliced in.
@@ -65,6 +72,13 @@ pub struct Section {
 pub struct Env<'a> {
     pub var: &'a dyn Fn(&str) -> Option<String>,
     pub ncpus: usize,
+}
+
+/// A value after `${VAR}` and `$ncpus` expansion, with what the expansion met.
+struct Expanded {
+    text: String,
+    unset: Vec<String>,
+    ncpus: bool,
 }
 
 /// Splits `text` (the contents of `path`) into sections.
@@ -126,14 +140,13 @@ fn option_or_include(
         return include(target, file, line, env, reading, entries);
     }
     let (key, value) = match p.split_once('=') {
-        Some((k, v)) => (
-            k.trim(),
-            Some(
-                expand(v.trim(), env)
-                    .map_err(|(what, exp)| JobFileError::at(file, line, what, exp))?,
-            ),
-        ),
+        Some((k, v)) => (k.trim(), Some(expand(v.trim(), env))),
         None => (p, None),
+    };
+    let (value, unset, ncpus, bad) = match value {
+        Some(Ok(x)) => (Some(x.text), x.unset, x.ncpus, None),
+        Some(Err(bad)) => (None, Vec::new(), false, Some(bad)),
+        None => (None, Vec::new(), false, None),
     };
     if key.is_empty() {
         return Err(JobFileError::at(
@@ -148,6 +161,9 @@ fn option_or_include(
         value,
         file: file.to_path_buf(),
         line,
+        unset,
+        ncpus,
+        bad,
     });
     Ok(())
 }
@@ -276,10 +292,12 @@ fn include_target(p: &str) -> Option<&str> {
 }
 
 /// options.c fio_option_dup_subs and fio_keyword_replace: `${VAR}` from the environment,
-/// `$ncpus` as the CPU count. An unset variable is an error here (fio substitutes an
-/// empty string, which only moves the failure to a less clear message).
-fn expand(v: &str, env: &Env) -> Result<String, (String, &'static str)> {
+/// `$ncpus` as the CPU count. An unset variable becomes an empty string, as in fio
+/// (getenv returns NULL and nothing is copied); the option's own check then decides, and
+/// its message names the variable.
+fn expand(v: &str, env: &Env) -> Result<Expanded, (String, &'static str)> {
     let mut out = String::with_capacity(v.len());
+    let (mut unset, mut ncpus) = (Vec::new(), false);
     let mut rest = v;
     while let Some(i) = rest.find('$') {
         out.push_str(&rest[..i]);
@@ -289,20 +307,20 @@ fn expand(v: &str, env: &Env) -> Result<String, (String, &'static str)> {
             && close > 0
         {
             let name = &body[..close];
-            let Some(value) = (env.var)(name) else {
-                return Err((
-                    format!("environment variable {name} is not set"),
-                    "${VAR} to name a set environment variable",
-                ));
-            };
-            out.push_str(&value);
+            match (env.var)(name) {
+                Some(value) => out.push_str(&value),
+                None => unset.push(name.to_string()),
+            }
             rest = &body[close + 1..];
         } else if let Some(after) = tail.strip_prefix("$ncpus") {
             out.push_str(&env.ncpus.to_string());
+            ncpus = true;
             rest = after;
         } else if tail.starts_with("$pagesize") || tail.starts_with("$mb_memory") {
             return Err((
-                format!("fio keyword in '{v}' is not supported"),
+                format!(
+                    "'{v}' uses $pagesize or $mb_memory: the platform gives no page size or memory size"
+                ),
                 "a literal value ($ncpus and ${VAR} are expanded)",
             ));
         } else {
@@ -317,7 +335,11 @@ fn expand(v: &str, env: &Env) -> Result<String, (String, &'static str)> {
             "a literal value (irqlab does not evaluate fio's (...) arithmetic)",
         ));
     }
-    Ok(out)
+    Ok(Expanded {
+        text: out,
+        unset,
+        ncpus,
+    })
 }
 
 #[cfg(test)]
@@ -345,11 +367,15 @@ mod tests {
             var: &var,
             ncpus: 8,
         };
-        assert_eq!(expand("${DEV}:b", &env).unwrap(), "/dev/nvme0n1:b");
-        assert_eq!(expand("$ncpus", &env).unwrap(), "8");
-        assert_eq!(expand("a$b", &env).unwrap(), "a$b");
-        assert_eq!(expand("${}", &env).unwrap(), "${}");
-        assert!(expand("${NOPE}", &env).is_err());
+        let text = |v: &str| expand(v, &env).unwrap().text;
+        assert_eq!(text("${DEV}:b"), "/dev/nvme0n1:b");
+        assert_eq!(text("$ncpus"), "8");
+        assert!(expand("$ncpus", &env).unwrap().ncpus);
+        assert_eq!(text("a$b"), "a$b");
+        assert_eq!(text("${}"), "${}");
+        // fio_option_dup_subs: an unset variable is an empty string.
+        let x = expand("a${NOPE}b", &env).unwrap();
+        assert_eq!((x.text.as_str(), x.unset), ("ab", vec!["NOPE".to_string()]));
         assert!(expand("(1+2)", &env).is_err());
         let env = Env {
             var: &no_env,

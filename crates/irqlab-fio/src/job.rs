@@ -1,6 +1,7 @@
 //! Turns one job's options (the globals above it, then its own) into a [`JobSpec`],
 //! applying fio's defaults and fix-ups.
 
+use crate::engines::{self, EngineRule};
 use crate::error::JobFileError;
 use crate::ini::{Entry, Section};
 use crate::options::{self, Ignored, Opt};
@@ -67,6 +68,20 @@ struct Builder {
     bw_avg_ms: Option<u64>,
     iops_avg_ms: Option<u64>,
     clat_percentiles: bool,
+    /// `directory=a:b`: clone k's files are under directory k mod the count.
+    directory: Vec<String>,
+    filename_format: Option<String>,
+    nrfiles: u32,
+    io_size: Option<u64>,
+    filesize: Option<u64>,
+    /// `size=N%`, `fill_device`: a share of the device, whose capacity the platform
+    /// does not give, so no byte budget.
+    no_budget: bool,
+    libblkio_path: Option<String>,
+    numa_nodes: Option<Vec<usize>>,
+    /// The engine as written (libblkio needs its driver).
+    engine_name: String,
+    uses_ncpus: bool,
     options: Vec<JobOption>,
 }
 
@@ -119,6 +134,16 @@ impl Builder {
             bw_avg_ms: None,
             iops_avg_ms: None,
             clat_percentiles: true,
+            directory: Vec::new(),
+            filename_format: None,
+            nrfiles: 1,
+            io_size: None,
+            filesize: None,
+            no_budget: false,
+            libblkio_path: None,
+            numa_nodes: None,
+            engine_name: "psync".to_string(),
+            uses_ncpus: false,
             options: Vec::new(),
         }
     }
@@ -128,11 +153,25 @@ impl Builder {
 /// with no job below it are still reported.
 pub fn check_global(section: &Section) -> Result<(), JobFileError> {
     let kb_base = kb_base(section.entries.iter())?;
+    engine_first(section.entries.iter())?;
     let mut b = Builder::new(&section.name);
     section
         .entries
         .iter()
-        .try_for_each(|e| apply(&mut b, e, kb_base, true))
+        .try_for_each(|e| apply(&mut b, e, kb_base, true).map_err(|err| unset_note(err, e)))
+}
+
+/// A refused engine is the reason a job cannot run, whatever else it says: fio loads
+/// the engine before it parses the engine's options.
+fn engine_first<'a>(entries: impl Iterator<Item = &'a Entry>) -> Result<(), JobFileError> {
+    let entries: Vec<&Entry> = entries.collect();
+    if let Some(e) = entries
+        .iter()
+        .rfind(|e| e.key == "ioengine" && e.bad.is_none())
+    {
+        ioengine(e, e.value.as_deref().unwrap_or(""))?;
+    }
+    Ok(())
 }
 
 /// Builds the job of `section` with `globals` (the [global] sections above it, in order).
@@ -143,9 +182,10 @@ pub fn build(globals: &[&Section], section: &Section) -> Result<JobSpec, JobFile
         .chain(section.entries.iter().map(|e| (e, false)))
         .collect();
     let kb_base = kb_base(entries.iter().map(|e| e.0))?;
+    engine_first(entries.iter().map(|e| e.0))?;
     let mut b = Builder::new(&section.name);
     for (e, global) in &entries {
-        apply(&mut b, e, kb_base, *global)?;
+        apply(&mut b, e, kb_base, *global).map_err(|err| unset_note(err, e))?;
     }
     finish(b, section)
 }
@@ -163,10 +203,26 @@ fn kb_base<'a>(entries: impl Iterator<Item = &'a Entry>) -> Result<u64, JobFileE
     Ok(base)
 }
 
+/// An error about a value that an unset `${VAR}` emptied says so.
+fn unset_note(err: JobFileError, e: &Entry) -> JobFileError {
+    if e.unset.is_empty() {
+        return err;
+    }
+    let vars: Vec<String> = e.unset.iter().map(|v| format!("${{{v}}}")).collect();
+    err.noting(&format!(
+        " ({} not set: fio, and irqlab, put an empty string in its place)",
+        vars.join(", ")
+    ))
+}
+
 fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), JobFileError> {
+    if let Some((what, expected)) = &e.bad {
+        return Err(JobFileError::at(&e.file, e.line, what.clone(), *expected));
+    }
     let Some(def) = options::find(&e.key) else {
         return Err(unknown(e));
     };
+    b.uses_ncpus |= e.ncpus;
     let v = e.value.as_deref();
     // Everything but flags needs a value (parse.c: "Option %s requires an argument").
     let takes_bare = matches!(
@@ -182,6 +238,7 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
             | Opt::WriteLatLog
             | Opt::WriteBwLog
             | Opt::WriteIopsLog
+            | Opt::FillDevice
             | Opt::Ignored(Ignored::Flag)
     );
     let text = match v {
@@ -206,7 +263,10 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
     };
     match def.opt {
         Opt::Name => b.name = text.to_string(),
-        Opt::IoEngine => b.ioengine = ioengine(e, text)?,
+        Opt::IoEngine => {
+            b.ioengine = ioengine(e, text)?;
+            b.engine_name = text.to_string();
+        }
         Opt::Rw => b.rw = rw(e, text)?,
         // options.c str_rwmix_read_cb / str_rwmix_write_cb: each sets the other.
         Opt::RwMixRead => b.rwmixread = percent(e, text, kb_base)?,
@@ -252,11 +312,76 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
         Opt::RampTime => b.ramp_time_ns = time(e, text)?,
         Opt::TimeBased => b.time_based = flag(e, v)?,
         Opt::Size => {
-            let s = values::size(text, kb_base).map_err(|x| bad_value(e, "a size", x))?;
-            if s == 0 {
-                return Err(out_of_range(e, "a size above 0"));
+            // size=30% or size=8z: a share of the device or a count of its zones, whose
+            // capacity the platform does not give.
+            let zones = text
+                .strip_suffix('z')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+            if zones {
+                b.size = None;
+                b.no_budget = true;
+            } else if let Some(pct) = text.strip_suffix('%') {
+                match pct.trim().parse::<u8>() {
+                    Ok(1..=100) => {
+                        b.size = None;
+                        b.no_budget = true;
+                    }
+                    _ => return Err(out_of_range(e, "a percentage from 1 to 100")),
+                }
+            } else {
+                let s = values::size(text, kb_base).map_err(|x| bad_value(e, "a size", x))?;
+                if s == 0 {
+                    return Err(out_of_range(e, "a size above 0"));
+                }
+                b.size = Some(s);
+                b.no_budget = false;
             }
-            b.size = Some(s);
+        }
+        Opt::IoSize => {
+            let s = values::size(text, kb_base).map_err(|x| bad_value(e, "a size", x))?;
+            b.io_size = Some(s).filter(|&s| s > 0);
+        }
+        Opt::FileSize => {
+            if text.contains(['-', ':']) {
+                return Err(JobFileError::at(
+                    &e.file,
+                    e.line,
+                    format!("{} is a range of file sizes", shown(e)),
+                    "one size (files of random sizes are not modelled)",
+                ));
+            }
+            let s = values::size(text, kb_base).map_err(|x| bad_value(e, "a size", x))?;
+            b.filesize = Some(s).filter(|&s| s > 0);
+        }
+        Opt::FillDevice => b.no_budget = flag(e, v)?,
+        Opt::Directory => {
+            b.directory = values::file_list(text);
+            if b.directory.is_empty() {
+                return Err(bad_value(e, "a directory list", "directory=PATH[:PATH...]"));
+            }
+            if b.directory.len() > values::MAX_FILENAMES {
+                return Err(out_of_range(e, "at most 4096 directories"));
+            }
+        }
+        Opt::FilenameFormat => b.filename_format = Some(text.to_string()),
+        Opt::NrFiles => {
+            b.nrfiles = count(e, text, kb_base, 1)?;
+            if b.nrfiles as usize > values::MAX_FILENAMES {
+                return Err(out_of_range(
+                    e,
+                    "at most 4096 files (a platform has at most 4096 devices)",
+                ));
+            }
+        }
+        Opt::LibblkioPath => b.libblkio_path = Some(text.to_string()),
+        Opt::NumaCpuNodes => {
+            b.numa_nodes = if text == "all" {
+                None
+            } else {
+                Some(values::cpu_list(text).map_err(|_| {
+                    bad_value(e, "a NUMA node list", "all, or nodes such as 0 or 0-1")
+                })?)
+            };
         }
         // options.c number_ios default 0: no limit.
         Opt::NumberIos => {
@@ -444,20 +569,83 @@ fn think_time(e: &Entry, text: &str) -> Result<u64, JobFileError> {
     values::time_us_default(text).map_err(|x| bad_value(e, "a time", x))
 }
 
-fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
-    let at = |what: String, expected: &str| {
-        JobFileError::at(&section.file, section.line, what, expected)
+/// Where option `name` was last written for the job, else its section header.
+fn where_set<'a>(b: &'a Builder, section: &'a Section, name: &str) -> (&'a std::path::Path, usize) {
+    b.options
+        .iter()
+        .rev()
+        .find(|o| o.name == name)
+        .map_or((section.file.as_path(), section.line), |o| {
+            (o.file.as_path(), o.line)
+        })
+}
+
+/// The most file names fio makes up for one job (numjobs clones x nrfiles).
+const MAX_MADE_UP_NAMES: u64 = 65_536;
+
+/// fio's filesetup.c add_file and init.c make_filename: the files of clone `k`.
+/// `filename=` names them (under `directory=`, clone k taking directory k mod the
+/// count); otherwise `filename_format` (by default `$jobname.$jobnum.$filenum`) makes up
+/// `nrfiles` of them.
+fn clone_files(b: &Builder, k: u32) -> Vec<String> {
+    let under = |name: &str| match b.directory.len() {
+        0 => name.to_string(),
+        n => format!(
+            "{}/{name}",
+            b.directory[k as usize % n].trim_end_matches('/')
+        ),
     };
-    if b.filenames.is_empty() {
-        return Err(at(
-            format!("job '{}' has no filename", section.name),
-            "filename=PATH in the job or in a [global] section above it",
+    if !b.filenames.is_empty() {
+        return b.filenames.iter().map(|f| under(f)).collect();
+    }
+    if let Some(p) = &b.libblkio_path {
+        return vec![p.clone()];
+    }
+    let format = b
+        .filename_format
+        .as_deref()
+        .unwrap_or("$jobname.$jobnum.$filenum");
+    (0..b.nrfiles)
+        .map(|i| {
+            under(
+                &format
+                    .replace("$jobname", &b.name)
+                    .replace("$jobnum", &k.to_string())
+                    .replace("$filenum", &i.to_string())
+                    .replace("$clientuid", "0"),
+            )
+        })
+        .collect()
+}
+
+fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
+    let made_up = if b.filenames.is_empty() {
+        u64::from(b.nrfiles)
+    } else {
+        0
+    };
+    if made_up * u64::from(b.numjobs) > MAX_MADE_UP_NAMES {
+        let (file, line) = where_set(&b, section, "nrfiles");
+        return Err(JobFileError::at(
+            file,
+            line,
+            format!(
+                "job '{}' makes up {} file names ({} clones x {} files)",
+                section.name,
+                made_up * u64::from(b.numjobs),
+                b.numjobs,
+                b.nrfiles
+            ),
+            "at most 65536 file names for a job",
         ));
     }
-    if b.time_based && b.runtime_ns.is_none() {
-        return Err(at(
-            format!("job '{}' is time_based but has no runtime", section.name),
-            "runtime=DURATION (e.g. runtime=30s) with time_based",
+    if b.engine_name == "libblkio" && !b.options.iter().any(|o| o.name == "libblkio_driver") {
+        let (file, line) = where_set(&b, section, "ioengine");
+        return Err(JobFileError::at(
+            file,
+            line,
+            format!("job '{}': libblkio without libblkio_driver", section.name),
+            "libblkio_driver=io_uring (the driver irqlab models)",
         ));
     }
     if let Some((file, line)) = &b.hipri
@@ -468,6 +656,25 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
             *line,
             format!("hipri is not an option of ioengine={}", b.ioengine.name()),
             "hipri only with ioengine=io_uring or ioengine=pvsync2",
+        ));
+    }
+    if b.options
+        .iter()
+        .rev()
+        .find(|o| o.name == "zonemode")
+        .is_some_and(|o| o.value == "zbd")
+        && b.rw != Pattern::Read
+        && b.rw != Pattern::RandRead
+    {
+        let (file, line) = where_set(&b, section, "zonemode");
+        return Err(JobFileError::at(
+            file,
+            line,
+            format!(
+                "job '{}' writes with zonemode=zbd: zoned writes (write pointers, zone resets, open-zone limits) are not modelled",
+                section.name
+            ),
+            "zonemode=zbd only in a job that reads, or zonemode=none",
         ));
     }
     let read_pct = b.rwmixread;
@@ -502,7 +709,10 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         block_sizes[0].min()
     };
     if b.think_spin_ns > b.think_ns && b.think_ns > 0 {
-        return Err(at(
+        let (file, line) = where_set(&b, section, "thinktime_spin");
+        return Err(JobFileError::at(
+            file,
+            line,
             format!(
                 "job '{}' spins longer in thinktime_spin than its whole thinktime",
                 section.name
@@ -546,22 +756,46 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         .max(complete_min)
         .max(1)
         .min(iodepth);
-    // fio repeats the job `loops` times; with a byte budget that is loops * size.
-    let size = match b.size.map(|s| s.checked_mul(b.loops)) {
+    // The bytes of one pass: io_size, else size, else filesize for each file (init.c
+    // fixup_options: size = filesize x nrfiles); none when the job fills a share of
+    // the device. fio repeats the job `loops` times.
+    let files = if b.filenames.is_empty() {
+        u64::from(b.nrfiles)
+    } else {
+        b.filenames.len() as u64
+    };
+    let pass = if b.no_budget {
+        None
+    } else {
+        b.io_size
+            .or(b.size)
+            .or_else(|| b.filesize.map(|f| f.saturating_mul(files)))
+    };
+    let size = match pass.map(|s| s.checked_mul(b.loops)) {
         None => None,
         Some(Some(total)) => Some(total),
         Some(None) => {
-            return Err(at(
+            let (file, line) = where_set(&b, section, "loops");
+            return Err(JobFileError::at(
+                file,
+                line,
                 format!(
                     "job '{}': size x loops = {} x {} is above 16 EiB",
                     section.name,
-                    b.size.unwrap_or(0),
+                    pass.unwrap_or(0),
                     b.loops
                 ),
                 "a smaller size or fewer loops",
             ));
         }
     };
+    let filenames = clone_files(&b, 0);
+    let clone_filenames: Vec<Vec<String>> =
+        if (1..b.numjobs).any(|k| clone_files(&b, k) != filenames) {
+            (0..b.numjobs).map(|k| clone_files(&b, k)).collect()
+        } else {
+            Vec::new()
+        };
     Ok(JobSpec {
         name: b.name,
         file: section.file.clone(),
@@ -578,7 +812,10 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         numjobs: b.numjobs,
         cpus_allowed: b.cpus_allowed,
         cpus_allowed_policy: b.cpus_policy,
-        filenames: b.filenames,
+        filenames,
+        clone_filenames,
+        uses_ncpus: b.uses_ncpus,
+        numa_cpu_nodes: b.numa_nodes,
         runtime_ns: b.runtime_ns,
         ramp_time_ns: b.ramp_time_ns,
         time_based: b.time_based,
@@ -606,29 +843,34 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
     })
 }
 
+/// The engine `text` names, as [`engines::ENGINES`] takes it.
 fn ioengine(e: &Entry, text: &str) -> Result<IoEngine, JobFileError> {
-    Ok(match text {
-        "libaio" => IoEngine::Libaio,
-        "io_uring" => IoEngine::IoUring,
-        "pvsync2" => IoEngine::Pvsync2,
-        // One blocking syscall per I/O, whatever the flavour: the model is psync's.
-        "psync" | "sync" | "vsync" | "pvsync" => IoEngine::Psync,
-        _ => {
-            return Err(bad_value(
-                e,
-                "a supported ioengine",
-                "libaio, io_uring, pvsync2 or psync (sync, vsync and pvsync run as psync)",
-            ));
-        }
-    })
+    match engines::rule(text) {
+        Some(EngineRule::Runs(engine, _)) => Ok(*engine),
+        Some(EngineRule::Refused(why)) => Err(JobFileError::at(
+            &e.file,
+            e.line,
+            format!("ioengine={text} cannot run in irqlab: {why}"),
+            format!("one of {}", engines::runnable()),
+        )),
+        None => Err(bad_value(
+            e,
+            "an ioengine fio has",
+            &format!("one of {}", engines::runnable()),
+        )),
+    }
 }
 
-/// `rw=randread:8`: the `:N` offset modifier is accepted and ignored.
+/// `rw=randread:8`, `rw=read:-8k`, `rw=write:4k`: the offset modifier (a count for
+/// random patterns, a size to skip for sequential ones, parse.c str_rw_cb) is accepted
+/// and ignored, since offsets are not modelled.
 fn rw(e: &Entry, text: &str) -> Result<Pattern, JobFileError> {
     const EXPECTED: &str = "read, write, randread, randwrite, rw (readwrite) or randrw, \
-                            optionally with :N";
+                            optionally with an offset modifier :N or :SIZE (e.g. randread:8, write:4k, read:-8k)";
     let mode = match text.split_once(':') {
-        Some((mode, n)) if n.bytes().all(|c| c.is_ascii_digit()) => mode,
+        Some((mode, n)) if values::size(n.strip_prefix(['-', '+']).unwrap_or(n), 1024).is_ok() => {
+            mode
+        }
         Some(_) => return Err(bad_value(e, "an I/O pattern", EXPECTED)),
         None => text,
     };
@@ -730,16 +972,60 @@ fn ignored(e: &Entry, v: Option<&str>, kind: Ignored, kb_base: u64) -> Result<()
                 ))
             }
         }
+        Ignored::Text => Ok(()),
+        Ignored::Size => {
+            let t = v.unwrap_or("");
+            let pct = t
+                .strip_suffix('%')
+                .is_some_and(|p| p.trim().parse::<u8>().is_ok_and(|p| p <= 100));
+            let zones = t
+                .strip_suffix('z')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+            if pct || zones || values::size(t, kb_base).is_ok() {
+                Ok(())
+            } else {
+                Err(bad_value(
+                    e,
+                    "a size",
+                    "a size with an optional k/m/g/t suffix, a percentage (30%) or zones (8z)",
+                ))
+            }
+        }
+        Ignored::Float => {
+            let t = v.unwrap_or("");
+            let t = t.strip_suffix('%').unwrap_or(t);
+            match t.trim().parse::<f64>() {
+                Ok(x) if x.is_finite() => Ok(()),
+                _ => Err(bad_value(e, "a number", "a decimal number (e.g. 0.5)")),
+            }
+        }
+        Ignored::Only(words, why) => {
+            let t = v.unwrap_or("");
+            if words.contains(&t) {
+                Ok(())
+            } else {
+                Err(JobFileError::at(
+                    &e.file,
+                    e.line,
+                    format!("{} is not modelled: {why}", shown(e)),
+                    format!("{}={}", e.key, words.join(" or ")),
+                ))
+            }
+        }
     }
 }
 
+/// What crates/irqlab-fio/README.md is, for messages about options.
+const OPTION_LIST: &str =
+    "crates/irqlab-fio/README.md lists every fio option and what irqlab does with it";
+
 fn unknown(e: &Entry) -> JobFileError {
-    if let Some(why) = options::unsupported_reason(&e.key) {
+    if let Some(why) = crate::refused::reason(&e.key) {
         return JobFileError::at(
             &e.file,
             e.line,
             format!("unsupported option '{}' ({why})", e.key),
-            format!("one of {}", options::all_names()),
+            format!("a job without it ({OPTION_LIST})"),
         );
     }
     let hint = options::suggestion(&e.key)
@@ -748,8 +1034,8 @@ fn unknown(e: &Entry) -> JobFileError {
     JobFileError::at(
         &e.file,
         e.line,
-        format!("unknown or unsupported option '{}'", e.key),
-        format!("one of {}{hint}", options::all_names()),
+        format!("unknown option '{}', not one of fio's", e.key),
+        format!("a fio option; {OPTION_LIST}{hint}"),
     )
 }
 

@@ -10,17 +10,21 @@
 //! assert_eq!(jobs[0].iodepth, 32);
 //! ```
 
+pub mod catalogue;
+pub mod engines;
 mod error;
+mod inert;
 mod ini;
 pub mod input;
 mod job;
 mod options;
 mod rate;
+pub mod refused;
 pub mod seeds;
 mod spec;
 mod values;
 
-pub use error::JobFileError;
+pub use error::{JobFileError, escape_controls};
 pub use options::{accepted as accepted_options, no_meaning};
 pub use rate::RateClock;
 pub use spec::{
@@ -89,19 +93,38 @@ pub fn parse_size(s: &str) -> Result<u64, &'static str> {
     values::size(s, 1024)
 }
 
+/// A duration as fio reads one (`5ms`, `30s`, `100us`; a bare number is seconds), in
+/// ns. Err is what was expected.
+pub fn parse_time(s: &str) -> Result<u64, &'static str> {
+    values::time_ns(s)
+}
+
 /// Reads and parses a job file (a regular text file of at most
-/// [`input::MAX_INPUT_BYTES`]).
+/// [`input::MAX_INPUT_BYTES`]); `$ncpus` is the host's CPU count (see
+/// [`parse_file_for`]).
 pub fn parse_file(path: &Path) -> Result<Vec<JobSpec>, JobFileError> {
-    let text = input::read_text(path, input::MAX_INPUT_BYTES)
-        .map_err(|e| JobFileError::whole_file(path, e.to_string()))?;
-    parse_str(&text, path)
+    let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    parse_file_for(path, ncpus)
 }
 
 /// Parses job-file text; `path` names it in messages and anchors relative `include`s.
 /// `${VAR}` comes from the process environment and `$ncpus` from the CPUs available.
 pub fn parse_str(text: &str, path: &Path) -> Result<Vec<JobSpec>, JobFileError> {
-    let var = |name: &str| std::env::var(name).ok();
     let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    parse_str_for(text, path, ncpus)
+}
+
+/// [`parse_file`] for a machine of `ncpus` CPUs: `$ncpus` is that count (the platform's
+/// CPUs, not the host's, so one job file means the same run on every host).
+pub fn parse_file_for(path: &Path, ncpus: usize) -> Result<Vec<JobSpec>, JobFileError> {
+    let text = input::read_text(path, input::MAX_INPUT_BYTES)
+        .map_err(|e| JobFileError::whole_file(path, e.to_string()))?;
+    parse_str_for(&text, path, ncpus)
+}
+
+/// [`parse_str`] for a machine of `ncpus` CPUs (see [`parse_file_for`]).
+pub fn parse_str_for(text: &str, path: &Path, ncpus: usize) -> Result<Vec<JobSpec>, JobFileError> {
+    let var = |name: &str| std::env::var(name).ok();
     parse_with_env(text, path, &ini::Env { var: &var, ncpus })
 }
 
@@ -197,12 +220,21 @@ mod env_tests {
         let jobs = parse_with_env(text, Path::new("e.fio"), &env).unwrap();
         assert_eq!(jobs[0].filenames, vec!["/dev/nvme1n1"]);
         assert_eq!(jobs[0].numjobs, 4);
-        let err = parse_with_env("[j]\nfilename=${NOPE}\n", Path::new("e.fio"), &env)
+        assert!(jobs[0].uses_ncpus);
+        // fio puts an empty string for an unset variable; the option's check says so.
+        let err = parse_with_env("[j]\nfilename=x\nrw=${NOPE}\n", Path::new("e.fio"), &env)
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("e.fio:2: environment variable NOPE is not set"),
+            err.starts_with("e.fio:3: rw has an empty value (${NOPE} not set"),
             "{err}"
         );
+        let ok = parse_with_env(
+            "[j]\nfilename=x\ndescription=a${NOPE}\n",
+            Path::new("e.fio"),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(ok[0].description.as_deref(), Some("a"));
     }
 }

@@ -1,6 +1,6 @@
-//! The fio options irqlab understands, the ones it accepts because they have no
-//! meaning in the model (each with the reason, listed in the README), and the ones it
-//! refuses with a reason.
+//! The fio options irqlab models; the ones it accepts because they have no meaning in
+//! the model are in `inert`, the ones it refuses in `refused` (each with the reason,
+//! listed in the README).
 
 /// What an option sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +54,22 @@ pub enum Opt {
     BwAvgTime,
     IopsAvgTime,
     ClatPercentiles,
+    /// `directory=a:b`: where the job's files are.
+    Directory,
+    /// `filename_format`: how fio names files it makes up.
+    FilenameFormat,
+    /// `nrfiles` (`nr_files`): how many files fio makes up for the job.
+    NrFiles,
+    /// `io_size` (`io_limit`): bytes of I/O (within `size`).
+    IoSize,
+    /// `filesize`: the size of each file (the byte budget when `size` is unset).
+    FileSize,
+    /// `fill_device` (`fill_fs`): write until the device is full (no byte budget).
+    FillDevice,
+    /// `libblkio_path`: the device libblkio's io_uring driver opens.
+    LibblkioPath,
+    /// `numa_cpu_nodes`: the NUMA nodes whose CPUs the job runs on.
+    NumaCpuNodes,
     /// Accepted and checked for a well-formed value; it changes nothing the model has
     /// (the reason is in [`OptDef::no_meaning`] and the README).
     Ignored(Ignored),
@@ -71,6 +87,15 @@ pub enum Ignored {
     Int,
     /// One of these words.
     Choice(&'static [&'static str]),
+    /// Any value but an empty one.
+    Text,
+    /// A size (with fio's suffixes), a percentage (`30%`) or a count of zones (`8z`).
+    Size,
+    /// A decimal number.
+    Float,
+    /// One of these words, which ask for what the model does; any other value is
+    /// refused for the reason given.
+    Only(&'static [&'static str], &'static str),
 }
 
 pub struct OptDef {
@@ -88,21 +113,6 @@ const fn def(name: &'static str, aliases: &'static [&'static str], opt: Opt) -> 
         aliases,
         opt,
         no_meaning: "",
-    }
-}
-
-/// An option accepted because it has no meaning in the model, with the reason.
-const fn inert(
-    name: &'static str,
-    aliases: &'static [&'static str],
-    kind: Ignored,
-    why: &'static str,
-) -> OptDef {
-    OptDef {
-        name,
-        aliases,
-        opt: Opt::Ignored(kind),
-        no_meaning: why,
     }
 }
 
@@ -161,172 +171,41 @@ pub const OPTIONS: &[OptDef] = &[
     def("bwavgtime", &[], Opt::BwAvgTime),
     def("iopsavgtime", &[], Opt::IopsAvgTime),
     def("clat_percentiles", &[], Opt::ClatPercentiles),
-    // No meaning in the model: they change data contents, file handling or the
-    // addresses of I/Os, none of which the completion path depends on here.
-    inert(
-        "thread",
-        &[],
-        Ignored::Flag,
-        "threads and processes are the same kind of task to the model's scheduler",
-    ),
-    inert(
-        "norandommap",
-        &[],
-        Ignored::Flag,
-        "offsets are not modelled: service times do not depend on the LBA",
-    ),
-    inert(
-        "random_generator",
-        &[],
-        Ignored::Choice(&["tausworthe", "lfsr", "tausworthe64"]),
-        "the model draws from its own seeded generator (randseed still seeds it)",
-    ),
-    inert(
-        "refill_buffers",
-        &[],
-        Ignored::Flag,
-        "buffer contents are not modelled",
-    ),
-    inert(
-        "scramble_buffers",
-        &[],
-        Ignored::Bool,
-        "buffer contents are not modelled",
-    ),
-    inert(
-        "invalidate",
-        &[],
-        Ignored::Bool,
-        "there is no page cache in the model (every I/O is direct)",
-    ),
-    inert(
-        "fixedbufs",
-        &[],
-        Ignored::Flag,
-        "the engine's per-I/O costs come from the platform file (engine.io_uring.*): set them for the buffer setup you measured",
-    ),
-    inert(
-        "registerfiles",
-        &[],
-        Ignored::Flag,
-        "the engine's per-I/O costs come from the platform file (engine.io_uring.*): set them for the file setup you measured",
-    ),
-    inert(
-        "nonvectored",
-        &[],
-        Ignored::Int,
-        "the engine's per-I/O costs come from the platform file (engine.io_uring.*)",
-    ),
-    inert(
-        "offset",
-        &[],
-        Ignored::Int,
-        "offsets are not modelled: service times do not depend on the LBA",
-    ),
+    def("directory", &[], Opt::Directory),
+    def("filename_format", &[], Opt::FilenameFormat),
+    def("nrfiles", &["nr_files"], Opt::NrFiles),
+    def("io_size", &["io_limit"], Opt::IoSize),
+    def("filesize", &[], Opt::FileSize),
+    def("fill_device", &["fill_fs"], Opt::FillDevice),
+    def("libblkio_path", &[], Opt::LibblkioPath),
+    def("numa_cpu_nodes", &[], Opt::NumaCpuNodes),
 ];
 
-/// Real fio options that irqlab refuses, with the reason.
-const UNSUPPORTED: &[(&str, &str)] = &[
-    (
-        "sqthread_poll",
-        "the io_uring SQPOLL thread is not modelled",
-    ),
-    (
-        "sqthread_poll_cpu",
-        "the io_uring SQPOLL thread is not modelled",
-    ),
-    ("cpumask", "use cpus_allowed"),
-    (
-        "rate_min",
-        "minimum-rate checks that end a job are not modelled",
-    ),
-    (
-        "ratemin",
-        "minimum-rate checks that end a job are not modelled",
-    ),
-    (
-        "rate_iops_min",
-        "minimum-rate checks that end a job are not modelled",
-    ),
-    ("rate_cycle", "minimum-rate checks are not modelled"),
-    ("ratecycle", "minimum-rate checks are not modelled"),
-    (
-        "rate_ignore_thinktime",
-        "the rate clock always counts think time",
-    ),
-    (
-        "thinktime_iotime",
-        "think time comes from thinktime_blocks only",
-    ),
-    ("thinkcycles", "use thinktime_spin"),
-    ("log_offset", "offsets are not modelled"),
-    ("log_prio", "I/O priorities are not modelled"),
-    ("log_max_value", "logs hold window averages"),
-    ("log_issue_time", "logs hold completion times"),
-    ("write_hist_log", "histogram logs are not written"),
-    ("log_hist_msec", "histogram logs are not written"),
-    ("log_compression", "logs are written uncompressed"),
-    ("log_store_compressed", "logs are written uncompressed"),
-    ("slat_percentiles", "reports give clat percentiles"),
-    ("disable_lat", "latencies are always recorded"),
-    ("disable_clat", "latencies are always recorded"),
-    ("disable_slat", "latencies are always recorded"),
-    ("disable_bw_measurement", "bandwidth is always recorded"),
-    ("iodepth_low", "irqlab refills the queue to iodepth at once"),
-    ("verify", "data verification is not modelled"),
-    (
-        "unified_rw_reporting",
-        "reads and writes are always reported apart",
-    ),
-    ("nrfiles", "use filename=a:b to name the files"),
-    ("directory", "use filename= with full paths"),
-    (
-        "percentile_list",
-        "reports use fio's default percentile list",
-    ),
-    ("lat_percentiles", "reports give clat percentiles"),
-    ("cmdprio_percentage", "I/O priorities are not modelled"),
-];
+/// Every option irqlab takes: the ones it models, then the ones without meaning in it.
+fn all() -> impl Iterator<Item = &'static OptDef> {
+    OPTIONS.iter().chain(crate::inert::INERT)
+}
 
 /// An option by name or alias (fio matches names exactly).
 pub fn find(key: &str) -> Option<&'static OptDef> {
-    OPTIONS
-        .iter()
-        .find(|d| d.name == key || d.aliases.contains(&key))
-}
-
-/// Why a known-but-unsupported fio option is refused.
-pub fn unsupported_reason(key: &str) -> Option<&'static str> {
-    UNSUPPORTED
-        .iter()
-        .find(|(name, _)| *name == key)
-        .map(|(_, why)| *why)
+    all().find(|d| d.name == key || d.aliases.contains(&key))
 }
 
 /// The options accepted because they have no meaning in the model, with the reason.
 pub fn no_meaning() -> impl Iterator<Item = (&'static str, &'static str)> {
-    OPTIONS
-        .iter()
+    all()
         .filter(|d| matches!(d.opt, Opt::Ignored(_)))
         .map(|d| (d.name, d.no_meaning))
 }
 
 /// Every option irqlab accepts, by fio's name.
 pub fn accepted() -> impl Iterator<Item = &'static str> {
-    OPTIONS.iter().map(|d| d.name)
-}
-
-/// Every accepted option name, for "expected one of ...".
-pub fn all_names() -> String {
-    let names: Vec<&str> = OPTIONS.iter().map(|d| d.name).collect();
-    names.join(", ")
+    all().map(|d| d.name)
 }
 
 /// The closest accepted name or alias, if close enough to be a typo.
 pub fn suggestion(key: &str) -> Option<&'static str> {
-    let candidates = OPTIONS
-        .iter()
-        .flat_map(|d| std::iter::once(&d.name).chain(d.aliases.iter()));
+    let candidates = all().flat_map(|d| std::iter::once(&d.name).chain(d.aliases.iter()));
     let (best, dist) = candidates
         .map(|c| (*c, edit_distance(key, c)))
         .min_by_key(|&(_, d)| d)?;
@@ -379,16 +258,15 @@ mod tests {
 
     #[test]
     fn names_are_unique() {
-        let mut all: Vec<&str> = OPTIONS
-            .iter()
+        let mut all: Vec<&str> = all()
             .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
             .collect();
         let n = all.len();
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), n);
-        for (name, _) in UNSUPPORTED {
-            assert!(find(name).is_none(), "{name} is both supported and not");
+        for name in crate::refused::names() {
+            assert!(find(name).is_none(), "{name} is both accepted and refused");
         }
     }
 }

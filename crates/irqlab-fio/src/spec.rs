@@ -16,6 +16,12 @@ pub enum IoEngine {
     Pvsync2,
     /// pread / pwrite, one synchronous I/O per call (fio's default `psync`).
     Psync,
+    /// POSIX aio_read / aio_write: glibc's helper threads each issue one pread/pwrite,
+    /// so iodepth I/Os are in flight, each costing a psync call.
+    PosixAio,
+    /// fio's `null`: no device; every I/O completes when it is submitted, with no
+    /// syscall and no interrupt.
+    Null,
 }
 
 impl IoEngine {
@@ -30,7 +36,24 @@ impl IoEngine {
             IoEngine::IoUring => "io_uring",
             IoEngine::Pvsync2 => "pvsync2",
             IoEngine::Psync => "psync",
+            IoEngine::PosixAio => "posixaio",
+            IoEngine::Null => "null",
         }
+    }
+
+    /// Whether the engine can poll for its completions: libaio and POSIX aio have no
+    /// hipri (RWF_HIPRI reaches the block layer only through preadv2 and io_uring).
+    /// Both engines refuse a polled job with [`IoEngine::NO_POLL`].
+    pub fn can_poll(self) -> bool {
+        !matches!(self, IoEngine::Libaio | IoEngine::PosixAio)
+    }
+
+    /// Why a job of an engine that cannot poll is refused polled delivery.
+    pub const NO_POLL: &'static str = "cannot poll for completions (no hipri); use ioengine=io_uring or pvsync2, or an interrupt delivery";
+
+    /// Whether I/Os reach a device (fio's null engine completes them itself).
+    pub fn has_device(self) -> bool {
+        self != IoEngine::Null
     }
 }
 
@@ -177,8 +200,18 @@ pub struct JobSpec {
     /// CPUs from `cpus_allowed`, sorted and deduplicated; None means any CPU.
     pub cpus_allowed: Option<Vec<usize>>,
     pub cpus_allowed_policy: CpusPolicy,
-    /// Names from `filename=a:b:c`, in order.
+    /// Names from `filename=a:b:c` (with `directory=` in front), in order; without
+    /// `filename=`, the names fio makes for clone 0 (`filename_format`, by default
+    /// `$jobname.$jobnum.$filenum`, `nrfiles` of them).
     pub filenames: Vec<String>,
+    /// The names of clone k (k < numjobs) when they differ from `filenames`: fio names
+    /// each clone's files with its own `$jobnum`. Empty when every clone uses
+    /// `filenames`.
+    pub clone_filenames: Vec<Vec<String>>,
+    /// Whether a value used `$ncpus` (the report says what it stood for).
+    pub uses_ncpus: bool,
+    /// `numa_cpu_nodes` (None: any node); engines refuse nodes their machine lacks.
+    pub numa_cpu_nodes: Option<Vec<usize>>,
     /// `runtime` in ns, if given.
     pub runtime_ns: Option<u64>,
     /// `ramp_time` in ns (0 if not given); no statistics are recorded during it.
@@ -230,6 +263,14 @@ impl JobSpec {
         match self.cpus_allowed_policy {
             CpusPolicy::Shared => Some(set.clone()),
             CpusPolicy::Split => Some(vec![set[k as usize % set.len()]]),
+        }
+    }
+
+    /// The files clone `k` uses (fio's `add_file` per clone).
+    pub fn files_of_clone(&self, k: u32) -> &[String] {
+        match self.clone_filenames.get(k as usize) {
+            Some(names) => names,
+            None => &self.filenames,
         }
     }
 

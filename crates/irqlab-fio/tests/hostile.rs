@@ -63,7 +63,7 @@ fn long_lists_name_their_line() {
 fn sizes_and_times_never_wrap() {
     let e = err("[j]\nfilename=f\nsize=1p\nloops=65536\n");
     assert!(
-        e.starts_with("h.fio:1: job 'j': size x loops") && e.contains("16 EiB"),
+        e.starts_with("h.fio:4: job 'j': size x loops") && e.contains("16 EiB"),
         "{e}"
     );
     let jobs = parse_str(

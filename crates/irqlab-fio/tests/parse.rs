@@ -253,7 +253,7 @@ fn errors_name_file_and_line() {
     let cases: &[(&str, &str)] = &[
         (
             "[j]\nfilename=f\n\n\n\n\niodepht=4\n",
-            "jobs/a.fio:7: unknown or unsupported option 'iodepht'; expected one of name, ioengine,",
+            "jobs/a.fio:7: unknown option 'iodepht', not one of fio's; expected a fio option; crates/irqlab-fio/README.md lists",
         ),
         (
             "[j]\nfilename=f\nbs=4q\n",
@@ -277,7 +277,7 @@ fn errors_name_file_and_line() {
         ),
         (
             "[j]\nfilename=f\nioengine=spdk\n",
-            "jobs/a.fio:3: ioengine=spdk is not a supported ioengine",
+            "jobs/a.fio:3: ioengine=spdk is not an ioengine fio has; expected one of sync, psync",
         ),
         (
             "[j]\nfilename=f\nrw=trim\n",
@@ -322,12 +322,16 @@ fn errors_name_file_and_line() {
         ("[j\n", "jobs/a.fio:1: '[j' is not a section header"),
         ("[ ]\n", "jobs/a.fio:1: empty section name"),
         (
-            "[global]\nbs=1\n\n[j]\nrw=read\n",
-            "jobs/a.fio:4: job 'j' has no filename; expected filename=PATH",
+            "[j]\nfilename=f\nrw=write:4q\n",
+            "jobs/a.fio:3: rw=write:4q is not an I/O pattern; expected read, write, randread, randwrite, rw (readwrite) or randrw, optionally with an offset modifier :N or :SIZE",
         ),
         (
-            "[j]\nfilename=f\ntime_based\n",
-            "jobs/a.fio:1: job 'j' is time_based but has no runtime",
+            "[j]\nioengine=sync\nnrfiles=2\nnumjobs=4096\nnrfiles=17\n",
+            "jobs/a.fio:5: job 'j' makes up 69632 file names",
+        ),
+        (
+            "[j]\nfilename=f\nzonemode=zbd\nrw=randwrite\n",
+            "jobs/a.fio:3: job 'j' writes with zonemode=zbd: zoned writes",
         ),
         (
             "[j]\nfilename=f\nhipri\nioengine=libaio\n",
@@ -352,8 +356,13 @@ fn errors_name_file_and_line() {
             "jobs/a.fio:3: buffered asks for buffered I/O",
         ),
         (
-            "[j]\nfilename=f\nioengine=posixaio\n",
-            "jobs/a.fio:3: ioengine=posixaio is not a supported ioengine",
+            "[j]\nfilename=f\nioengine=net\n",
+            "jobs/a.fio:3: ioengine=net cannot run in irqlab: network I/O",
+        ),
+        // The engine is why a job cannot run, even below an option irqlab refuses.
+        (
+            "[j]\nfilename=f\nhostname=x\nioengine=net\n",
+            "jobs/a.fio:4: ioengine=net cannot run in irqlab",
         ),
         (
             "[j]\nfilename=f\nbs=4k-64k\n",
@@ -373,7 +382,7 @@ fn errors_name_file_and_line() {
         ),
         (
             "[j]\nfilename=f\nthinktime=10\nthinktime_spin=20\n",
-            "jobs/a.fio:1: job 'j' spins longer",
+            "jobs/a.fio:4: job 'j' spins longer",
         ),
     ];
     for (text, want) in cases {
@@ -585,5 +594,76 @@ mod never_panics {
                 Err(e) => prop_assert!(e.to_string().starts_with("fuzz.fio")),
             }
         }
+    }
+}
+
+#[test]
+fn files_are_named_as_fio_names_them() {
+    // No filename: fio makes up $jobname.$jobnum.$filenum, one set per clone.
+    let j = &parse("[w]\nnumjobs=2\nnrfiles=2\n")[0];
+    assert_eq!(j.filenames, vec!["w.0.0", "w.0.1"]);
+    assert_eq!(j.files_of_clone(1), ["w.1.0", "w.1.1"]);
+    // directory= goes in front; clone k takes directory k mod the count.
+    let j = &parse("[a]\ndirectory=/d1:/d2/\nfilename=f\nnumjobs=3\n")[0];
+    assert_eq!(j.files_of_clone(0), ["/d1/f"]);
+    assert_eq!(j.files_of_clone(1), ["/d2/f"]);
+    assert_eq!(j.files_of_clone(2), ["/d1/f"]);
+    let j = &parse("[a]\ndirectory=tmp\nfilename_format=x.$filenum.$jobname\n")[0];
+    assert_eq!(
+        (j.filenames.clone(), j.clone_filenames.len()),
+        (vec!["tmp/x.0.a".to_string()], 0)
+    );
+    // Clones of one filename share it.
+    let j = &parse("[a]\nfilename=/dev/sdb\nnumjobs=4\n")[0];
+    assert!(j.clone_filenames.is_empty());
+    assert_eq!(j.files_of_clone(3), ["/dev/sdb"]);
+    // libblkio names its device with libblkio_path.
+    let j =
+        &parse("[a]\nioengine=libblkio\nlibblkio_driver=io_uring\nlibblkio_path=/dev/nvme0n1\n")[0];
+    assert_eq!(
+        (j.ioengine, j.filenames.clone()),
+        (IoEngine::IoUring, vec!["/dev/nvme0n1".to_string()])
+    );
+}
+
+#[test]
+fn byte_budgets_follow_fio() {
+    // io_size is the I/O within size; loops repeat it; filesize x nrfiles without size.
+    assert_eq!(
+        parse("[a]\nsize=1g\nio_size=4m\nloops=2\n")[0].size,
+        Some(8 << 20)
+    );
+    assert_eq!(
+        parse("[a]\nfilesize=1m\nnrfiles=3\n")[0].size,
+        Some(3 << 20)
+    );
+    // A share of the device, or filling it, has no budget the platform can give.
+    assert_eq!(parse("[a]\nsize=30%\n")[0].size, None);
+    assert_eq!(parse("[a]\nsize=1g\nfill_device=1\n")[0].size, None);
+    // time_based with no runtime parses: the engine (or --max-runtime) bounds it.
+    let j = &parse("[a]\ntime_based\n")[0];
+    assert!(j.time_based && j.runtime_ns.is_none());
+}
+
+#[test]
+fn engines_and_offset_modifiers_follow_fio() {
+    for (engine, want) in [
+        ("sync", IoEngine::Psync),
+        ("vsync", IoEngine::Psync),
+        ("pvsync", IoEngine::Psync),
+        ("posixaio", IoEngine::PosixAio),
+        ("null", IoEngine::Null),
+        ("cpp_null", IoEngine::Null),
+        ("io_uring_cmd", IoEngine::IoUring),
+    ] {
+        let j = &parse(&format!("[a]\nfilename=f\nioengine={engine}\niodepth=8\n"))[0];
+        assert_eq!(j.ioengine, want, "{engine}");
+    }
+    assert_eq!(
+        parse("[a]\nfilename=f\nioengine=posixaio\niodepth=8\n")[0].iodepth,
+        8
+    );
+    for rw in ["write:4k", "read:-8k", "randread:8", "write:112k"] {
+        parse(&format!("[a]\nfilename=f\nrw={rw}\n"));
     }
 }

@@ -8,6 +8,7 @@
 //! shows a Rust type or a debug print instead of words, or (the process's address space
 //! being capped) an allocation past the cap.
 
+pub mod grammar;
 pub mod mutate;
 pub mod seeds;
 pub mod targets;

@@ -36,13 +36,33 @@ fn texts(paths: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
-/// Job files: examples/, the scenarios' jobs and the fio corpus.
+/// Job files: examples/, the scenarios' jobs, the fio corpus and fio's own examples.
 pub fn jobs() -> Vec<String> {
+    let mut out = texts(&files(
+        &repo().join("crates/irqlab-fuzz/corpus/fio"),
+        ".fio",
+    ));
+    out.extend(good_jobs());
+    out
+}
+
+/// Job files a user would write (no crasher of the corpus): the start of grammar-aware
+/// edits. examples/, the scenarios' jobs, and fio's own examples that irqlab reads.
+pub fn good_jobs() -> Vec<String> {
     let r = repo();
     let mut paths = files(&r.join("examples"), ".fio");
     paths.extend(files(&r.join("scenarios"), ".fio"));
-    paths.extend(files(&r.join("crates/irqlab-fuzz/corpus/fio"), ".fio"));
-    texts(&paths)
+    let mut out = texts(&paths);
+    // fio's own examples (GPL-2.0, see their NOTICE.md), jobs as users write them: the
+    // ones irqlab reads (most of the rest name an engine it refuses, which the hostile
+    // mutations reach often enough).
+    let examples = files(&r.join("crates/irqlab/tests/fixtures/fio-examples"), ".fio");
+    out.extend(
+        texts(&examples)
+            .into_iter()
+            .filter(|t| irqlab_fio::parse_str(t, Path::new("example.fio")).is_ok()),
+    );
+    out
 }
 
 /// Platform files: platforms/ and the platform corpus.
@@ -54,6 +74,11 @@ pub fn platforms() -> Vec<String> {
         ".toml",
     ));
     texts(&paths)
+}
+
+/// The repository's platform files (no crasher of the corpus).
+pub fn good_platforms() -> Vec<String> {
+    texts(&files(&repo().join("platforms"), ".toml"))
 }
 
 /// Scenario files (scenarios/), with their paths.

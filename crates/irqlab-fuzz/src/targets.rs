@@ -32,9 +32,13 @@ fn text(bytes: &[u8]) -> Result<String, String> {
     irqlab_fio::input::text(bytes.to_vec()).map_err(|e| format!("fuzz input: {e}"))
 }
 
-/// A refusal: its message must read as words.
+/// A refusal: its message must read as words. FUZZ_VERBOSE=1 prints it, to see what
+/// keeps cases from running.
 fn refused(msg: String) -> Result<bool, String> {
     check_message(&msg)?;
+    if std::env::var_os("FUZZ_VERBOSE").is_some() {
+        eprintln!("refused: {}", msg.lines().next().unwrap_or(""));
+    }
     Ok(false)
 }
 
@@ -130,19 +134,32 @@ pub fn policies() -> Vec<Policy> {
 }
 
 /// A whole simulation: a job file and a platform, both mutated, under one policy, with a
-/// small budget; an accepted run renders as fio text and JSON.
-pub fn simulate((job, platform, policy): (Vec<u8>, Vec<u8>, usize)) -> Result<bool, String> {
+/// small budget; an accepted run renders as fio text and JSON. The job is shaped as
+/// `irqlab run` shapes it: its files mapped onto the platform's devices, and with `cap`
+/// (ns) every runtime capped, as `--max-runtime` does for a user trying a file.
+pub fn simulate(
+    (job, platform, policy, cap): (Vec<u8>, Vec<u8>, usize, Option<u64>),
+) -> Result<bool, String> {
     let (jt, pt) = match (text(&job), text(&platform)) {
         (Ok(j), Ok(p)) => (j, p),
         (Err(e), _) | (_, Err(e)) => return refused(e),
     };
-    let jobs = match irqlab_fio::parse_str(&jt, Path::new("fuzz.fio")) {
-        Ok(j) => j,
-        Err(e) => return refused(e.to_string()),
-    };
     let tables = crate::seeds::repo().join("platforms");
     let p = match irqlab_sim::ledger::from_text(&pt, "fuzz.toml", Some(&tables), &[]) {
         Ok(r) => r.platform,
+        Err(e) => return refused(e.to_string()),
+    };
+    let jobs = match irqlab_fio::parse_str_for(&jt, Path::new("fuzz.fio"), p.cpu.count) {
+        Ok(j) => j,
+        Err(e) => return refused(e.to_string()),
+    };
+    let shape = irqlab_inputs::RunShape {
+        maps: Vec::new(),
+        max_runtime_ns: cap,
+    };
+    let devices = irqlab_sim::device_names(&p);
+    let jobs = match irqlab_inputs::shape_jobs(jobs, &devices, &shape, p.cpu.count, "fuzz") {
+        Ok(s) => s.jobs,
         Err(e) => return refused(e.to_string()),
     };
     let policies = policies();

@@ -2,6 +2,7 @@
 //! `make fuzz` (FUZZ_SECS seconds each, fresh seeds). A failure prints the seed and the
 //! smallest mutation list that still fails.
 
+use irqlab_fuzz::grammar::{edit_job, job_edits, perturb_platform, perturbations};
 use irqlab_fuzz::mutate::{HOSTILE_VALUES, apply, mutations};
 use irqlab_fuzz::{Plan, cap_memory, fuzz, seeds, targets};
 use proptest::prelude::*;
@@ -70,19 +71,31 @@ fn whole_simulation() {
     let mut plan = Plan::from_env();
     // A simulation costs more than a parse: fewer cases in the fixed-seed run.
     plan.cases = plan.cases.div_ceil(4);
+    // Grammar-aware most of the time (issue 23): valid platforms with perturbed costs,
+    // jobs edited as a user edits them, shaped as `--max-runtime 2ms` shapes them; the
+    // hostile mutations for the rest.
+    let example = seeds::example_platform();
     let platform = prop_oneof![
-        3 => Just(seeds::example_platform().into_bytes()),
+        3 => Just(example.clone().into_bytes()),
+        3 => perturbations(4).prop_map(move |ps| perturb_platform(&example, &ps)),
+        // Every platform, perturbed: the scenarios' jobs want their larger machines.
+        2 => (prop::sample::select(seeds::good_platforms()), perturbations(3))
+            .prop_map(|(p, ps)| perturb_platform(&p, &ps)),
         1 => mutated(vec![seeds::example_platform()], 3),
     ];
-    // Unmutated jobs too: a run that is accepted explores the model, not only the parser.
     let job = prop_oneof![
-        1 => prop::sample::select(seeds::jobs()).prop_map(String::into_bytes),
-        3 => mutated(seeds::jobs(), 3),
+        1 => prop::sample::select(seeds::good_jobs()).prop_map(String::into_bytes),
+        4 => (prop::sample::select(seeds::good_jobs()), job_edits(4)).prop_map(|(s, e)| edit_job(&s, &e)),
+        1 => mutated(seeds::jobs(), 3),
     ];
+    // Polled deliveries (targets::policies 2 and 3) refuse libaio jobs: less often.
+    let policy =
+        prop_oneof![6 => prop::sample::select(vec![0usize, 1, 4, 5, 6, 7]), 1 => 2usize..4];
+    let cap = prop_oneof![7 => Just(Some(2_000_000u64)), 1 => Just(None)];
     fuzz(
         "whole_simulation",
         plan,
-        (job, platform, 0usize..64),
+        (job, platform, policy, cap),
         targets::simulate,
     );
 }

@@ -30,6 +30,10 @@ pub enum InputError {
     Policy { text: String, message: String },
     /// A topology knob the platform or jobs cannot take.
     Topology(String),
+    /// A `--map` rule or `--max-runtime` the run cannot take.
+    Map(String),
+    /// Policy options that contradict each other, with why.
+    Contradiction(String),
 }
 
 impl fmt::Display for InputError {
@@ -66,7 +70,9 @@ impl fmt::Display for InputError {
                     .join(", ")
             ),
             InputError::Policy { text, message } => write!(f, "policy \"{text}\": {message}"),
-            InputError::Topology(m) => f.write_str(m),
+            InputError::Topology(m) | InputError::Map(m) | InputError::Contradiction(m) => {
+                f.write_str(m)
+            }
         }
     }
 }

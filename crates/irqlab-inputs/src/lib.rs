@@ -7,6 +7,7 @@ pub mod budget;
 mod error;
 pub mod locate;
 pub mod policy;
+pub mod shape;
 pub mod source;
 pub mod topology;
 
@@ -14,5 +15,6 @@ pub use budget::BudgetArgs;
 pub use error::InputError;
 pub use locate::{find_dir, resolve_platform};
 pub use policy::{DeliveryArg, HandlerArg, ModeratorArg, PolicyArgs, PolicyKey, parse_policy};
+pub use shape::{MapRule, RunShape, ShapeArgs, Shaped, shape_jobs};
 pub use source::{Inputs, JobSource};
 pub use topology::{Topology, TopologyArgs, disks_used};

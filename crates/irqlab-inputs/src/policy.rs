@@ -124,6 +124,13 @@ impl PolicyArgs {
             .map_err(|e| first_line(&e))
     }
 
+    /// The policy, after [`contradictions`] found none: what every front end runs.
+    pub fn checked_policy(&self) -> Result<Policy, InputError> {
+        contradictions(self)?;
+        Ok(self.policy())
+    }
+
+    /// The core policy, unchecked (see [`PolicyArgs::checked_policy`]).
     pub fn policy(&self) -> Policy {
         Policy {
             delivery: match self.delivery {
@@ -156,6 +163,75 @@ impl PolicyArgs {
     }
 }
 
+/// The one place that decides which policy options mean something together: every pair
+/// that does not is refused here, with the reason, by `irqlab run`, `rt`, `sweep`,
+/// scenario files and Python alike, so no report shows a policy its run did not use.
+pub fn contradictions(p: &PolicyArgs) -> Result<(), InputError> {
+    let d = PolicyArgs::default();
+    let polled = matches!(p.delivery, DeliveryArg::Polled | DeliveryArg::Hybrid);
+    let delivery = p
+        .delivery
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string());
+    let mut why: Vec<String> = Vec::new();
+    if polled {
+        // No interrupt is raised: nothing to coalesce, moderate, handle or flood.
+        let no_irq = format!("--delivery {delivery} raises no interrupt");
+        if p.coalesce != d.coalesce {
+            why.push(format!("{no_irq} for --coalesce to coalesce"));
+        }
+        if p.moderator != d.moderator {
+            why.push(format!("{no_irq} for --moderator to moderate"));
+        }
+        if p.handler != d.handler {
+            why.push(format!("{no_irq} for --handler to handle"));
+        }
+        if p.flood_detection {
+            why.push(format!("{no_irq} for --flood-detection to detect"));
+        }
+        if p.reap_after_submit {
+            why.push(format!(
+                "{no_irq}, and its submitters reap by polling anyway (--reap-after-submit)"
+            ));
+        }
+    }
+    if p.max_loop != d.max_loop && p.delivery != DeliveryArg::Posted {
+        why.push(format!(
+            "--max-loop is posted MSI's demux loop limit, and --delivery is {delivery}"
+        ));
+    }
+    if (p.budget != d.budget || p.weight != d.weight) && p.handler != HandlerArg::IrqPoll {
+        why.push("--budget and --weight are irq_poll's, and --handler is not irq-poll".into());
+    }
+    if matches!(
+        p.moderator,
+        ModeratorArg::NetDim | ModeratorArg::RdmaDim | ModeratorArg::IrqAm
+    ) && p.coalesce != d.coalesce
+        && !polled
+    {
+        why.push(
+            "the moderator programs the device's coalescing itself, from its start profile, so --coalesce would never apply"
+                .into(),
+        );
+    }
+    if p.moderator == ModeratorArg::Gsim && p.handler == HandlerArg::IrqPoll {
+        why.push("--moderator gsim and --handler irq-poll both mask the vector; choose one".into());
+    }
+    if p.flood_detection && p.handler == HandlerArg::Threaded && !polled {
+        why.push(
+            "--flood-detection moves a flooded vector's work to a thread, and --handler threaded has put it there already"
+                .into(),
+        );
+    }
+    if why.is_empty() {
+        return Ok(());
+    }
+    Err(InputError::Contradiction(format!(
+        "policy options that contradict each other: {}; expected options that each change the run",
+        why.join("; ")
+    )))
+}
+
 /// Only the policy options, to parse them exactly as `irqlab run` would.
 #[derive(Parser)]
 #[command(no_binary_name = true, name = "policy")]
@@ -178,12 +254,15 @@ fn first_line(e: &clap::Error) -> String {
 /// Parses `irqlab run` policy options (e.g. "--delivery posted --max-loop 3") with the
 /// command line's own parser, so a scenario file accepts exactly what `irqlab run` does.
 pub fn parse_policy(text: &str) -> Result<Policy, InputError> {
-    PolicyArgs::from_args(text.split_whitespace())
-        .map(|p| p.policy())
-        .map_err(|message| InputError::Policy {
+    let args =
+        PolicyArgs::from_args(text.split_whitespace()).map_err(|message| InputError::Policy {
             text: text.to_string(),
             message,
-        })
+        })?;
+    args.checked_policy().map_err(|e| InputError::Policy {
+        text: text.to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// A policy choice that can be set from text (a sweep's `--set delivery=posted`, a
@@ -333,6 +412,46 @@ mod tests {
         assert!(e.contains("carrier-pigeon"), "{e}");
         assert!(PolicyKey::FloodDetection.apply(&mut p, "maybe").is_err());
         assert!(PolicyKey::named("nope").is_err());
+    }
+
+    #[test]
+    fn options_that_contradict_are_refused_with_the_reason() {
+        let refused = |args: &str| {
+            PolicyArgs::from_args(args.split_whitespace())
+                .unwrap()
+                .checked_policy()
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refused(
+            "--delivery polled --moderator net-dim --coalesce 7,1 --handler irq-poll --flood-detection",
+        );
+        for want in [
+            "--coalesce",
+            "--moderator",
+            "--handler",
+            "--flood-detection",
+        ] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
+        assert!(refused("--max-loop 5").contains("posted MSI's demux loop"));
+        assert!(refused("--budget 32").contains("irq_poll's"));
+        assert!(refused("--moderator irq-am --coalesce 7,1").contains("programs the device"));
+        assert!(refused("--moderator gsim --handler irq-poll").contains("both mask"));
+        assert!(refused("--handler threaded --flood-detection").contains("already"));
+        assert!(refused("--delivery hybrid --reap-after-submit").contains("poll"));
+        // Pairs that mean something pass.
+        for ok in [
+            "--delivery posted --max-loop 5 --coalesce 7,1",
+            "--handler irq-poll --budget 32 --weight 16 --flood-detection",
+            "--moderator gsim --coalesce 7,1",
+            "--delivery polled",
+            "--delivery remapped --reap-after-submit --moderator net-dim",
+        ] {
+            let p = PolicyArgs::from_args(ok.split_whitespace()).unwrap();
+            assert!(p.checked_policy().is_ok(), "{ok}");
+        }
+        assert!(parse_policy("--delivery polled --coalesce 7,1").is_err());
     }
 
     #[test]

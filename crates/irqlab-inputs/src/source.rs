@@ -2,7 +2,7 @@
 //! platform's `--set` overrides and the topology knobs applied (what `irqlab run` and
 //! `irqlab.run()` simulate).
 
-use crate::{InputError, Topology, resolve_platform};
+use crate::{InputError, RunShape, Topology, resolve_platform};
 use irqlab_fio::JobSpec;
 use irqlab_sim::Platform;
 use std::path::PathBuf;
@@ -49,11 +49,17 @@ impl JobSource {
         }
     }
 
-    /// The parsed jobs.
+    /// The parsed jobs, `$ncpus` being the host's CPU count.
     pub fn jobs(&self) -> Result<Vec<JobSpec>, InputError> {
+        let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.jobs_for(ncpus)
+    }
+
+    /// The parsed jobs for a machine of `ncpus` CPUs (`$ncpus`).
+    pub fn jobs_for(&self, ncpus: usize) -> Result<Vec<JobSpec>, InputError> {
         match self {
-            JobSource::Path(p) => Ok(irqlab_fio::parse_file(p)?),
-            JobSource::Text { text, name } => Ok(irqlab_fio::parse_str(text, name)?),
+            JobSource::Path(p) => Ok(irqlab_fio::parse_file_for(p, ncpus)?),
+            JobSource::Text { text, name } => Ok(irqlab_fio::parse_str_for(text, name, ncpus)?),
         }
     }
 }
@@ -63,24 +69,39 @@ impl JobSource {
 pub struct Inputs {
     pub jobs: Vec<JobSpec>,
     pub platform: Platform,
+    /// What shaping did (files mapped, runtimes capped, `$ncpus`), for the report.
+    pub notes: Vec<(String, String)>,
 }
 
 impl Inputs {
-    /// Reads the job, finds and loads the platform (a file or a bare name) with `sets`
-    /// applied in order, then applies `topology` to both.
+    /// Finds and loads the platform (a file or a bare name) with `sets` applied in
+    /// order, reads the job with `$ncpus` the platform's CPU count, applies `topology`
+    /// to both, then maps the files and caps the runtimes as `shape` asks.
     pub fn prepare(
         job: &JobSource,
         platform: &str,
         sets: &[String],
         topology: &Topology,
+        shape: &RunShape,
     ) -> Result<Inputs, InputError> {
-        let jobs = job.jobs()?;
         let path = resolve_platform(platform)?;
         let platform = Platform::load(&path, sets)?;
+        let jobs = job.jobs_for(platform.cpu.count)?;
         let topo_sets = topology.platform_sets(&platform);
         let platform = platform.with_overrides(&topo_sets)?;
         let jobs = topology.apply_jobs(&jobs, &platform)?;
-        Ok(Inputs { jobs, platform })
+        let shaped = crate::shape_jobs(
+            jobs,
+            &irqlab_sim::device_names(&platform),
+            shape,
+            platform.cpu.count,
+            "the platform's CPUs",
+        )?;
+        Ok(Inputs {
+            jobs: shaped.jobs,
+            platform,
+            notes: shaped.notes,
+        })
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::ObserveError;
 use crate::irqtop::IrqTop;
-use crate::progress::{SimProgress, sim_total_ns};
+use crate::progress::{self, SimProgress, sim_total_ns};
 use crate::timeline::{TimelineObserver, parse_timeline_window, timeline_window};
 use crate::trace::{TraceObserver, parse_window};
 use clap::Args;
@@ -27,6 +27,10 @@ pub struct ObserveArgs {
     /// 100us..300us (keeps the file small); the default is the whole run.
     #[arg(long, value_name = "START..END", value_parser = parse_window, requires = "trace")]
     pub trace_window: Option<(u64, u64)>,
+    /// The most the --trace file may hold (fio's sizes: 1g, 200m; default 1g): past it the
+    /// trace ends there, still valid JSON, and irqlab says so.
+    #[arg(long, value_name = "SIZE", value_parser = parse_trace_size)]
+    pub trace_max_size: Option<u64>,
     /// Print per-vector interrupt rates and PMN every SECONDS of simulated time, like
     /// irqtop, then the run's /proc/interrupts table.
     #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
@@ -53,6 +57,35 @@ pub struct ObserveArgs {
     /// Default: the host's cores. Runs with --trace, --irqtop or --timeline use one.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
+}
+
+/// `--trace-max-size` when it is not given: 1 GiB.
+pub const DEFAULT_TRACE_MAX: u64 = 1 << 30;
+
+/// `--trace-max-size`: bytes with fio's size suffixes, at least 64 KiB (room for the
+/// track names that close a trace).
+pub fn parse_trace_size(s: &str) -> Result<u64, ObserveError> {
+    match irqlab_fio::parse_size(s) {
+        Ok(n) if n >= 64 << 10 => Ok(n),
+        _ => Err(ObserveError::Option(format!(
+            "'{s}': expected a size of at least 64k, e.g. 200m or 1g"
+        ))),
+    }
+}
+
+/// What to say when `--trace-max-size` cut a trace short, or None.
+pub(crate) fn trace_cut_note(path: &Path, max: u64, dropped: (u64, Option<u64>)) -> Option<String> {
+    let (n, at) = dropped;
+    (n > 0).then(|| {
+        format!(
+            "{} reached --trace-max-size ({max} bytes) at {}: the trace ends there, valid; {n} later events were left out",
+            path.display(),
+            at.map_or_else(
+                || "its start".to_string(),
+                |ns| format!("{:.3} ms", ns as f64 / 1e6)
+            )
+        )
+    })
 }
 
 /// `--irqtop` seconds (e.g. 0.001) as ns.
@@ -199,19 +232,26 @@ pub fn simulate_with_observers(
         usize::from,
     );
     let watched = observe.trace.is_some() || observe.irqtop.is_some() || observe.timeline.is_some();
-    if threads > 1 && !watched && irqlab_sim::independent_parts(jobs, platform, policy, opts)? > 1 {
-        // Parts run side by side; a progress bar would need one clock across them.
+    let total = sim_total_ns(jobs).filter(|_| observe.irqtop.is_none() && progress::drawn());
+    // Unwatched, the simulator runs without an observer (every observer call compiles
+    // away): no bar to draw, or parts side by side (a bar would need one clock across
+    // them).
+    if !watched
+        && (total.is_none()
+            || threads > 1 && irqlab_sim::independent_parts(jobs, platform, policy, opts)? > 1)
+    {
         return Ok(irqlab_sim::simulate_parallel(
             jobs, platform, policy, opts, threads,
         )?);
     }
+    let progress = total.map(|t| SimProgress::new(t, "simulating (ms)"));
     let trace = match &observe.trace {
         None => None,
-        Some(path) => Some(create_trace(path, observe.trace_window)?),
-    };
-    let progress = match (observe.irqtop, sim_total_ns(jobs)) {
-        (None, Some(total)) => Some(SimProgress::new(total, "simulating (ms)")),
-        _ => None,
+        Some(path) => Some(create_trace(
+            path,
+            observe.trace_window,
+            observe.trace_max_size.unwrap_or(DEFAULT_TRACE_MAX),
+        )?),
     };
     let timeline = match &observe.timeline {
         None => None,
@@ -231,8 +271,18 @@ pub fn simulate_with_observers(
     if let Some(p) = &obs.progress {
         p.finish();
     }
-    let report = result?;
+    // A run that fails leaves no partial trace or picture behind.
+    let mut report = result.inspect_err(|_| {
+        for path in [&observe.trace, &observe.timeline].into_iter().flatten() {
+            let _ = std::fs::remove_file(path);
+        }
+    })?;
     if let (Some(t), Some(path)) = (obs.trace, &observe.trace) {
+        let max = observe.trace_max_size.unwrap_or(DEFAULT_TRACE_MAX);
+        if let Some(note) = trace_cut_note(path, max, t.dropped()) {
+            eprintln!("irqlab: {note}");
+            report.notes.push(("trace".to_string(), note));
+        }
         t.finish(&report).map_err(|e| trace_write_error(path, e))?;
         if let Some((a, b)) = observe.trace_window {
             check_window("--trace-window", (a, b), report.end_ns, &report).inspect_err(|_| {
@@ -304,6 +354,7 @@ fn ns_text(ns: u64) -> String {
 pub(crate) fn create_trace(
     path: &Path,
     window: Option<(u64, u64)>,
+    max_bytes: u64,
 ) -> Result<TraceObserver<BufWriter<std::fs::File>>, ObserveError> {
     let file = std::fs::File::create(path).map_err(|e| ObserveError::Create {
         path: path.to_path_buf(),
@@ -311,6 +362,7 @@ pub(crate) fn create_trace(
         message: irqlab_fio::input::io_reason(&e),
     })?;
     TraceObserver::new(BufWriter::new(file), window.map(|(a, b)| a..b))
+        .map(|t| t.with_max_bytes(max_bytes))
         .map_err(|e| trace_write_error(path, e))
 }
 

@@ -6,6 +6,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use irqlab_sim::{Observer, SliceKind};
 use std::io::IsTerminal;
 
+/// Whether a progress bar is drawn: only on a terminal. indicatif's stderr target also
+/// hides itself off a terminal (and with TERM=dumb); checking here as well keeps the
+/// decision in one visible place, which callers ask before they pay for a bar.
+pub fn drawn() -> bool {
+    std::io::stderr().is_terminal()
+}
+
 /// A progress bar over `len` units of work; cloning shares the bar, and every method
 /// takes `&self`, so worker threads can advance it.
 #[derive(Clone, Debug)]
@@ -16,9 +23,7 @@ pub struct Progress {
 impl Progress {
     /// A bar over `len` units labelled `msg`; hidden unless stderr is a terminal.
     pub fn new(len: u64, msg: impl Into<String>) -> Progress {
-        // indicatif's stderr target also hides itself off a terminal (and with TERM=dumb);
-        // checking here as well keeps the decision in one visible place.
-        let target = if std::io::stderr().is_terminal() {
+        let target = if drawn() {
             ProgressDrawTarget::stderr()
         } else {
             ProgressDrawTarget::hidden()

@@ -32,6 +32,10 @@ pub struct RtObserveArgs {
     /// recording at END, which bounds their memory); the default is the whole run.
     #[arg(long, value_name = "START..END", value_parser = parse_window, requires = "trace")]
     pub trace_window: Option<(u64, u64)>,
+    /// The most the --trace file may hold (fio's sizes: 1g, 200m; default 1g): past it the
+    /// trace ends there, still valid JSON, and irqlab says so.
+    #[arg(long, value_name = "SIZE", value_parser = crate::observers::parse_trace_size)]
+    pub trace_max_size: Option<u64>,
     /// Draw a picture (PNG or SVG, by the extension) of a short window of the run: one
     /// lane per emulated CPU, notifications and MSI messages as marks.
     #[arg(long, value_name = "FILE.png|FILE.svg")]
@@ -70,7 +74,12 @@ impl RtObserveArgs {
     fn observers(&self, jobs: &[JobSpec]) -> Result<Observers<'static>, ObserveError> {
         let trace = match &self.trace {
             None => None,
-            Some(path) => Some(create_trace(path, self.trace_window)?),
+            Some(path) => Some(create_trace(
+                path,
+                self.trace_window,
+                self.trace_max_size
+                    .unwrap_or(crate::observers::DEFAULT_TRACE_MAX),
+            )?),
         };
         let timeline = match &self.timeline {
             None => None,
@@ -94,12 +103,19 @@ impl RtObserveArgs {
         &self,
         jobs: &[JobSpec],
         obs: Observers<'_>,
-        report: &RunReport,
+        report: &mut RunReport,
         policy: &Policy,
     ) -> Result<(), ObserveError> {
         // The windows are on wall time since the threads started; the run lasted this long.
         let ended_ns = report.measured.as_ref().map_or(u64::MAX, |m| m.wall_ns);
         if let (Some(t), Some(path)) = (obs.trace, &self.trace) {
+            let max = self
+                .trace_max_size
+                .unwrap_or(crate::observers::DEFAULT_TRACE_MAX);
+            if let Some(note) = crate::observers::trace_cut_note(path, max, t.dropped()) {
+                eprintln!("irqlab: {note}");
+                report.notes.push(("trace".to_string(), note));
+            }
             t.finish(report).map_err(|e| trace_write_error(path, e))?;
             if let Some((a, b)) = self.trace_window {
                 check_window("--trace-window", (a, b), ended_ns, report)?;
@@ -140,10 +156,10 @@ pub fn run_with_observers(
             let _ = std::fs::remove_file(path);
         }
     };
-    let report =
+    let mut report =
         run_watched(jobs, policy, cfg, irqtop_ns, out, Some(tracing)).inspect_err(remove_files)?;
     observe
-        .finish(jobs, obs, &report, policy)
+        .finish(jobs, obs, &mut report, policy)
         .inspect_err(remove_files)?;
     Ok(report)
 }

@@ -408,6 +408,37 @@ mod sim_tests {
         }
     }
 
+    /// Unwatched, a run has no observer at all; watched by irqtop it has the composite:
+    /// the two reports are the same.
+    #[test]
+    fn a_watched_run_reports_what_an_unwatched_one_does() {
+        let (jobs, platform) = inputs();
+        let run = |irqtop: Option<u64>| {
+            let observe = ObserveArgs {
+                irqtop,
+                threads: Some(1),
+                ..ObserveArgs::default()
+            };
+            let policy = Policy {
+                delivery: Delivery::Posted { max_loop: 3 },
+                ..Policy::default()
+            };
+            let r = simulate_with_observers(
+                &jobs,
+                &platform,
+                &policy,
+                &SimOptions::default(),
+                &observe,
+                &mut std::io::sink(),
+            )
+            .unwrap();
+            format!("{r:?}")
+        };
+        let (bare, watched) = (run(None), run(Some(500_000)));
+        assert!(bare.contains("ios_completed"), "{bare}");
+        assert_eq!(bare, watched);
+    }
+
     #[test]
     fn a_bad_picture_name_fails_before_simulating() {
         let (jobs, platform) = inputs();

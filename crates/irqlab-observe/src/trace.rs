@@ -107,6 +107,17 @@ impl<W: Write> TraceObserver<W> {
         self
     }
 
+    /// Leaves out events past `max_bytes` of file (see `TraceWriter::with_max_bytes`).
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.w = self.w.take().map(|w| w.with_max_bytes(max_bytes));
+        self
+    }
+
+    /// Events the size cap left out, and when the first of them happened (ns).
+    pub fn dropped(&self) -> (u64, Option<u64>) {
+        self.w.as_ref().map_or((0, None), TraceWriter::dropped)
+    }
+
     /// Events written so far.
     #[cfg(test)]
     pub fn events_written(&self) -> u64 {
@@ -370,6 +381,7 @@ mod tests {
             }],
             measured: None,
             extra: vec![],
+            notes: vec![],
         }
     }
 
@@ -548,6 +560,23 @@ mod tests {
         let text = String::from_utf8(bytes).unwrap();
         assert!(text.contains("nvme0q4"), "{text}");
         assert!(!text.contains("nvme0q1"), "{text}");
+    }
+
+    #[test]
+    fn the_size_cap_ends_a_valid_trace() {
+        let mut obs = TraceObserver::new(Vec::new(), None)
+            .unwrap()
+            .with_max_bytes(2_000);
+        feed(&mut obs);
+        for i in 0..200 {
+            obs.message(10_000 + i, 0);
+        }
+        let (dropped, at) = obs.dropped();
+        assert!(dropped > 0 && at.is_some(), "{dropped}");
+        let bytes = obs.finish(&report()).unwrap();
+        let v: Value = serde_json::from_slice(&bytes).expect("the capped trace is valid JSON");
+        assert!(bytes.len() < 4_000, "{}", bytes.len());
+        assert!(!v["traceEvents"].as_array().unwrap().is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! Dask cluster), and the mechanisms (a posted descriptor, the moderators). Every call
 //! that simulates releases the GIL, so threads of one process simulate in parallel.
 
+mod args;
 mod calib;
 mod mechanisms;
 mod run;
@@ -23,10 +24,18 @@ pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
     IrqlabError::new_err(e.to_string())
 }
 
+/// Adds `dir` (a folder holding platforms/ and scenarios/, as the wheel carries them)
+/// to where bare platform and scenario names are looked up, after the current directory.
+#[pyfunction]
+fn add_data_dir(dir: std::path::PathBuf) {
+    irqlab_inputs::locate::add_search_dir(dir);
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("IrqlabError", m.py().get_type::<IrqlabError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(add_data_dir, m)?)?;
     run::register(m)?;
     sweep::register(m)?;
     calib::register(m)?;

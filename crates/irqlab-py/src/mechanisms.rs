@@ -3,9 +3,13 @@
 //! moderators stepping on samples (irqlab_core::moderator), and the seeded burst replay
 //! of `irqlab demo`.
 
+use crate::args::whole;
 use crate::err;
 use irqlab_core::moderator::{LevelRequest, Moderator as CoreModerator};
-use irqlab_core::posted::{Demux, POSTED_MSI_NOTIFICATION_VECTOR, PiDesc, PirSnapshot};
+use irqlab_core::posted::{
+    Demux, FIRST_EXTERNAL_VECTOR, FIRST_SYSTEM_VECTOR, POSTED_MSI_NOTIFICATION_VECTOR, PiDesc,
+    PirSnapshot,
+};
 use irqlab_inputs::{PolicyArgs, PolicyKey};
 use pyo3::prelude::*;
 use std::sync::Mutex;
@@ -25,17 +29,33 @@ struct PostedDescriptor {
 #[pymethods]
 impl PostedDescriptor {
     #[new]
-    #[pyo3(signature = (nv=POSTED_MSI_NOTIFICATION_VECTOR, ndst=0))]
-    fn new(nv: u8, ndst: u32) -> PostedDescriptor {
-        PostedDescriptor {
+    #[pyo3(signature = (nv=None, ndst=None))]
+    fn new(
+        nv: Option<&Bound<'_, PyAny>>,
+        ndst: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PostedDescriptor> {
+        let nv = nv.map_or(Ok(POSTED_MSI_NOTIFICATION_VECTOR), |v| {
+            whole(v, "nv", 0, 255)
+        })?;
+        let ndst = ndst.map_or(Ok(0), |v| whole(v, "ndst", 0, i128::from(u32::MAX)))?;
+        Ok(PostedDescriptor {
             desc: Box::new(PiDesc::new(nv, ndst)),
-        }
+        })
     }
 
     /// Posts `vector` (sets its PIR bit); True when this post set ON and so sends the
-    /// notification (pi_test_and_set_on found it clear and SN clear).
-    fn post(&self, vector: u8) -> bool {
-        self.desc.post(vector)
+    /// notification (pi_test_and_set_on found it clear and SN clear). Only the vectors
+    /// the notification handler dispatches (FIRST_EXTERNAL_VECTOR 32 up to
+    /// FIRST_SYSTEM_VECTOR 235, exclusive) can be posted: any other would set a bit the
+    /// handler drops, and never appear.
+    fn post(&self, vector: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let v: u8 = whole(
+            vector,
+            "vector",
+            i128::from(FIRST_EXTERNAL_VECTOR),
+            i128::from(FIRST_SYSTEM_VECTOR) - 1,
+        )?;
+        Ok(self.desc.post(v))
     }
 
     #[getter]
@@ -70,14 +90,15 @@ impl PostedDescriptor {
     /// The notification handler: handle_pending_pir rounds until the demux loop is done
     /// (at most `max_loop` rounds with ON set, then ON cleared and one extra round). Each
     /// inner list is one round's dispatched vectors.
-    #[pyo3(signature = (max_loop=3))]
-    fn demux(&self, max_loop: u32) -> Vec<Vec<u16>> {
+    #[pyo3(signature = (max_loop=None))]
+    fn demux(&self, max_loop: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Vec<u16>>> {
+        let max_loop = max_loop.map_or(Ok(3), |v| whole(v, "max_loop", 1, 64))?;
         let mut demux = Demux::new(max_loop);
         let mut rounds = Vec::new();
         while let Some(snap) = demux.next_round(&self.desc) {
             rounds.push(vectors_of(&snap));
         }
-        rounds
+        Ok(rounds)
     }
 }
 
@@ -111,7 +132,10 @@ impl Moderator {
     /// measurement window in events).
     #[new]
     #[pyo3(signature = (kind, nr_events=None))]
-    fn new(kind: &str, nr_events: Option<u16>) -> PyResult<Moderator> {
+    fn new(kind: &str, nr_events: Option<&Bound<'_, PyAny>>) -> PyResult<Moderator> {
+        let nr_events: Option<u16> = nr_events
+            .map(|v| whole(v, "nr_events", 1, i128::from(u16::MAX)))
+            .transpose()?;
         let mut p = PolicyArgs::default();
         PolicyKey::Moderator.apply(&mut p, kind).map_err(err)?;
         let core_kind = p.policy().moderator;
@@ -136,14 +160,17 @@ impl Moderator {
     /// One interrupt or poll round at `now_ns` that reaped `completions` CQEs carrying
     /// `bytes`; a dict {level, usec, count} when the moderator asks for a new level
     /// (program it, then call `ack()`), else None.
-    #[pyo3(signature = (now_ns, completions, bytes=0))]
+    #[pyo3(signature = (now_ns, completions, bytes=None))]
     fn on_event(
         &self,
         py: Python<'_>,
-        now_ns: u64,
-        completions: u32,
-        bytes: u64,
+        now_ns: &Bound<'_, PyAny>,
+        completions: &Bound<'_, PyAny>,
+        bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
+        let now_ns: u64 = whole(now_ns, "now_ns", 0, i128::from(u64::MAX))?;
+        let completions: u32 = whole(completions, "completions", 0, i128::from(u32::MAX))?;
+        let bytes: u64 = bytes.map_or(Ok(0), |v| whole(v, "bytes", 0, i128::from(u64::MAX)))?;
         let r = self.with(|m| m.on_event(now_ns, completions, bytes))?;
         r.map(|r| level_dict(py, r)).transpose()
     }

@@ -2,7 +2,7 @@
 //! lines `irqlab sweep` writes, so a sweep run anywhere gives the same bytes.
 
 use crate::err;
-use crate::run::policy_from;
+use crate::run::{policy_from, shape_from};
 use irqlab_inputs::JobSource;
 use irqlab_sweep::{METRICS, Plan, SweepSpec, output};
 use pyo3::prelude::*;
@@ -15,15 +15,18 @@ struct SweepPlan {
 #[pymethods]
 impl SweepPlan {
     #[new]
-    #[pyo3(signature = (job, platform, sets, seed=1, policy=Vec::new()))]
+    #[pyo3(signature = (job, platform, sets, seed=1, policy=Vec::new(), maps=Vec::new(), max_runtime=None))]
     fn new(
         job: String,
         platform: String,
         sets: Vec<String>,
         seed: u64,
         policy: Vec<(String, String)>,
+        maps: Vec<String>,
+        max_runtime: Option<String>,
     ) -> PyResult<SweepPlan> {
         let policy = policy_from(&policy).map_err(err)?;
+        let shape = shape_from(&maps, max_runtime.as_deref()).map_err(err)?;
         let job = JobSource::guess(&job).map_err(err)?;
         let plan = Plan::new(&SweepSpec {
             job,
@@ -33,6 +36,7 @@ impl SweepPlan {
             seed,
             fio_dir: None,
             budget: irqlab_sim::Budget::DEFAULT,
+            shape,
         })
         .map_err(err)?;
         Ok(SweepPlan { plan })

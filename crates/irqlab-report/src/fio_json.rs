@@ -326,6 +326,18 @@ fn irqlab(r: &RunReport) -> Value {
         );
     }
     o.insert("extra".into(), Value::Object(extra));
+    let warnings = crate::sanity::warnings(r);
+    if !warnings.is_empty() {
+        o.insert("warnings".into(), json!(warnings));
+    }
+    if !r.notes.is_empty() {
+        let notes: Vec<Value> = r
+            .notes
+            .iter()
+            .map(|(k, t)| json!({"kind": k, "text": t}))
+            .collect();
+        o.insert("notes".into(), Value::Array(notes));
+    }
     Value::Object(o)
 }
 

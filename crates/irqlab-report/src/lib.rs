@@ -25,5 +25,6 @@ pub mod fio_json;
 pub mod fio_log;
 pub mod observe;
 pub mod proc_interrupts;
+pub mod sanity;
 pub mod text;
 pub mod trace;

@@ -465,6 +465,10 @@ pub struct RunReport {
     pub measured: Option<HostMeasures>,
     /// Engine-specific counters worth showing, in a stable order (events processed, ...).
     pub extra: Vec<(String, f64)>,
+    /// What the run was made of that the job file does not say, as (kind, text): where
+    /// its files went, what `$ncpus` stood for, jobs capped by `--max-runtime`. Shown
+    /// under the policy line and in `x-irqlab.notes`.
+    pub notes: Vec<(String, String)>,
 }
 
 impl RunReport {

@@ -7,6 +7,9 @@ use crate::num2str::{Unit, num2str};
 use crate::{DirReport, Engine, JobReport, Latency, RunReport};
 use std::fmt::Write;
 
+/// The note that names the signal that stopped a run (Ctrl-C when there is none).
+pub const NOTE_STOPPED_BY: &str = "stopped_by";
+
 /// fio's default `significant_figures`.
 const SIG_FIGS: usize = 4;
 
@@ -67,11 +70,20 @@ fn header(out: &mut String, r: &RunReport) {
     );
     let policy: Vec<String> = r.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(out, "policy: {}", policy.join(", "));
-    // fio prints its statistics so far after SIGINT; so does irqlab, marked.
+    for (kind, text) in r.notes.iter().filter(|(k, _)| k != NOTE_STOPPED_BY) {
+        let _ = writeln!(out, "{kind}: {text}");
+    }
+    // fio prints its statistics so far after SIGINT; so does irqlab, marked, whichever
+    // signal stopped it.
     if r.flag(crate::EXTRA_INTERRUPTED) {
+        let by = r
+            .notes
+            .iter()
+            .find(|(k, _)| k == NOTE_STOPPED_BY)
+            .map_or("Ctrl-C", |(_, t)| t.as_str());
         let _ = writeln!(
             out,
-            "interrupted: the run was stopped (Ctrl-C); the figures cover the run up to then"
+            "interrupted: the run was stopped ({by}); the figures cover the run up to then"
         );
     }
     if r.flag(crate::EXTRA_CUT_SHORT) {
@@ -79,6 +91,9 @@ fn header(out: &mut String, r: &RunReport) {
             out,
             "cut short: the run reached its time limit with work still going; the figures cover the run up to then"
         );
+    }
+    for w in crate::sanity::warnings(r) {
+        let _ = writeln!(out, "warning: {w}");
     }
 }
 

@@ -36,6 +36,15 @@ pub struct TraceWriter<W: Write> {
     first: bool,
     window: Option<Range<u64>>,
     written: u64,
+    /// Bytes of events written, and the most the file may hold (`--trace-max-size`):
+    /// past it events are left out, counted, and the JSON still ends properly.
+    bytes: u64,
+    max_bytes: u64,
+    dropped: u64,
+    /// The timestamp of the first event left out, ns.
+    full_at: Option<u64>,
+    /// The timestamp of the event being written.
+    ts: Option<u64>,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -57,7 +66,24 @@ impl<W: Write> TraceWriter<W> {
             first: true,
             window,
             written: 0,
+            bytes: 0,
+            max_bytes: u64::MAX,
+            dropped: 0,
+            full_at: None,
+            ts: None,
         })
+    }
+
+    /// Leaves out every event that would take the file past `max_bytes` (track names
+    /// at the end, a few bytes each, are always written, so the trace stays usable).
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Events left out by the size cap, and when the first of them happened (ns).
+    pub fn dropped(&self) -> (u64, Option<u64>) {
+        (self.dropped, self.full_at)
     }
 
     /// Events written so far (metadata included, filtered events not).
@@ -194,13 +220,22 @@ impl<W: Write> TraceWriter<W> {
 
     fn begin(&mut self) {
         self.buf.clear();
+        self.ts = None;
         if !self.first {
             self.buf.extend_from_slice(b",\n");
         }
     }
 
     fn flush_event(&mut self) -> io::Result<()> {
+        let ts = self.ts;
+        // Metadata (no timestamp) always goes in: it names the tracks of what was kept.
+        if ts.is_some() && self.bytes.saturating_add(self.buf.len() as u64) > self.max_bytes {
+            self.dropped += 1;
+            self.full_at = self.full_at.or(ts);
+            return Ok(());
+        }
         self.out.write_all(&self.buf)?;
+        self.bytes += self.buf.len() as u64;
         self.first = false;
         self.written += 1;
         Ok(())
@@ -208,6 +243,7 @@ impl<W: Write> TraceWriter<W> {
 
     fn head(&mut self, name: &str, cat: &str, ph: &[u8], ts_ns: u64) {
         self.begin();
+        self.ts = Some(ts_ns);
         self.buf.extend_from_slice(b"{\"name\":");
         push_str(&mut self.buf, name);
         self.buf.extend_from_slice(b",\"cat\":");

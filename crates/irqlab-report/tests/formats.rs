@@ -134,6 +134,7 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
             cpu_stolen_ns: vec![0; cpus],
         }),
         extra: vec![("events".into(), 123_456.0)],
+        notes: vec![],
     }
 }
 

@@ -17,11 +17,11 @@ use std::path::Path;
 
 const QD1: &str = "[global]\nioengine=pvsync2\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\n\
                    direct=1\ntime_based\n[qd1]\n";
-const SAT: &str = "[global]\nioengine=libaio\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\n\
+const SAT: &str = "[global]\nioengine=io_uring\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\n\
                    direct=1\niodepth=128\niodepth_batch_submit=16\n\
                    iodepth_batch_complete_min=1\ntime_based\n[sat]\n";
 /// C1: eight controllers, one job each, all on one CPU thread (eight vectors on one CPU).
-const C1: &str = "[global]\nioengine=libaio\nrw=randread\nbs=4k\ndirect=1\niodepth=16\n\
+const C1: &str = "[global]\nioengine=io_uring\nrw=randread\nbs=4k\ndirect=1\niodepth=16\n\
                   iodepth_batch_submit=4\ntime_based\n\
                   [c0]\nfilename=/dev/nvme0n1\n[c1]\nfilename=/dev/nvme1n1\n\
                   [c2]\nfilename=/dev/nvme2n1\n[c3]\nfilename=/dev/nvme3n1\n\
@@ -29,7 +29,7 @@ const C1: &str = "[global]\nioengine=libaio\nrw=randread\nbs=4k\ndirect=1\niodep
                   [c6]\nfilename=/dev/nvme6n1\n[c7]\nfilename=/dev/nvme7n1\n";
 /// C1 at queue depth 1: every completion raises a message, and the CPU thread halts
 /// between them, so notifications (the senders' futex calls, the wake-ups) are the work.
-const C1_QD1: &str = "[global]\nioengine=libaio\nrw=randread\nbs=4k\ndirect=1\niodepth=1\n\
+const C1_QD1: &str = "[global]\nioengine=io_uring\nrw=randread\nbs=4k\ndirect=1\niodepth=1\n\
                       time_based\n\
                       [c0]\nfilename=/dev/nvme0n1\n[c1]\nfilename=/dev/nvme1n1\n\
                       [c2]\nfilename=/dev/nvme2n1\n[c3]\nfilename=/dev/nvme3n1\n\

@@ -50,6 +50,40 @@ pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
     Ok(())
 }
 
+/// Engines the runtime does not carry out (its job loop drives the kernel's engines),
+/// and a polled policy for an engine that cannot poll, refused as `irqlab run` refuses it
+/// ([`irqlab_fio::IoEngine::NO_POLL`]), at the ioengine line.
+pub fn refuse_engines(jobs: &[JobSpec], policy: &irqlab_core::Policy) -> Result<(), String> {
+    let polled_run = matches!(
+        policy.delivery,
+        irqlab_core::Delivery::Polled | irqlab_core::Delivery::Hybrid
+    );
+    for job in jobs {
+        let (file, line) = job
+            .option_at(&["ioengine"])
+            .unwrap_or((job.file.as_path(), job.line));
+        let engine = job.ioengine;
+        if !engine.has_device() || engine == irqlab_fio::IoEngine::PosixAio {
+            return Err(format!(
+                "{}:{line}: job '{}': ioengine={} is not carried out by irqlab rt (its job loop drives libaio, io_uring, pvsync2 and psync); expected one of those, or irqlab run to simulate it",
+                file.display(),
+                job.name,
+                engine.name()
+            ));
+        }
+        if (polled_run || job.hipri) && !engine.can_poll() {
+            return Err(format!(
+                "{}:{line}: job '{}': {} {}",
+                file.display(),
+                job.name,
+                engine.name(),
+                irqlab_fio::IoEngine::NO_POLL
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A job whose runtime plus ramp_time does not fit the runtime's ns clock (584 years) is
 /// refused at the line that set the longer one, rather than wrapped into a run of no time.
 pub fn refuse_unfit_times(jobs: &[JobSpec]) -> Result<(), String> {

@@ -76,13 +76,25 @@ fn clone_outputs<'a>(topo: &Topology, cpus: &'a [CpuResult]) -> Vec<CloneOut<'a>
                 }
             };
             let plan = &topo.cpus[r.index].clones[*slot];
+            let window_ns = end - start;
+            // The thread's usage spans its whole life: within the window it can have had
+            // at most the window's length (a 1 µs window showed 150% usr).
+            let (usr, sys) = (share(r.usage.usr_ns), share(r.usage.sys_ns));
+            let (usr_ns, sys_ns) = match usr.checked_add(sys) {
+                Some(cpu) if cpu <= window_ns => (usr, sys),
+                _ => {
+                    let cpu = u128::from(usr) + u128::from(sys);
+                    let usr_in = (u128::from(usr) * u128::from(window_ns) / cpu.max(1)) as u64;
+                    (usr_in, window_ns - usr_in)
+                }
+            };
             out.push(CloneOut {
                 job: plan.plan.job,
                 clone: plan.clone,
                 stats,
-                window_ns: end - start,
-                usr_ns: share(r.usage.usr_ns),
-                sys_ns: share(r.usage.sys_ns),
+                window_ns,
+                usr_ns,
+                sys_ns,
                 ctx: share(r.usage.ctx()),
             });
         }
@@ -330,6 +342,7 @@ pub fn build_report(
             cpu_stolen_ns,
         }),
         extra,
+        notes: Vec::new(),
     }
 }
 

@@ -155,6 +155,7 @@ fn check_inputs(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<(),
         return Err("the job file defines no job".into());
     }
     crate::fio_options::refuse_unmodelled(jobs)?;
+    crate::fio_options::refuse_engines(jobs, policy)?;
     crate::fio_options::refuse_unfit_times(jobs)?;
     Ok(())
 }

@@ -84,15 +84,17 @@ fn nvme_instance(name: &str) -> Option<u32> {
 fn controllers_of(jobs: &[JobSpec]) -> Vec<ControllerPlan> {
     let mut names: Vec<String> = Vec::new();
     for job in jobs {
-        let files: Vec<String> = if job.filenames.is_empty() {
-            // fio names an unnamed job's file after the job.
-            vec![job.name.clone()]
-        } else {
-            job.filenames.clone()
-        };
-        for f in files {
-            if !names.contains(&f) {
-                names.push(f);
+        for k in 0..job.numjobs.max(1) {
+            let files: Vec<String> = if job.filenames.is_empty() {
+                // fio names an unnamed job's file after the job.
+                vec![job.name.clone()]
+            } else {
+                job.files_of_clone(k).to_vec()
+            };
+            for f in files {
+                if !names.contains(&f) {
+                    names.push(f);
+                }
             }
         }
     }
@@ -113,6 +115,17 @@ fn controllers_of(jobs: &[JobSpec]) -> Vec<ControllerPlan> {
         out.push(ControllerPlan { filename, instance });
     }
     out
+}
+
+/// The emulated controllers a run of `jobs` has, by name (`nvme0` up to the highest
+/// instance it uses), for mapping the jobs' files onto them before the run.
+pub fn controller_names(jobs: &[JobSpec]) -> Vec<String> {
+    let n = controllers_of(jobs)
+        .iter()
+        .map(|c| c.instance + 1)
+        .max()
+        .unwrap_or(0);
+    (0..n).map(|i| format!("nvme{i}")).collect()
 }
 
 /// Inputs of [`Topology::build`] besides the jobs.
@@ -140,12 +153,15 @@ impl Topology {
         let mut cpus = vec![CpuPlan::default(); p.cpu_threads];
         let mut rr = 0usize;
         for (j, spec) in jobs.iter().enumerate() {
-            let files: Vec<usize> = if spec.filenames.is_empty() {
-                vec![ctrl_of(&spec.name).unwrap_or(0)]
-            } else {
-                spec.filenames.iter().filter_map(|f| ctrl_of(f)).collect()
-            };
             for k in 0..spec.numjobs.max(1) {
+                let files: Vec<usize> = if spec.filenames.is_empty() {
+                    vec![ctrl_of(&spec.name).unwrap_or(0)]
+                } else {
+                    spec.files_of_clone(k)
+                        .iter()
+                        .filter_map(|f| ctrl_of(f))
+                        .collect()
+                };
                 let cpu = match spec.clone_cpus(k) {
                     Some(set) if !set.is_empty() => set[0] % p.cpu_threads,
                     _ => {

@@ -12,9 +12,9 @@ fn jobs(text: &str) -> Vec<irqlab_fio::JobSpec> {
     irqlab_fio::parse_str(text, Path::new("t.fio")).unwrap()
 }
 
-fn libaio(iodepth: u32, batch: u32, ios: u64) -> Vec<irqlab_fio::JobSpec> {
+fn uring(iodepth: u32, batch: u32, ios: u64) -> Vec<irqlab_fio::JobSpec> {
     jobs(&format!(
-        "[j]\nioengine=libaio\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\n\
+        "[j]\nioengine=io_uring\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\n\
          iodepth={iodepth}\niodepth_batch_submit={batch}\niodepth_batch_complete_min=1\n\
          number_ios={ios}\n"
     ))
@@ -55,7 +55,7 @@ fn a_flood_on_one_cpu_thread_hands_softirq_work_to_ksoftirqd() {
         },
         ..Policy::default()
     };
-    let r = run(&libaio(1024, 64, 200_000), &p, &cfg(1_000, 10_000_000)).unwrap();
+    let r = run(&uring(1024, 64, 200_000), &p, &cfg(1_000, 10_000_000)).unwrap();
     check_exact(&r, 200_000);
     let cpu = &r.cpus[0];
     assert!(extra(&r, "softirq_handovers") > 0.0, "{:?}", r.extra);
@@ -71,7 +71,7 @@ fn a_flood_on_one_cpu_thread_hands_softirq_work_to_ksoftirqd() {
 #[test]
 fn gsim_holds_vectors_until_its_timer_and_cuts_interrupts_per_io() {
     let none = run(
-        &libaio(32, 8, 6_000),
+        &uring(32, 8, 6_000),
         &Policy::default(),
         &cfg(10_000, 500_000),
     )
@@ -80,7 +80,7 @@ fn gsim_holds_vectors_until_its_timer_and_cuts_interrupts_per_io() {
         moderator: ModeratorKind::Gsim,
         ..Policy::default()
     };
-    let gsim = run(&libaio(32, 8, 6_000), &p, &cfg(10_000, 500_000)).unwrap();
+    let gsim = run(&uring(32, 8, 6_000), &p, &cfg(10_000, 500_000)).unwrap();
     check_exact(&gsim, 6_000);
     assert!(extra(&gsim, "gsim_disables") > 0.0, "{:?}", gsim.extra);
     assert!(extra(&gsim, "gsim_timer_set") > 0.0);
@@ -101,7 +101,7 @@ fn flood_detection_measures_interrupt_gaps_and_rescues_nothing_here() {
         flood_detection: true,
         ..Policy::default()
     };
-    let r = run(&libaio(32, 8, 3_000), &p, &cfg(5_000, 400_000)).unwrap();
+    let r = run(&uring(32, 8, 3_000), &p, &cfg(5_000, 400_000)).unwrap();
     check_exact(&r, 3_000);
     assert!(extra(&r, "flood_min_avg_interval_ns") > 0.0);
     // Each runtime queue serves one CPU thread: the 2019 patch asks for no rescue thread.
@@ -154,7 +154,7 @@ fn hybrid_polling_sleeps_half_the_fastest_completion_before_polling() {
 #[test]
 fn moderator_levels_reach_the_device_through_a_measured_work_item() {
     let sat = jobs(
-        "[j]\nioengine=libaio\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\niodepth=128\n\
+        "[j]\nioengine=io_uring\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\niodepth=128\n\
          iodepth_batch_submit=16\niodepth_batch_complete_min=1\ntime_based\nruntime=150ms\n",
     );
     for m in [
@@ -192,7 +192,7 @@ fn threaded_handlers_and_reap_after_submit_share_the_cq_by_trylock() {
         reap_after_submit: true,
         ..Policy::default()
     };
-    let r = run(&libaio(32, 8, 5_000), &p, &cfg(5_000, 400_000)).unwrap();
+    let r = run(&uring(32, 8, 5_000), &p, &cfg(5_000, 400_000)).unwrap();
     check_exact(&r, 5_000);
     assert!(extra(&r, "irq_thread_runs") > 0.0);
     assert!(extra(&r, "reaped_after_submit") > 0.0, "{:?}", r.extra);

@@ -8,7 +8,7 @@ use std::path::Path;
 
 fn job(extra: &str) -> Vec<irqlab_fio::JobSpec> {
     let text = format!(
-        "[global]\nioengine=libaio\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\ndirect=1\n\
+        "[global]\nioengine=io_uring\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\ndirect=1\n\
          iodepth=32\niodepth_batch_submit=8\nnumber_ios=3000\n{extra}\n[j]\n"
     );
     irqlab_fio::parse_str(&text, Path::new("t.fio")).unwrap()
@@ -133,7 +133,7 @@ fn a_softirq_that_re_raises_itself_runs_before_the_cpu_thread_sleeps() {
         },
         ..policy(Delivery::Remapped)
     };
-    let text = "[global]\nioengine=libaio\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\n\
+    let text = "[global]\nioengine=io_uring\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\n\
                 direct=1\niodepth=1024\niodepth_batch_submit=1024\n\
                 iodepth_batch_complete_min=1024\nnumber_ios=20000\n[j]\n";
     let jobs = irqlab_fio::parse_str(text, Path::new("t.fio")).unwrap();
@@ -396,7 +396,7 @@ fn every_cpu_row_adds_up_to_the_measured_window() {
     // hardirq, softirq, ksoftirqd, irqthread, idle) plus the time the host stole from it
     // is the window to the ns, whichever threads the policy adds to the CPU.
     let jobs = irqlab_fio::parse_str(
-        "[global]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=16\niodepth_batch_submit=4\n\
+        "[global]\nioengine=io_uring\nrw=randread\nbs=4k\niodepth=16\niodepth_batch_submit=4\n\
          time_based\nruntime=30ms\nramp_time=20ms\n[a]\nfilename=/dev/nvme0n1\n\
          [b]\nfilename=/dev/nvme1n1\n",
         Path::new("t.fio"),

@@ -13,7 +13,7 @@ use std::time::Duration;
 /// Two jobs on two CPU threads that would run for 30 s, with no ramp (every I/O counts).
 fn long_jobs() -> Vec<irqlab_fio::JobSpec> {
     irqlab_fio::parse_str(
-        "[global]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=32\niodepth_batch_submit=8\n\
+        "[global]\nioengine=io_uring\nrw=randread\nbs=4k\niodepth=32\niodepth_batch_submit=8\n\
          time_based\nruntime=30s\n[a]\nfilename=/dev/nvme0n1\n[b]\nfilename=/dev/nvme1n1\n",
         Path::new("t.fio"),
     )

@@ -50,7 +50,9 @@ pub enum Event {
 /// and an occupancy bitmap finds the next non-empty one. Later events (ticks, ramp ends,
 /// slow media) wait in a 4-ary heap until the window slides over them. Keys are
 /// `time << 64 | seq` and unique, so events pop in exactly the order of a heap keyed by
-/// (time, seq): FIFO among equal times, and a run replays exactly.
+/// (time, seq): FIFO among equal times, and a run replays exactly. An event pushed in an
+/// earlier slot than every queued one (the next step of a chain, most events of a QD1
+/// run) waits aside in `front` and pops next without touching the ring.
 #[derive(Debug)]
 pub struct EventQueue {
     /// Fixed-size arrays: an index masked to the ring needs no bounds check.
@@ -59,7 +61,12 @@ pub struct EventQueue {
     occupied: Box<[u64; WORDS]>,
     /// Absolute slot number (time >> SLOT_SHIFT) of the earliest near event or before.
     cursor: u64,
+    /// Absolute slot number of the earliest near event (u64::MAX when there is none).
+    near_first: u64,
     near: usize,
+    /// An event earlier than every other queued one (its slot before `near_first`, inside
+    /// the window, so before every far event too), popped next.
+    front: Option<Slot>,
     far: FarHeap,
     /// Slot number of the earliest far event (u64::MAX when there is none).
     far_first: u64,
@@ -104,7 +111,9 @@ impl EventQueue {
                 .expect("SLOTS slots"),
             occupied: Box::new([0; WORDS]),
             cursor: 0,
+            near_first: u64::MAX,
             near: 0,
+            front: None,
             far: FarHeap::default(),
             far_first: u64::MAX,
             seq: 0,
@@ -124,7 +133,24 @@ impl EventQueue {
             time >> SLOT_SHIFT >= self.cursor,
             "event scheduled in the past"
         );
-        if (time >> SLOT_SHIFT) - self.cursor < SLOTS {
+        let slot = time >> SLOT_SHIFT;
+        if slot - self.cursor < SLOTS {
+            if slot < self.near_first {
+                // Earlier than every queued event but the front one, if any: the earlier
+                // of the two waits in front and the other takes its slot.
+                match self.front {
+                    None => {
+                        self.front = Some(s);
+                        return;
+                    }
+                    Some(f) if s.key < f.key => {
+                        self.front = Some(s);
+                        self.put_near(f);
+                        return;
+                    }
+                    Some(_) => {}
+                }
+            }
             self.put_near(s);
         } else {
             self.far.push(s);
@@ -132,12 +158,52 @@ impl EventQueue {
         }
     }
 
-    #[inline]
+    /// Takes back the queued event `ev` due at `time` (one that no other queued event
+    /// equals: it carries an epoch), so that it never pops. False when it waits beyond the
+    /// window (a far event, rare): it then pops as usual and its handler must see that it
+    /// is stale.
+    #[inline(always)]
+    pub fn cancel(&mut self, time: u64, ev: Event) -> bool {
+        let is = |s: &Slot| s.ev == ev && s.time() == time;
+        if self.front.as_ref().is_some_and(is) {
+            self.front = None;
+            return true;
+        }
+        let slot = time >> SLOT_SHIFT;
+        if slot.wrapping_sub(self.cursor) >= SLOTS {
+            return false;
+        }
+        // Inside the window every queued event is in the ring (far ones are brought in
+        // as the window slides over them).
+        let i = (slot & MASK) as usize;
+        let entries = &mut self.slots[i];
+        let Some(j) = entries.iter().position(is) else {
+            debug_assert!(false, "a cancelled event is queued");
+            return false;
+        };
+        entries.swap_remove(j);
+        self.near -= 1;
+        if entries.is_empty() {
+            self.occupied[i / 64] &= !(1 << (i % 64));
+            if slot == self.near_first {
+                self.near_first = if self.near == 0 {
+                    u64::MAX
+                } else {
+                    slot + ((self.next_occupied(i) as u64).wrapping_sub(i as u64) & MASK)
+                };
+            }
+        }
+        true
+    }
+
+    #[inline(always)]
     fn put_near(&mut self, s: Slot) {
-        let i = ((s.time() >> SLOT_SHIFT) & MASK) as usize;
+        let slot = s.time() >> SLOT_SHIFT;
+        let i = (slot & MASK) as usize;
         self.slots[i].push(s);
         self.occupied[i / 64] |= 1 << (i % 64);
         self.near += 1;
+        self.near_first = self.near_first.min(slot);
     }
 
     /// The earliest event, FIFO among equal times.
@@ -149,6 +215,15 @@ impl EventQueue {
     /// The earliest event if it is due by `limit` (inclusive); None leaves it queued.
     #[inline(always)]
     pub fn pop_until(&mut self, limit: u64) -> Option<(u64, Event)> {
+        if let Some(f) = &self.front {
+            let (t, ev) = (f.time(), f.ev);
+            if t > limit {
+                return None;
+            }
+            self.front = None;
+            self.popped += 1;
+            return Some((t, ev));
+        }
         if self.near == 0 {
             // Jump to the earliest far event.
             let first = self.far.peek_time()?;
@@ -158,7 +233,7 @@ impl EventQueue {
             self.cursor = first >> SLOT_SHIFT;
             self.bring_in_far();
         }
-        let i = self.next_occupied();
+        let i = (self.near_first & MASK) as usize;
         let slot = &mut self.slots[i];
         let (mut min, mut min_key) = (0, slot[0].key);
         for (j, s) in slot.iter().enumerate().skip(1) {
@@ -171,11 +246,16 @@ impl EventQueue {
         }
         // Order inside a slot does not matter: the minimum is searched each time.
         let s = slot.swap_remove(min);
+        self.cursor = self.near_first;
+        self.near -= 1;
         if slot.is_empty() {
             self.occupied[i / 64] &= !(1 << (i % 64));
+            self.near_first = if self.near == 0 {
+                u64::MAX
+            } else {
+                self.cursor + ((self.next_occupied(i) as u64).wrapping_sub(i as u64) & MASK)
+            };
         }
-        self.cursor += (i as u64).wrapping_sub(self.cursor) & MASK;
-        self.near -= 1;
         self.popped += 1;
         if self.far_first.wrapping_sub(self.cursor) < SLOTS {
             self.bring_in_far();
@@ -183,10 +263,9 @@ impl EventQueue {
         Some((s.time(), s.ev))
     }
 
-    /// The first non-empty slot at or after the cursor in ring order (one exists).
+    /// The first non-empty slot at or after ring index `start` in ring order (one exists).
     #[inline]
-    fn next_occupied(&self) -> usize {
-        let start = (self.cursor & MASK) as usize;
+    fn next_occupied(&self, start: usize) -> usize {
         let mut w = start / 64;
         let mut bits = self.occupied[w] & (!0u64 << (start % 64));
         while bits == 0 {
@@ -210,7 +289,7 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.near + self.far.len()
+        usize::from(self.front.is_some()) + self.near + self.far.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -336,9 +415,25 @@ mod tests {
     }
 
     /// Same pop order as a binary heap keyed by (time, seq), for near, far and equal
-    /// times pushed while popping (the hold model).
+    /// times pushed while popping (the hold model), with the queue growing (two pushes
+    /// per pop) and with few events queued (a chain: the front slot's case).
     #[test]
     fn matches_a_binary_heap_ordering() {
+        check_against_heap(3, 200_000, None);
+        check_against_heap(2, 200_000, None);
+    }
+
+    /// The same with one of the recent pushes cancelled every few steps: the rest keep
+    /// their order, and a cancel that declines (a far event) leaves the event to pop.
+    #[test]
+    fn cancelling_keeps_the_binary_heap_ordering() {
+        check_against_heap(3, 30_000, Some(5));
+        check_against_heap(2, 30_000, Some(3));
+    }
+
+    /// Every `pop_every`th step pops (when something is queued), the others push; every
+    /// `cancel_every`th step also cancels one of the last 16 pushes, if still queued.
+    fn check_against_heap(pop_every: u32, steps: u32, cancel_every: Option<u32>) {
         let mut q = EventQueue::new();
         let mut h: BinaryHeap<Entry> = BinaryHeap::new();
         let mut x: u64 = 12345;
@@ -350,8 +445,9 @@ mod tests {
         };
         let mut seq = 0;
         let mut now = 0;
-        for step in 0..200_000u32 {
-            if step % 3 != 2 || h.is_empty() {
+        let mut recent: [Option<(u64, Event)>; 16] = [None; 16];
+        for step in 0..steps {
+            if step % pop_every != pop_every - 1 || h.is_empty() {
                 let d = match rnd() % 4 {
                     0 => 0,
                     1 => rnd() % 300,
@@ -368,16 +464,84 @@ mod tests {
                     seq,
                     ev,
                 });
+                recent[step as usize % recent.len()] = Some((now + d, ev));
             } else {
                 let e = h.pop().unwrap();
                 assert_eq!(q.pop(), Some((e.time, e.ev)));
                 now = e.time;
+            }
+            if cancel_every.is_some_and(|k| step % k == 0)
+                && let Some((time, ev)) = recent[rnd() as usize % recent.len()].take()
+                && h.iter().any(|e| e.ev == ev)
+                && q.cancel(time, ev)
+            {
+                h.retain(|e| e.ev != ev);
             }
         }
         while let Some(e) = h.pop() {
             assert_eq!(q.pop(), Some((e.time, e.ev)));
         }
         assert!(q.pop().is_none() && q.is_empty());
+    }
+
+    /// The front event: a chain of pushes each earlier than everything queued, a push
+    /// earlier than the front one (which then joins the ring), a push between the front
+    /// and the ring, and a limit below the front's time.
+    #[test]
+    fn an_event_earlier_than_all_others_pops_first() {
+        let mut q = EventQueue::new();
+        let tick = |c: usize| Event::Tick { cpu: CpuId::new(c) };
+        q.push(10_000, tick(0));
+        q.push(100, tick(1));
+        q.push(50, tick(2));
+        q.push(70, tick(3));
+        q.push(50, tick(4));
+        assert_eq!(q.len(), 5);
+        assert_eq!(q.pop_until(49), None);
+        assert_eq!(q.pop(), Some((50, tick(2))));
+        assert_eq!(q.pop(), Some((50, tick(4))));
+        q.push(60, tick(5));
+        assert_eq!(q.pop(), Some((60, tick(5))));
+        assert_eq!(q.pop(), Some((70, tick(3))));
+        assert_eq!(q.pop(), Some((100, tick(1))));
+        q.push(200, tick(6));
+        q.push(200, tick(7));
+        assert_eq!(q.pop(), Some((200, tick(6))));
+        assert_eq!(q.pop(), Some((200, tick(7))));
+        assert_eq!(q.pop(), Some((10_000, tick(0))));
+        assert!(q.pop().is_none() && q.is_empty());
+        assert_eq!(q.popped(), 8);
+    }
+
+    /// A cancelled event never pops, wherever it waits: in front, alone in the earliest
+    /// slot (the next slot becomes the earliest), among others of its slot; a far one
+    /// stays queued and says so.
+    #[test]
+    fn cancelled_events_do_not_pop() {
+        let mut q = EventQueue::new();
+        let step = |c: usize, epoch: u32| Event::CpuStep {
+            cpu: CpuId::new(c),
+            epoch,
+        };
+        q.push(500, step(0, 1));
+        q.push(100, step(1, 1));
+        q.push(300, step(2, 1));
+        q.push(300, step(3, 1));
+        q.push(900, step(4, 1));
+        q.push(10_000_000, step(5, 1));
+        assert!(q.cancel(100, step(1, 1)), "the front event");
+        assert!(q.cancel(300, step(3, 1)), "one of two in a slot");
+        assert!(q.cancel(500, step(0, 1)), "alone in its slot");
+        assert!(!q.cancel(10_000_000, step(5, 1)), "far beyond the window");
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.pop(), Some((300, step(2, 1))));
+        assert!(
+            q.cancel(900, step(4, 1)),
+            "the earliest slot, the ring then empty"
+        );
+        assert_eq!(q.pop(), Some((10_000_000, step(5, 1))));
+        assert!(q.pop().is_none() && q.is_empty());
+        assert_eq!(q.popped(), 2);
     }
 
     /// A queue slot is a 16-byte key and the event: ids must not make events bigger.

@@ -156,7 +156,13 @@ impl fmt::Display for SimError {
                 line,
                 job,
                 msg,
-            } => write!(f, "{file}:{line}: job '{job}': {msg}"),
+            } => write!(
+                f,
+                "{}:{line}: job '{}': {}",
+                irqlab_fio::escape_controls(file),
+                irqlab_fio::escape_controls(job),
+                irqlab_fio::escape_controls(msg)
+            ),
             SimError::Platform(m) => write!(f, "platform: {m}"),
             SimError::Config(m) => f.write_str(m),
             SimError::Unsupported(m) => write!(f, "not supported by the simulator: {m}"),
@@ -239,6 +245,17 @@ pub fn simulate_observed<O: Observer>(
     let mut sim = model::build(jobs, platform, policy, opts, observer)?;
     sim.run();
     Ok(sim.report())
+}
+
+/// The platform's device names in order (`nvme0`, `nvme1`, ...), as job files name them.
+pub fn device_names(p: &Platform) -> Vec<String> {
+    model::device_names(p)
+}
+
+/// The index in `names` of the device `file` names (`/dev/nvme0n1`, `nvme0n1` and
+/// `nvme0` all name `nvme0`), if any.
+pub fn device_of(file: &str, names: &[String]) -> Option<usize> {
+    model::resolve_file(file, names)
 }
 
 /// What simulating `jobs` would take, from the topology and jobs alone: checked against

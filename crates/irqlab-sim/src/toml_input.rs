@@ -35,10 +35,12 @@ pub fn in_users_terms(msg: &str) -> String {
         {
             let big = found.ends_with(" as i128");
             let found = found.trim_end_matches(" as i128");
-            let shown = match found.split_once(' ') {
-                Some(("string", s)) => format!("{s} (text)"),
-                Some((_, v)) => v.trim_matches('`').to_string(),
-                None => found.to_string(),
+            let shown = match (found.split_once(' '), found.split('`').nth(1)) {
+                (Some(("string", s)), _) => format!("{s} (text)"),
+                // "floating point `250.5`": the value is between the backticks.
+                (_, Some(v)) => v.to_string(),
+                (Some((_, v)), None) => v.to_string(),
+                (None, None) => found.to_string(),
             };
             return if big {
                 // serde's `expected` names the key's Rust type, or "any valid TOML value"
@@ -189,6 +191,10 @@ mod tests {
 
     #[test]
     fn rust_types_become_words() {
+        assert_eq!(
+            in_users_terms("invalid type: floating point `250.5`, expected u64"),
+            "250.5 is not a whole number (0 or more)"
+        );
         assert_eq!(
             in_users_terms("invalid value: integer `-1`, expected usize"),
             "-1 is not a whole number (0 or more)"

@@ -19,14 +19,15 @@ fn err(job: &str, sets: &[&str]) -> String {
 #[test]
 fn cpu_that_does_not_exist() {
     let e = err("[j]\nfilename=nvme0n1\ncpus_allowed=99\nruntime=1ms\n", &[]);
-    assert!(e.contains("CPU 99") && e.contains(":1: job 'j'"), "{e}");
+    // At the option's line, not the section header's (issue 23).
+    assert!(e.contains("CPU 99") && e.contains(":3: job 'j'"), "{e}");
 }
 
 #[test]
-fn unknown_device_names_the_job_line() {
+fn unknown_device_names_the_filename_line() {
     let e = err("[global]\nruntime=1ms\n\n[j]\nfilename=/dev/sda\n", &[]);
     assert!(
-        e.contains("'/dev/sda'") && e.contains(":4: job 'j'") && e.contains("nvme0"),
+        e.contains("'/dev/sda'") && e.contains(":5: job 'j'") && e.contains("nvme0"),
         "{e}"
     );
 }

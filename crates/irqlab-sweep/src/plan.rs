@@ -9,7 +9,7 @@ use crate::grid::{Grid, KeyKind};
 use crate::metrics;
 use crate::output::PointResult;
 use irqlab_fio::JobSpec;
-use irqlab_inputs::{JobSource, PolicyArgs, resolve_platform};
+use irqlab_inputs::{JobSource, MapRule, PolicyArgs, RunShape, resolve_platform};
 use irqlab_sim::{Budget, Platform, SimOptions};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -30,6 +30,8 @@ pub struct SweepSpec {
     pub fio_dir: Option<PathBuf>,
     /// The resource budget of every point (each point is checked on its own).
     pub budget: Budget,
+    /// How the job's files map onto each point's platform, and the runtime cap.
+    pub shape: RunShape,
 }
 
 /// A plan as it travels: the job and platform as text, the policy as options.
@@ -44,6 +46,11 @@ struct Portable {
     seed: u64,
     max_memory_bytes: u64,
     max_events: u64,
+    /// `--map` rules as PATTERN=DEVICE.
+    #[serde(default)]
+    maps: Vec<String>,
+    #[serde(default)]
+    max_runtime_ns: Option<u64>,
 }
 
 /// Everything needed to build the inputs of any point.
@@ -61,6 +68,9 @@ pub struct Plan {
     sets: Vec<String>,
     grid: Grid,
     fio_dir: Option<PathBuf>,
+    shape: RunShape,
+    /// The base platform's CPU count (`$ncpus` of the jobs parsed once).
+    ncpus: usize,
 }
 
 impl Plan {
@@ -83,6 +93,13 @@ impl Plan {
             seed: spec.seed,
             max_memory_bytes: spec.budget.max_memory_bytes,
             max_events: spec.budget.max_events,
+            maps: spec
+                .shape
+                .maps
+                .iter()
+                .map(|r| format!("{}={}", r.pattern, r.device))
+                .collect(),
+            max_runtime_ns: spec.shape.max_runtime_ns,
         })
         .map(|p| Plan {
             fio_dir: spec.fio_dir.clone(),
@@ -93,10 +110,15 @@ impl Plan {
     fn from_parts(p: Portable) -> Result<Plan, SweepError> {
         let grid = Grid::parse(&p.sets)?;
         let job_path = PathBuf::from(&p.job_name);
-        let jobs = irqlab_fio::parse_str(&p.job_text, &job_path)
-            .map_err(irqlab_inputs::InputError::from)?;
         let platform = Platform::from_toml(&p.platform_text, &p.platform_origin, &[])
             .map_err(irqlab_inputs::InputError::from)?;
+        let jobs = irqlab_fio::parse_str_for(&p.job_text, &job_path, platform.cpu.count)
+            .map_err(irqlab_inputs::InputError::from)?;
+        let maps = p
+            .maps
+            .iter()
+            .map(|m| MapRule::parse(m))
+            .collect::<Result<Vec<_>, _>>()?;
         let policy = PolicyArgs::from_args(&p.policy).map_err(|message| {
             irqlab_inputs::InputError::Policy {
                 text: p.policy.join(" "),
@@ -119,6 +141,11 @@ impl Plan {
             sets: p.sets,
             grid,
             fio_dir: None,
+            shape: RunShape {
+                maps,
+                max_runtime_ns: p.max_runtime_ns,
+            },
+            ncpus: platform.cpu.count,
         };
         plan.check_values()?;
         Ok(plan)
@@ -137,6 +164,13 @@ impl Plan {
             seed: self.seed,
             max_memory_bytes: self.budget.max_memory_bytes,
             max_events: self.budget.max_events,
+            maps: self
+                .shape
+                .maps
+                .iter()
+                .map(|r| format!("{}={}", r.pattern, r.device))
+                .collect(),
+            max_runtime_ns: self.shape.max_runtime_ns,
         };
         serde_json::to_string(&p).unwrap_or_default()
     }
@@ -192,9 +226,32 @@ impl Plan {
                         .map_err(|e| fail(&e))?;
                     }
                     KeyKind::Job(opt) => {
-                        self.jobs_with(&[(opt.as_str(), v.as_str())])
+                        self.jobs_with(&[(opt.as_str(), v.as_str())], self.ncpus)
                             .map_err(|e| fail(&e))?;
                     }
+                }
+            }
+        }
+        // Every point's policy, with the base's options: one that contradicts itself
+        // is refused before any point runs.
+        self.policy.checked_policy()?;
+        let policy_dims: Vec<usize> = (0..self.grid.dims.len())
+            .filter(|&i| matches!(self.grid.dims[i].kind, KeyKind::Policy(_)))
+            .collect();
+        if !policy_dims.is_empty() {
+            for i in 0..self.grid.len() {
+                let values = self.grid.values(i);
+                let mut policy = self.policy.clone();
+                for &d in &policy_dims {
+                    if let KeyKind::Policy(k) = &self.grid.dims[d].kind {
+                        k.apply(&mut policy, values[d])?;
+                    }
+                }
+                if let Err(e) = policy.checked_policy() {
+                    return Err(SweepError::Point {
+                        at: self.describe(i),
+                        message: e.to_string(),
+                    });
                 }
             }
         }
@@ -206,12 +263,13 @@ impl Plan {
     fn jobs_with(
         &self,
         options: &[(&str, &str)],
+        ncpus: usize,
     ) -> Result<Vec<JobSpec>, irqlab_fio::JobFileError> {
-        if options.is_empty() {
+        if options.is_empty() && ncpus == self.ncpus {
             return Ok(self.jobs.clone());
         }
         let text = with_job_options(&self.job_text, options);
-        irqlab_fio::parse_str(&text, &self.job_path)
+        irqlab_fio::parse_str_for(&text, &self.job_path, ncpus)
     }
 
     /// Simulates point `i` (and writes its fio JSON and logs when the plan has a
@@ -240,7 +298,10 @@ impl Plan {
                 KeyKind::Job(opt) => job_opts.push((opt.as_str(), *v)),
             }
         }
-        let mut jobs = self.jobs_with(&job_opts).map_err(|e| at(&e))?;
+        let platform = Platform::from_toml(&self.platform_text, &self.platform_origin, &sets)
+            .map_err(|e| at(&e))?;
+        let ncpus = platform.cpu.count;
+        let mut jobs = self.jobs_with(&job_opts, ncpus).map_err(|e| at(&e))?;
         // With a fio directory every point also writes fio logs named as bench-fio names
         // them.
         let fio_point = self.fio_dir.as_ref().map(|base| {
@@ -251,14 +312,22 @@ impl Plan {
             let logs = fio_dir::log_options(prefix);
             let mut with_logs = job_opts.clone();
             with_logs.extend(logs.iter().map(|(k, v)| (*k, v.as_str())));
-            jobs = self.jobs_with(&with_logs).map_err(|e| at(&e))?;
+            jobs = self.jobs_with(&with_logs, ncpus).map_err(|e| at(&e))?;
         }
-        let platform = Platform::from_toml(&self.platform_text, &self.platform_origin, &sets)
-            .map_err(|e| at(&e))?;
+        let jobs = irqlab_inputs::shape_jobs(
+            jobs,
+            &irqlab_sim::device_names(&platform),
+            &self.shape,
+            ncpus,
+            "the platform's CPUs",
+        )
+        .map_err(|e| at(&e))?
+        .jobs;
+        let policy = policy.checked_policy().map_err(|e| at(&e))?;
         let report = irqlab_sim::simulate(
             &jobs,
             &platform,
-            &policy.policy(),
+            &policy,
             &SimOptions::overriding(seed).with_budget(self.budget),
         )
         .map_err(|e| at(&e))?;
@@ -341,6 +410,7 @@ mod tests {
             seed: 3,
             fio_dir: None,
             budget: Budget::DEFAULT,
+            shape: RunShape::default(),
         }
     }
 

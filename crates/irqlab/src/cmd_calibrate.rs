@@ -93,12 +93,16 @@ pub fn main(args: CalibrateArgs) -> CmdResult {
         let why = irqlab_fio::input::io_reason(&e);
         format!("{}: cannot write: {why}", args.out.display())
     })?;
-    println!("fitted parameters ({} evaluations):", fitted.evals);
+    let mut out = format!("fitted parameters ({} evaluations):\n", fitted.evals);
     for (p, s) in fitted.params.iter().zip(&fitted.sets) {
-        println!("  {s}    (bounds {}..{}, start {})", p.lo, p.hi, p.start);
+        out.push_str(&format!(
+            "  {s}    (bounds {}..{}, start {})\n",
+            p.lo, p.hi, p.start
+        ));
     }
-    println!("\nresiduals:");
-    print!("{}", table::text(&fitted.rows));
-    println!("\nwrote {}", args.out.display());
+    out.push_str("\nresiduals:\n");
+    out.push_str(&table::text(&fitted.rows));
+    out.push_str(&format!("\nwrote {}\n", args.out.display()));
+    crate::stdout::write(&out)?;
     Ok(())
 }

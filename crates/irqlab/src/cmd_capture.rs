@@ -7,7 +7,7 @@ use clap::Args;
 use irqlab_capture::{Capture, CaptureError, CaptureOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub const CAPTURE_HELP: &str = "\
 The directory holds manifest.json (schema, host, date, what was read from where, the
@@ -56,13 +56,18 @@ pub struct CaptureArgs {
 
 /// SIGINT and SIGTERM set the flag and nothing else, so the target file is always
 /// removed (the other commands' second Ctrl-C exits at once, which would leave it).
-fn stop_flag() -> Result<Arc<AtomicBool>, String> {
+/// The stop flag the capture watches, and the signal that set it: SIGINT, SIGTERM and
+/// SIGHUP stop a capture as they stop a run (the runs so far are kept; exit 128 + signal).
+fn stop_flag() -> Result<(Arc<AtomicBool>, Arc<AtomicUsize>), String> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&flag))
-            .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
+    let which = Arc::new(AtomicUsize::new(0));
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&which), sig as usize)
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&flag)))
+            .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
     }
-    Ok(flag)
+    Ok((flag, which))
 }
 
 pub fn main(args: CaptureArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
@@ -81,7 +86,7 @@ pub fn main(args: CaptureArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
             args.quick,
         )
     };
-    let stop = stop_flag()?;
+    let (stop, which) = stop_flag()?;
     let progress = |line: &str| eprintln!("capture: {line}");
     match irqlab_capture::record(&opts, &stop, &progress) {
         Ok(m) => {
@@ -95,7 +100,12 @@ pub fn main(args: CaptureArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         }
         Err(CaptureError::Interrupted) => {
             eprintln!("capture: {}", CaptureError::Interrupted);
-            Ok(RunEnd::Interrupted)
+            let sig = which.load(Ordering::SeqCst) as i32;
+            Ok(RunEnd::Interrupted(if sig == 0 {
+                signal_hook::consts::SIGINT
+            } else {
+                sig
+            }))
         }
         Err(e) => Err(e.into()),
     }

@@ -47,6 +47,6 @@ pub fn main(a: DemoArgs) -> CmdResult {
         round_ns: a.round_ns,
     };
     let replay = irqlab_burst::replay(&burst)?;
-    print!("{}", irqlab_burst::render(&burst, &replay));
+    crate::stdout::write(&irqlab_burst::render(&burst, &replay))?;
     Ok(())
 }

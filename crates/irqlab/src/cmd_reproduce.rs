@@ -144,7 +144,7 @@ pub fn main(args: ReproduceArgs) -> CmdResult {
         }
     };
     match &args.output {
-        None => print!("{text}"),
+        None => crate::stdout::write(&text)?,
         Some(p) => {
             std::fs::write(p, &text).map_err(|e| format!("{}: cannot write: {e}", p.display()))?
         }

@@ -6,7 +6,7 @@
 use crate::RunEnd;
 use crate::output::{OutputArgs, OutputFormat, emit};
 use clap::Args;
-use irqlab_inputs::PolicyArgs;
+use irqlab_inputs::{PolicyArgs, ShapeArgs};
 use irqlab_observe::{ObserveError, RtObserveArgs, dropped_events_warning, run_with_observers};
 use irqlab_rt::{Media, MediaModel, RtConfig};
 use std::path::PathBuf;
@@ -18,6 +18,8 @@ pub struct RtArgs {
     pub job: PathBuf,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
     /// Threads emulating CPUs: each receives interrupts and runs the job clones placed on it
     /// (1 to 256; with --controllers at most 8 threads per host CPU).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -137,14 +139,45 @@ fn parse_interval(s: &str) -> Result<u64, ObserveError> {
 }
 
 pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
-    let jobs = irqlab_inputs::JobSource::Path(args.job.clone()).jobs()?;
-    check_host(&args)?;
+    let created = args.output.output.is_some();
+    let result = run(&args);
+    // A run that fails writes no report: its --output file does not stay behind empty.
+    if result.is_err() && created {
+        args.output.discard();
+    }
+    result
+}
+
+fn run(args: &RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
+    let policy = args.policy.checked_policy()?;
+    let ncpus = usize::from(args.cpu_threads);
+    let jobs = irqlab_inputs::JobSource::Path(args.job.clone()).jobs_for(ncpus)?;
+    let controllers = irqlab_rt::topology::controller_names(&jobs);
+    let shaped = irqlab_inputs::shape_jobs(
+        jobs,
+        &controllers,
+        &args.shape.shape(),
+        ncpus,
+        "the emulated CPUs, --cpu-threads",
+    )?;
+    let jobs = shaped.jobs;
+    check_host(args)?;
     args.output.create()?;
     let model = MediaModel::new(
         (args.media_latency_us * 1000.0).round() as u64,
         args.media_iops,
     )?;
-    let stop = crate::stop_on_ctrl_c()?;
+    let files: Vec<&std::path::Path> = [
+        &args.output.output,
+        &args.observe.trace,
+        &args.observe.timeline,
+    ]
+    .into_iter()
+    .flatten()
+    .map(PathBuf::as_path)
+    .collect();
+    let signals = crate::signals::Stop::install(&files)?;
+    let stop = signals.flag();
     let cfg = RtConfig {
         controller_threads: usize::from(args.controller_threads),
         cpu_threads: usize::from(args.cpu_threads),
@@ -156,7 +189,6 @@ pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         stop: stop.clone(),
         ..RtConfig::default()
     };
-    let policy = args.policy.policy();
     // irqtop lines must not end up inside a JSON report on stdout.
     let json_on_stdout = args.output.output.is_none() && args.output.format != OutputFormat::Normal;
     // A media file this run creates is scratch: a failed run leaves none behind.
@@ -167,33 +199,46 @@ pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
     let mut out: Box<dyn std::io::Write + Send> = if json_on_stdout {
         Box::new(std::io::stderr())
     } else {
-        Box::new(std::io::stdout())
+        Box::new(crate::stdout::Stdout)
     };
-    let report = match run_with_observers(&jobs, &policy, cfg, args.irqtop, &args.observe, &mut out)
-    {
-        Ok(r) => r,
-        Err(e) => {
-            if let Some(p) = &created {
-                let _ = std::fs::remove_file(p);
+    let mut report =
+        match run_with_observers(&jobs, &policy, cfg, args.irqtop, &args.observe, &mut out) {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(p) = &created {
+                    let _ = std::fs::remove_file(p);
+                }
+                // A signal before any I/O ran (while the media file was being filled).
+                if stop.is_set() {
+                    eprintln!("irqlab: {e}");
+                    return Ok(RunEnd::Interrupted(
+                        signals.signal().unwrap_or(signal_hook::consts::SIGINT),
+                    ));
+                }
+                return Err(e.into());
             }
-            // Ctrl-C before any I/O ran (while the media file was being filled).
-            if stop.is_set() {
-                eprintln!("irqlab: {e}");
-                return Ok(RunEnd::Interrupted);
-            }
-            return Err(e.into());
-        }
-    };
+        };
+    report.notes.extend(shaped.notes);
+    let interrupted = report.flag(irqlab_report::EXTRA_INTERRUPTED);
+    let sig = signals.signal().unwrap_or(signal_hook::consts::SIGINT);
+    if interrupted && sig != signal_hook::consts::SIGINT {
+        report.notes.push((
+            irqlab_report::text::NOTE_STOPPED_BY.into(),
+            crate::signals::name(sig).into(),
+        ));
+    }
     if let Some(warning) = dropped_events_warning(&report) {
         eprintln!("irqlab: {warning}");
     }
     emit(&report, &args.output)?;
-    if report.flag(irqlab_report::EXTRA_INTERRUPTED) {
+    crate::signals::files_done();
+    if interrupted {
         let wall_ms = report.measured.as_ref().map_or(0, |m| m.wall_ns) as f64 / 1e6;
         eprintln!(
-            "irqlab: interrupted (Ctrl-C) at {wall_ms:.3} ms of wall time: the report covers the run up to then"
+            "irqlab: interrupted ({}) at {wall_ms:.3} ms of wall time: the report covers the run up to then",
+            crate::signals::name(sig)
         );
-        return Ok(RunEnd::Interrupted);
+        return Ok(RunEnd::Interrupted(sig));
     }
     Ok(RunEnd::Complete)
 }

@@ -4,7 +4,7 @@
 use crate::RunEnd;
 use crate::output::{OutputArgs, OutputFormat, emit, write_logs};
 use clap::Args;
-use irqlab_inputs::{BudgetArgs, Inputs, JobSource, PolicyArgs, TopologyArgs};
+use irqlab_inputs::{BudgetArgs, Inputs, JobSource, PolicyArgs, ShapeArgs, TopologyArgs};
 use irqlab_observe::{ObserveArgs, simulate_with_observers};
 use irqlab_sim::SimOptions;
 use std::path::PathBuf;
@@ -21,6 +21,8 @@ pub struct RunArgs {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub topology: TopologyArgs,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
     /// Override a platform parameter, e.g. --set cpu.irq_entry_ns=300 or
     /// --set devices.0.count=8 (repeatable; applied in order).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -46,13 +48,24 @@ pub struct RunArgs {
 const MAX_IRQTOP_INTERVALS: u64 = 100_000;
 
 pub fn main(args: RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
+    let created = args.output.output.is_some();
+    let result = run(&args);
+    // A run that fails writes no report: its --output file does not stay behind empty.
+    if result.is_err() && created {
+        args.output.discard();
+    }
+    result
+}
+
+fn run(args: &RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
+    let policy = args.policy.checked_policy()?;
     let inputs = Inputs::prepare(
         &JobSource::Path(args.job.clone()),
         &args.platform,
         &args.sets,
         &args.topology.topology(),
+        &args.shape.shape(),
     )?;
-    let policy = args.policy.policy();
     args.output.create()?;
     // The output is bounded too: an --irqtop interval far shorter than the run would
     // print gigabytes.
@@ -71,16 +84,26 @@ pub fn main(args: RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
     }
     // irqtop lines go to stderr when stdout carries the JSON report.
     let mut irqtop_out: Box<dyn std::io::Write> = if args.output.format == OutputFormat::Normal {
-        Box::new(std::io::stdout())
+        Box::new(crate::stdout::Stdout)
     } else {
         Box::new(std::io::stderr())
     };
+    let files: Vec<&std::path::Path> = [
+        &args.output.output,
+        &args.observe.trace,
+        &args.observe.timeline,
+    ]
+    .into_iter()
+    .flatten()
+    .map(PathBuf::as_path)
+    .collect();
+    let stop = crate::signals::Stop::install(&files)?;
     let opts = args
         .seed
         .map_or_else(SimOptions::default, SimOptions::overriding)
         .with_budget(args.budget.budget())
-        .stopped_by(crate::stop_on_ctrl_c()?);
-    let report = simulate_with_observers(
+        .stopped_by(stop.flag());
+    let mut report = simulate_with_observers(
         &inputs.jobs,
         &inputs.platform,
         &policy,
@@ -88,14 +111,25 @@ pub fn main(args: RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         &args.observe,
         &mut irqtop_out,
     )?;
+    report.notes.extend(inputs.notes);
+    let interrupted = report.flag(irqlab_report::EXTRA_INTERRUPTED);
+    let sig = stop.signal().unwrap_or(signal_hook::consts::SIGINT);
+    if interrupted && sig != signal_hook::consts::SIGINT {
+        report.notes.push((
+            irqlab_report::text::NOTE_STOPPED_BY.into(),
+            crate::signals::name(sig).into(),
+        ));
+    }
     write_logs(&report, &args.log_dir)?;
     emit(&report, &args.output)?;
-    if report.flag(irqlab_report::EXTRA_INTERRUPTED) {
+    crate::signals::files_done();
+    if interrupted {
         eprintln!(
-            "irqlab: interrupted (Ctrl-C) at {:.3} ms of simulated time: the report covers the run up to then",
+            "irqlab: interrupted ({}) at {:.3} ms of simulated time: the report covers the run up to then",
+            crate::signals::name(sig),
             report.end_ns as f64 / 1e6
         );
-        return Ok(RunEnd::Interrupted);
+        return Ok(RunEnd::Interrupted(sig));
     }
     if report.flag(irqlab_report::EXTRA_CUT_SHORT) {
         // The bound is each job's own runtime when it has one, not always the 600 s limit.

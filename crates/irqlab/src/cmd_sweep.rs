@@ -9,7 +9,7 @@
 
 use crate::CmdResult;
 use clap::Args;
-use irqlab_inputs::{JobSource, PolicyArgs};
+use irqlab_inputs::{JobSource, PolicyArgs, ShapeArgs};
 use irqlab_observe::Progress;
 use irqlab_sweep::{Plan, SweepSpec, metrics, output};
 use std::path::{Path, PathBuf};
@@ -24,6 +24,8 @@ pub struct SweepArgs {
     /// Base policy; swept policy keys override it.
     #[command(flatten)]
     pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
     /// What to vary: KEY=A..B (integers), KEY=A..B:STEP, KEY=A..B:*FACTOR or
     /// KEY=v1,v2,...; a single value fixes a key. Repeatable; the grid is the cartesian
     /// product, the first --set varying slowest.
@@ -77,6 +79,7 @@ pub fn main(args: SweepArgs) -> CmdResult {
         seed: args.seed,
         fio_dir: args.fio_dir.clone(),
         budget: args.budget.budget(),
+        shape: args.shape.shape(),
     })?;
     let grid = plan.grid();
     let x = output::x_dim(grid, args.x.as_deref())?;
@@ -107,8 +110,9 @@ pub fn main(args: SweepArgs) -> CmdResult {
             }
         }
     }
-    print!("{}", output::table(grid, &results, &metrics));
-    println!("wrote {}", written.join(", "));
+    let mut out = output::table(grid, &results, &metrics);
+    out.push_str(&format!("wrote {}\n", written.join(", ")));
+    crate::stdout::write(&out)?;
     Ok(())
 }
 

@@ -12,6 +12,8 @@ mod cmd_rt;
 mod cmd_run;
 mod cmd_sweep;
 mod output;
+mod signals;
+mod stdout;
 
 /// What a command returns: any library error, or a message of the command's own.
 type CmdResult = Result<(), Box<dyn std::error::Error>>;
@@ -20,23 +22,9 @@ type CmdResult = Result<(), Box<dyn std::error::Error>>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RunEnd {
     Complete,
-    /// Ctrl-C stopped it; the report so far was printed (or, stopped before any I/O ran,
-    /// why not).
-    Interrupted,
-}
-
-/// SIGINT sets the returned flag, which either engine checks as it runs (the simulator
-/// between event batches, the runtime's CPU threads between job steps); a second SIGINT
-/// ends the process at once (exit 130), as an impatient user expects.
-pub(crate) fn stop_on_ctrl_c() -> Result<irqlab_core::StopFlag, String> {
-    use signal_hook::consts::SIGINT;
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
-    let flag = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, Arc::clone(&flag))
-        .and_then(|_| signal_hook::flag::register(SIGINT, Arc::clone(&flag)))
-        .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
-    Ok(irqlab_core::StopFlag::new(flag))
+    /// A signal (SIGINT, SIGTERM, SIGHUP) stopped it; the report so far was written (or,
+    /// stopped before any I/O ran, why not). Exit 128 + the signal, as a shell shows it.
+    Interrupted(i32),
 }
 
 use clap::{Parser, Subcommand};
@@ -96,12 +84,16 @@ fn main() -> ExitCode {
         Command::Hostbench(args) => complete(cmd_hostbench::main(args)),
         Command::Advise(args) => complete(cmd_advise::main(args)),
     };
+    // The reader of standard output went away (`| head`): end quietly, as SIGPIPE would.
+    if stdout::broken_pipe() {
+        return ExitCode::from(128 + 13);
+    }
     match result {
         Ok(RunEnd::Complete) => ExitCode::SUCCESS,
-        // After a Ctrl-C the report so far was printed: exit as a shell does on SIGINT.
-        Ok(RunEnd::Interrupted) => ExitCode::from(130),
+        // The report so far was written: exit as a shell does on that signal.
+        Ok(RunEnd::Interrupted(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
         Err(msg) => {
-            eprintln!("irqlab: {msg}");
+            eprintln!("irqlab: {}", irqlab_fio::escape_controls(&msg.to_string()));
             ExitCode::from(2)
         }
     }

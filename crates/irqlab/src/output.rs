@@ -34,13 +34,21 @@ pub struct OutputArgs {
 
 impl OutputArgs {
     /// Creates `--output FILE` before the run, as fio opens its output first, so a bad
-    /// path does not cost a whole run.
+    /// path does not cost a whole run; without one, standard output must be open.
     pub fn create(&self) -> CmdResult {
         match &self.output {
-            None => Ok(()),
+            None => crate::stdout::check_open("report").map_err(Into::into),
             Some(path) => std::fs::File::create(path)
                 .map(drop)
                 .map_err(|e| cannot_write(path, &e)),
+        }
+    }
+
+    /// Removes `--output FILE` after a run that wrote no report into it, so no empty
+    /// file is left behind.
+    pub fn discard(&self) {
+        if let Some(path) = &self.output {
+            let _ = std::fs::remove_file(path);
         }
     }
 }
@@ -73,10 +81,7 @@ pub fn emit(report: &RunReport, args: &OutputArgs) -> CmdResult {
         }
     };
     match &args.output {
-        None => {
-            print!("{text}");
-            Ok(())
-        }
+        None => crate::stdout::write(&text).map_err(Into::into),
         Some(path) => std::fs::write(path, text).map_err(|e| cannot_write(path, &e)),
     }
 }

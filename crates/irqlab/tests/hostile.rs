@@ -721,3 +721,507 @@ fn an_unwritable_output_file_is_refused_before_the_run() {
         refused(&d, &args, "no/such/dir/r.json: cannot write the report");
     }
 }
+
+// ---------------------------------------------------------------- issue 23
+
+/// Starts irqlab in `d`, sends `signals` (each after `after`), waits for the end and
+/// returns (exit code, stdout, stderr).
+fn signalled(d: &Path, args: &[&str], signals: &[&str], after: Duration) -> Ran {
+    let t0 = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_irqlab"))
+        .args(args)
+        .current_dir(d)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for sig in signals {
+        std::thread::sleep(after);
+        let sent = Command::new("kill")
+            .args([&format!("-{sig}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{signals:?} did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: t0.elapsed(),
+    }
+}
+
+#[test]
+fn sigterm_and_sighup_stop_a_run_as_ctrl_c_does() {
+    let d = scratch("sigterm");
+    let job = write(
+        &d,
+        "long.fio",
+        &JOB.replace("runtime=2ms", "time_based\nruntime=120s"),
+    );
+    let p = example();
+    for (sig, code, name) in [("TERM", 143, "SIGTERM"), ("HUP", 129, "SIGHUP")] {
+        let args = [
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--output",
+            "r.txt",
+            "--trace",
+            "t.json",
+            "--trace-max-size",
+            "4m",
+        ];
+        let r = signalled(&d, &args, &[sig], Duration::from_millis(1500));
+        assert_eq!(r.code, Some(code), "{sig}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("interrupted ({name}) at")),
+            "{}",
+            r.stderr
+        );
+        // Every output file is complete and valid: the report so far, and the trace.
+        let report = std::fs::read_to_string(d.join("r.txt")).unwrap();
+        assert!(
+            report.contains(&format!("interrupted: the run was stopped ({name})"))
+                && report.contains("read: IOPS="),
+            "{report}"
+        );
+        let trace = std::fs::read(d.join("t.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&trace).expect("a valid trace");
+        assert!(v["traceEvents"].as_array().is_some_and(|e| !e.is_empty()));
+    }
+    // A second signal ends the process at once and leaves no half-written file.
+    let _ = std::fs::remove_file(d.join("r.txt"));
+    let _ = std::fs::remove_file(d.join("t.json"));
+    let r = signalled(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--output",
+            "r.txt",
+            "--trace",
+            "t.json",
+        ],
+        &["TERM", "TERM"],
+        Duration::from_millis(800),
+    );
+    assert!(matches!(r.code, Some(143)), "{}", r.stderr);
+    for f in ["r.txt", "t.json"] {
+        let left = std::fs::read(d.join(f)).ok();
+        assert!(
+            left.is_none()
+                || f != "t.json"
+                || serde_json::from_slice::<serde_json::Value>(&left.unwrap()).is_ok(),
+            "{f} was left half written"
+        );
+    }
+}
+
+#[test]
+fn the_trace_has_a_size_cap_that_ends_it_validly() {
+    let d = scratch("tracecap");
+    let job = write(&d, "j.fio", &JOB.replace("runtime=2ms", "runtime=30ms"));
+    let p = example();
+    let r = irqlab(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--trace",
+            "t.json",
+            "--trace-max-size",
+            "256k",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("reached --trace-max-size (262144 bytes)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("trace: t.json reached --trace-max-size"),
+        "{}",
+        r.stdout
+    );
+    let bytes = std::fs::read(d.join("t.json")).unwrap();
+    assert!(bytes.len() < 300 << 10, "{}", bytes.len());
+    serde_json::from_slice::<serde_json::Value>(&bytes).expect("a valid trace");
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--trace",
+            "t.json",
+            "--trace-max-size",
+            "1",
+        ],
+        "at least 64k",
+    );
+}
+
+#[test]
+fn a_closed_or_broken_standard_output_is_not_a_silent_success() {
+    let d = scratch("stdout");
+    let job = write(&d, "j.fio", JOB);
+    let p = example();
+    // Closed: an error, exit 2, before the run.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("exec \"$0\" \"$@\" >&-")
+        .arg(env!("CARGO_BIN_EXE_irqlab"))
+        .args(["run", &job, "--platform", &p])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("standard output is closed"), "{stderr}");
+    // Redirected to /dev/null on purpose: that is an open output.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("exec \"$0\" \"$@\" >/dev/null")
+        .arg(env!("CARGO_BIN_EXE_irqlab"))
+        .args(["run", &job, "--platform", &p])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // A reader that goes away (| head -1) ends irqlab quietly, as SIGPIPE would.
+    let long = write(&d, "l.fio", &JOB.replace("runtime=2ms", "runtime=200ms"));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("\"$0\" \"$@\" | head -1 >/dev/null; echo \"${PIPESTATUS:-x}\"")
+        .arg(env!("CARGO_BIN_EXE_irqlab"))
+        .args(["run", &long, "--platform", &p, "--irqtop", "0.00001"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("irqlab:"),
+        "no message for a closed pipe: {stderr}"
+    );
+}
+
+#[test]
+fn policy_options_that_contradict_are_refused_with_the_reason() {
+    let d = scratch("contradict");
+    let job = write(&d, "j.fio", &JOB.replace("libaio", "io_uring"));
+    let p = example();
+    let contradiction = [
+        "--delivery",
+        "polled",
+        "--moderator",
+        "net-dim",
+        "--coalesce",
+        "7,1",
+        "--handler",
+        "irq-poll",
+        "--flood-detection",
+    ];
+    let mut run = vec!["run", &job, "--platform", &p];
+    run.extend(contradiction);
+    refused(
+        &d,
+        &run,
+        "--delivery polled raises no interrupt for --coalesce to coalesce",
+    );
+    let mut rt = vec!["rt", &job];
+    rt.extend(contradiction);
+    refused(
+        &d,
+        &rt,
+        "--delivery polled raises no interrupt for --moderator to moderate",
+    );
+    refused(
+        &d,
+        &[
+            "sweep",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "delivery=remapped,polled",
+            "--coalesce",
+            "7,1",
+            "--out",
+            "s",
+        ],
+        "delivery=polled: policy options that contradict each other",
+    );
+    refused(
+        &d,
+        &["run", &job, "--platform", &p, "--max-loop", "5"],
+        "--max-loop is posted MSI's",
+    );
+    // Plain polled prints a policy without options it did not use.
+    let r = irqlab(&d, &["run", &job, "--platform", &p, "--delivery", "polled"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("policy: delivery=polled, coalescing=off, moderator=none"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn starvation_and_impossible_totals_are_reported() {
+    let d = scratch("starve");
+    let p = example();
+    // Two pollers on one CPU for less than a scheduler slice: the second never runs.
+    let starve = write(
+        &d,
+        "s.fio",
+        "[global]\nioengine=io_uring\nhipri\nrw=randread\nbs=4k\niodepth=8\nruntime=300us\ncpus_allowed=0\n[a]\nfilename=/dev/nvme0n1\n[b]\nfilename=/dev/nvme1n1\n",
+    );
+    let r = irqlab(
+        &d,
+        &["run", &starve, "--platform", &p, "--delivery", "polled"],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("warning: job 'b' completed no I/O"),
+        "{}",
+        r.stdout
+    );
+    let r = irqlab(
+        &d,
+        &[
+            "run",
+            &starve,
+            "--platform",
+            &p,
+            "--delivery",
+            "polled",
+            "--output-format",
+            "json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(
+        v["x-irqlab"]["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("job 'b'")
+    );
+    // rt over a 1 µs window: no more CPU than the window, and the empty job said.
+    let tiny = write(&d, "t.fio", &JOB.replace("runtime=2ms", "runtime=1us"));
+    let r = irqlab(&d, &["rt", &tiny, "--output-format", "json"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let usr = v["jobs"][0]["usr_cpu"].as_f64().unwrap();
+    let sys = v["jobs"][0]["sys_cpu"].as_f64().unwrap();
+    assert!(usr + sys <= 100.0 + 1e-9, "{usr} + {sys}");
+    assert!(
+        v["x-irqlab"]["warnings"]
+            .as_array()
+            .is_some_and(|w| !w.is_empty()),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn rt_refuses_what_run_refuses_and_the_device_reaches_its_ceiling() {
+    let d = scratch("rtpoll");
+    let job = write(&d, "j.fio", JOB);
+    refused(
+        &d,
+        &["rt", &job, "--delivery", "polled"],
+        "libaio cannot poll for completions",
+    );
+    let p = example();
+    let deep = write(
+        &d,
+        "deep.fio",
+        &JOB.replace("iodepth=8", "iodepth=128")
+            .replace("runtime=2ms", "runtime=100ms"),
+    );
+    let r = irqlab(
+        &d,
+        &[
+            "run",
+            &deep,
+            "--platform",
+            &p,
+            "--set",
+            "devices.0.max_iops=30000",
+            "--output-format",
+            "json",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let iops = v["x-irqlab"]["exact"][0]["read"]["iops"].as_f64().unwrap();
+    assert!(
+        (29_400.0..=30_300.0).contains(&iops),
+        "30 K x 80 us must reach 30 K: {iops}"
+    );
+}
+
+#[test]
+fn ncpus_is_the_platforms_and_the_report_says_so() {
+    let d = scratch("ncpus");
+    let job = write(
+        &d,
+        "n.fio",
+        &JOB.replace(
+            "runtime=2ms",
+            "runtime=1ms\nnumjobs=$ncpus\ngroup_reporting",
+        ),
+    );
+    let p = example();
+    let r = irqlab(&d, &["run", &job, "--platform", &p]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("ncpus: $ncpus = 16 (the platform's CPUs)"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("(groupid=0, jobs=16)"), "{}", r.stdout);
+    let r = irqlab(&d, &["run", &job, "--platform", &p, "--set", "cpu.count=8"]);
+    assert!(r.stdout.contains("(groupid=0, jobs=8)"), "{}", r.stdout);
+}
+
+#[test]
+fn a_users_own_files_map_onto_the_platform_and_long_jobs_cap() {
+    let d = scratch("map");
+    let p = example();
+    let own = write(
+        &d,
+        "own.fio",
+        "[global]\nioengine=libaio\nrw=randread\niodepth=4\nsize=10g\n[a]\nfilename=/dev/sdb\n[b]\ndirectory=/data\n[c]\nfilename=/dev/nvme0n1\n",
+    );
+    let r = irqlab(&d, &["run", &own, "--platform", &p, "--max-runtime", "2ms"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("files: /dev/sdb -> nvme1, /data/b.0.0 -> nvme2"),
+        "the names the platform lacks take its free devices in order: {}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("capped: --max-runtime 2ms: 3 job(s) bounded by size"),
+        "{}",
+        r.stdout
+    );
+    let r = irqlab(
+        &d,
+        &[
+            "run",
+            &own,
+            "--platform",
+            &p,
+            "--max-runtime",
+            "2ms",
+            "--map",
+            "/dev/sd*=nvme3",
+        ],
+    );
+    assert!(r.stdout.contains("/dev/sdb -> nvme3"), "{}", r.stdout);
+    refused(
+        &d,
+        &["run", &own, "--platform", &p, "--map", "*=nvme9"],
+        "'nvme9' is not a device of the platform",
+    );
+    // Without the cap, a 10 GiB job at this rate is refused as over the run's limit? It
+    // runs within 600 s of simulated time: the cap is what makes it a one-second try.
+    refused(
+        &d,
+        &["run", &own, "--platform", &p, "--max-runtime", "0"],
+        "a duration above 0",
+    );
+    // rt maps the same way and says so.
+    let rt = write(
+        &d,
+        "rt.fio",
+        "[a]\nioengine=libaio\nrw=randread\niodepth=4\nfilename=/srv/x\nruntime=5ms\n",
+    );
+    let r = irqlab(&d, &["rt", &rt]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("files: /srv/x -> nvme0"), "{}", r.stdout);
+}
+
+#[test]
+fn job_errors_point_at_the_option_and_show_control_characters_escaped() {
+    let d = scratch("lines");
+    let p = example();
+    let cpus = write(
+        &d,
+        "c.fio",
+        "[j]\nioengine=libaio\nrw=randread\nfilename=/dev/nvme0n1\nruntime=1ms\ncpus_allowed=99\n",
+    );
+    refused(
+        &d,
+        &["run", &cpus, "--platform", &p],
+        "c.fio:6: job 'j': cpus_allowed names CPU 99",
+    );
+    let nul = write(
+        &d,
+        "n.fio",
+        "[j]\nioengine=libaio\nruntime=1ms\nfilename=/dev/nvme0n1\nbs=4\u{0}k\n",
+    );
+    let r = irqlab(&d, &["run", &nul, "--platform", &p]);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        r.stderr.contains("n.fio:5: bs=4\\u{0}k is not a size"),
+        "{:?}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains('\u{0}'), "a raw NUL in {:?}", r.stderr);
+    let toml = std::fs::read_to_string(root().join("platforms/example.toml")).unwrap();
+    let half = toml
+        .lines()
+        .map(|l| {
+            if l.starts_with("irq_entry_ns") {
+                "irq_entry_ns = 250.5"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let plat = write(&d, "half.toml", &half);
+    let job = write(&d, "j.fio", JOB);
+    refused(
+        &d,
+        &["run", &job, "--platform", &plat],
+        "cpu.irq_entry_ns: 250.5 is not a whole number",
+    );
+    let w = write(&d, "w.fio", &JOB.replace("rw=randread", "rw=write:4k"));
+    let r = irqlab(&d, &["run", &w, "--platform", &p]);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "rw=write:4k is fio's offset modifier: {}",
+        r.stderr
+    );
+    let bad = write(&d, "b.fio", &JOB.replace("rw=randread", "rw=write:x"));
+    refused(
+        &d,
+        &["run", &bad, "--platform", &p],
+        "optionally with an offset modifier :N or :SIZE",
+    );
+}

@@ -20,15 +20,24 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
 from . import _native
+from ._args import whole as _whole
 from ._native import IrqlabError, Moderator, PostedDescriptor
 from ._calibrate import calibrate
 from ._sweep import METRICS, sweep
+
+# The error pickles (Dask carries it back from a worker): pickle finds the class by its
+# module and name, which must be where users import it from.
+IrqlabError.__module__ = "irqlab"
+
+# The platforms and scenarios the wheel carries, so platform="example" works anywhere.
+_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+if os.path.isdir(_DATA):
+    _native.add_data_dir(_DATA)
 
 __all__ = [
     "IrqlabError",
@@ -87,36 +96,44 @@ def _sets(sets: Sets) -> List[str]:
         return [f"{k}={_text(v)}" for k, v in sets.items()]
     if isinstance(sets, str):
         return [sets]
-    return [str(s) for s in sets]
+    out = []
+    for s in sets:
+        if not isinstance(s, str):
+            raise TypeError(
+                f"sets: {s!r} is not a KEY=VALUE string; expected a dict "
+                '{"cpu.irq_entry_ns": 300} or a list of strings ["cpu.irq_entry_ns=300"]'
+            )
+        out.append(s)
+    return out
+
+
+def _maps(maps: Optional[Sequence[str]]) -> List[str]:
+    """``--map`` rules as PATTERN=DEVICE strings."""
+    if maps is None:
+        return []
+    if isinstance(maps, str):
+        return [maps]
+    out = []
+    for m in maps:
+        if not isinstance(m, str):
+            raise TypeError(f"maps: {m!r} is not a PATTERN=DEVICE string; expected e.g. ['/dev/sd*=nvme1']")
+        out.append(m)
+    return out
 
 
 def _path(value: Union[str, "os.PathLike[str]"]) -> str:
     return os.fspath(value)
 
 
-def _look_up(name: Union[str, "os.PathLike[str]"], folder: str, suffix: str = "") -> str:
-    """A bare name (``"example"``, ``"scenarios"``) in ``folder`` of the current directory,
-    else of a directory above the Python environment (a venv inside the repository, as
-    ``make test`` makes one, finds the repository's); anything else as given."""
-    name = os.fspath(name)
-    if os.path.exists(name) or "/" in name or os.sep in name or (suffix and name.endswith(suffix)):
-        return name
-    rel = os.path.join(folder, name + suffix) if folder else name
-    if os.path.exists(rel):
-        return rel
-    d = os.path.abspath(sys.prefix)
-    while True:
-        cand = os.path.join(d, rel)
-        if os.path.exists(cand):
-            return cand
-        parent = os.path.dirname(d)
-        if parent == d:
-            return name
-        d = parent
+def _look_up(name: Union[str, "os.PathLike[str]"], folder: str = "", suffix: str = "") -> str:
+    """A platform or scenario directory as given: irqlab looks bare names up itself (the
+    current directory, the data the wheel carries, then above the interpreter) and says
+    every path it tried when none has it."""
+    return os.fspath(name)
 
 
 def _platform(name: Union[str, "os.PathLike[str]"]) -> str:
-    return _look_up(name, "platforms", ".toml")
+    return _look_up(name)
 
 
 def run(
@@ -139,6 +156,8 @@ def run(
     seed: Optional[int] = None,
     plus: bool = False,
     interrupts: bool = False,
+    maps: Optional[Sequence[str]] = None,
+    max_runtime: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Simulate a fio job and return what ``irqlab run --output-format json`` prints.
 
@@ -152,10 +171,17 @@ def run(
     disks, jobs_per_disk, vectors_per_cpu: topology knobs (``--disks`` ...).
     seed: as ``--seed`` (every stream, the jobs' randseed included).
     plus: fio's json+ (clat_ns bins). interrupts: add ``x-irqlab.proc_interrupts``.
+    maps: ``["/dev/sd*=nvme1"]``, as ``--map``: where the job's own files go (other names
+        the platform lacks take its devices in order of first appearance).
+    max_runtime: ``"5ms"``, as ``--max-runtime``: every job's runtime capped there.
 
     Returns fio's JSON as Python objects, with the ``x-irqlab`` section. Raises
     IrqlabError naming the file, line or option when an input is refused.
     """
+    seed = _whole("seed", seed, 0, 2**64 - 1, none=True)
+    disks = _whole("disks", disks, 1, 4096, none=True)
+    jobs_per_disk = _whole("jobs_per_disk", jobs_per_disk, 1, 4096, none=True)
+    vectors_per_cpu = _whole("vectors_per_cpu", vectors_per_cpu, 0, 256, none=True)
     policy = _policy(
         {
             "delivery": delivery,
@@ -180,6 +206,8 @@ def run(
         seed=seed,
         plus=plus,
         interrupts=interrupts,
+        maps=_maps(maps),
+        max_runtime=max_runtime,
     )
     return json.loads(text)
 
@@ -197,7 +225,9 @@ def reproduce(
     Returns a DataFrame with experiment, row, metric, published, simulated, error_pct and
     source. Scenarios that could not run are listed in ``df.attrs["failed"]``.
     """
-    rows, failed = _native.reproduce_json(list(names), _look_up(scenarios, ""), seed=seed, threads=threads)
+    seed = _whole("seed", seed, 0, 2**64 - 1)
+    threads = _whole("threads", threads, 1, 1024, none=True)
+    rows, failed = _native.reproduce_json(list(names), _look_up(scenarios), seed=seed, threads=threads)
     df = pd.DataFrame(json.loads(rows), columns=["experiment", "row", "metric", "published", "simulated", "error_pct", "source"])
     df.attrs["failed"] = list(failed)
     return df
@@ -210,6 +240,20 @@ def burst(**kwargs: Any) -> Dict[str, Any]:
     gap_ns, handler_ns, notify_ns, round_ns). Returns {"remapped": {...}, "posted": {...},
     "text": what ``irqlab demo`` prints}.
     """
+    ranges = {
+        "vectors": (1, 2**32 - 1),
+        "messages": (1, 2**64 - 1),
+        "max_loop": (1, 2**32 - 1),
+        "seed": (0, 2**64 - 1),
+        "gap_ns": (0, 2**64 - 1),
+        "handler_ns": (0, 2**64 - 1),
+        "notify_ns": (0, 2**64 - 1),
+        "round_ns": (0, 2**64 - 1),
+    }
+    for key, value in kwargs.items():
+        if key not in ranges:
+            raise TypeError(f"burst() got an unexpected keyword argument {key!r}; expected one of {', '.join(ranges)}")
+        kwargs[key] = _whole(key, value, *ranges[key])
     text, outcome = _native.burst(**kwargs)
     outcome["text"] = text
     return outcome

@@ -53,13 +53,19 @@ def calibrate(
     if isinstance(params, dict):
         params = [f"{k}={lo}..{hi}" for k, (lo, hi) in params.items()]
     from . import _look_up, _platform
+    from ._args import whole
+
+    max_evals = whole("max_evals", max_evals, 1, 100_000)
+    seed = whole("seed", seed, 0, 2**64 - 1)
+    workers = whole("workers", workers, 1, 4096, none=True)
+    retries = whole("retries", retries, 0, 100)
 
     cal = _native.Calibration(
         _platform(platform),
         [str(p) for p in params],
         [os.fspath(t) for t in targets],
         list(scenarios),
-        _look_up(scenarios_dir, ""),
+        _look_up(scenarios_dir),
         max_evals=max_evals,
         seed=seed,
     )

@@ -7,6 +7,9 @@ __version__: str
 class IrqlabError(Exception):
     """A job, platform, option or run that irqlab refused; the message names the file or option."""
 
+def add_data_dir(dir: str) -> None:
+    """Look bare platform and scenario names up in DIR too (after the current directory)."""
+
 def run_json(
     job: str,
     platform: str,
@@ -18,6 +21,8 @@ def run_json(
     seed: Optional[int] = None,
     plus: bool = False,
     interrupts: bool = False,
+    maps: Sequence[str] = ...,
+    max_runtime: Optional[str] = None,
 ) -> str:
     """fio's JSON with "x-irqlab", as text (GIL released while simulating)."""
 
@@ -25,7 +30,14 @@ class SweepPlan:
     """A sweep's plan: point(i) is a pure function of the plan and i."""
 
     def __init__(
-        self, job: str, platform: str, sets: Sequence[str], seed: int = 1, policy: Sequence[Tuple[str, str]] = ...
+        self,
+        job: str,
+        platform: str,
+        sets: Sequence[str],
+        seed: int = 1,
+        policy: Sequence[Tuple[str, str]] = ...,
+        maps: Sequence[str] = ...,
+        max_runtime: Optional[str] = None,
     ) -> None: ...
     @staticmethod
     def from_portable(text: str) -> "SweepPlan": ...
@@ -63,9 +75,10 @@ class Calibration:
 class PostedDescriptor:
     """A posted-interrupt descriptor (PIR bits, ON, SN), as the IOMMU and the CPU share it."""
 
-    def __init__(self, nv: int = ..., ndst: int = 0) -> None: ...
+    def __init__(self, nv: Optional[int] = None, ndst: Optional[int] = None) -> None: ...
     def post(self, vector: int) -> bool:
-        """Set the vector's PIR bit; True when ON went 0 -> 1 (send the notification)."""
+        """Set the vector's PIR bit (32 to 234, the ones the handler dispatches; ValueError
+        otherwise); True when ON went 0 -> 1 (send the notification)."""
     @property
     def on(self) -> bool: ...
     @property

@@ -41,13 +41,21 @@ def _plan_of(portable: str) -> Any:
         return plan
 
 
-def run_point(portable: str, i: int) -> List[float]:
-    """Point ``i`` of the plan ``portable``: its metrics (a Dask task)."""
-    return _plan_of(portable).point(i)
+def run_point(portable: str, i: int) -> Any:
+    """Point ``i`` of the plan ``portable``: its metrics (a Dask task), or
+    ``{"error": message}`` when irqlab refused it: an input error gives the same answer
+    on every try, so it comes back as a value, not as an exception Dask would retry."""
+    try:
+        return _plan_of(portable).point(i)
+    except _native.IrqlabError as e:
+        return {"error": str(e)}
 
 
 def _grid(sets: Union[Mapping[str, Any], Sequence[str], str]) -> List[str]:
     """``--set`` strings from {key: "1..8:*2" | [v1, v2] | value} or a list of strings."""
+    shapes = 'expected {"delivery": ["remapped", "posted"]} or ["delivery=remapped,posted"]'
+    if sets is None:
+        raise ValueError(f"sets=None: a sweep needs at least one key to vary; {shapes}")
     if isinstance(sets, str):
         return [sets]
     if isinstance(sets, Mapping):
@@ -57,7 +65,12 @@ def _grid(sets: Union[Mapping[str, Any], Sequence[str], str]) -> List[str]:
                 v = ",".join("true" if x is True else "false" if x is False else str(x) for x in v)
             out.append(f"{k}={v}")
         return out
-    return [str(s) for s in sets]
+    out = []
+    for s in sets:
+        if not isinstance(s, str):
+            raise TypeError(f"sets: {s!r} is not a KEY=VALUES string; {shapes}")
+        out.append(s)
+    return out
 
 
 class _Journal:
@@ -119,6 +132,8 @@ def sweep(
     out: Optional[Union[str, "os.PathLike[str]"]] = None,
     retries: int = 2,
     on_point: Optional[Callable[[int, List[float]], None]] = None,
+    maps: Optional[Sequence[str]] = None,
+    max_runtime: Optional[str] = None,
     **policy: Any,
 ) -> pd.DataFrame:
     """Simulate every point of a grid, as ``irqlab sweep`` does; return a DataFrame.
@@ -138,20 +153,28 @@ def sweep(
     retries: times a task that raised is run again on the cluster (a task lost with its
         worker is rescheduled by Dask itself).
     on_point: called with (index, metrics) as each point finishes, in the driver.
+    maps, max_runtime: as in ``run``.
     **policy: the base policy (``delivery="posted"``, ``moderator="net-dim"``, ...).
 
     Returns one row per point in grid order: the swept keys, then every metric of
     ``METRICS``.
     """
-    from . import _platform, _policy
+    from . import _maps, _platform, _policy
+    from ._args import whole
 
-    plan = _native.SweepPlan(os.fspath(job), _platform(platform), _grid(sets), seed, _policy(policy))
+    seed = whole("seed", seed, 0, 2**64 - 1)
+    workers = whole("workers", workers, 1, 4096, none=True)
+    retries = whole("retries", retries, 0, 100)
+    plan = _native.SweepPlan(
+        os.fspath(job), _platform(platform), _grid(sets), seed, _policy(policy), _maps(maps), max_runtime
+    )
     portable = plan.portable()
     plan_id = hashlib.sha256(portable.encode()).hexdigest()
     n = len(plan)
     journal = _Journal(os.fspath(out) + ".partial", plan_id) if out is not None else None
     results: Dict[int, List[float]] = dict(journal.done) if journal else {}
     todo = [i for i in range(n) if i not in results]
+    refused: Optional[str] = None
     try:
         if todo:
             with engine(cluster, workers) as eng:
@@ -161,16 +184,25 @@ def sweep(
                 else:
                     spec = eng.scatter(portable)
                     stream = eng.unordered(run_point, [(spec, i) for i in todo], retries=retries)
-                for k, metrics in stream:
-                    i = todo[k]
-                    results[i] = list(metrics)
-                    if journal:
-                        journal.add(i, results[i])
-                    if on_point:
-                        on_point(i, results[i])
+                try:
+                    for k, metrics in stream:
+                        if isinstance(metrics, dict):
+                            refused = metrics["error"]
+                            break
+                        i = todo[k]
+                        results[i] = list(metrics)
+                        if journal:
+                            journal.add(i, results[i])
+                        if on_point:
+                            on_point(i, results[i])
+                finally:
+                    # The stream's tasks are cancelled while the cluster is still there.
+                    stream.close()
     finally:
         if journal:
             journal.close()
+    if refused is not None:
+        raise _native.IrqlabError(refused)
     if out is not None:
         text = plan.csv_header() + "".join(plan.csv_row(i, results[i]) for i in range(n))
         tmp = os.fspath(out) + ".tmp"

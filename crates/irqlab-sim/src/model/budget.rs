@@ -89,7 +89,8 @@ fn work(specs: &[JobSpec], p: &Platform) -> Result<Work, SimError> {
     for g in &p.devices {
         let (servers, read_ns) = super::build::media_units(g);
         fastest_ns = fastest_ns.min(read_ns).min(g.write_ns);
-        let per_device = f64::from(servers) * 1e9 / read_ns.min(g.write_ns).max(1) as f64;
+        let units = f64::from(servers) + super::build::partial_unit(g).unwrap_or(0.0);
+        let per_device = units * 1e9 / read_ns.min(g.write_ns).max(1) as f64;
         capacity += per_device * g.count as f64;
     }
     let fastest_ns = fastest_ns.max(1);
@@ -214,10 +215,8 @@ fn cpu_floor_ns(s: &JobSpec, p: &Platform) -> u64 {
         return 1;
     }
     let e = &p.engine;
-    let sc = match s.ioengine {
-        irqlab_fio::IoEngine::Libaio => &e.libaio,
-        irqlab_fio::IoEngine::IoUring => &e.io_uring,
-        irqlab_fio::IoEngine::Pvsync2 | irqlab_fio::IoEngine::Psync => &e.pvsync2,
+    let Some(sc) = super::build::syscall_costs(e, s.ioengine) else {
+        return e.usr_io_ns.max(1);
     };
     let batch = u64::from(s.iodepth_batch_submit.max(1));
     (e.usr_io_ns + sc.submit_io_ns + sc.reap_io_ns + sc.submit_call_ns / batch).max(1)

@@ -46,7 +46,7 @@ pub(crate) fn device_names(p: &Platform) -> Vec<String> {
 }
 
 /// `/dev/nvme0n1`, `nvme0n1` and `nvme0` all name device `nvme0`.
-fn resolve_file(name: &str, names: &[String]) -> Option<usize> {
+pub(crate) fn resolve_file(name: &str, names: &[String]) -> Option<usize> {
     let base = name.strip_prefix("/dev/").unwrap_or(name);
     names.iter().position(|d| {
         base == d
@@ -75,14 +75,43 @@ pub(crate) fn media_units(g: &crate::platform::DeviceGroup) -> (u32, u64) {
     (servers as u32, read_ns)
 }
 
-fn job_err(spec: &JobSpec, msg: impl Into<String>) -> SimError {
+/// The share of one more unit a shared-pool device has when max_iops x read_ns rounds
+/// down (2.4 units: 2 whole ones and 0.4 of a third): without it the device would top
+/// out below max_iops (issue 23: 30 K x 80 µs gave 25.1 K). That unit serves at
+/// `share` of a whole one's rate, and only when every whole unit is busy, so a light
+/// load still sees read_ns.
+pub(crate) fn partial_unit(g: &crate::platform::DeviceGroup) -> Option<f64> {
+    if g.striped {
+        return None;
+    }
+    let exact = g.max_iops * g.read_ns as f64 / 1e9;
+    let (servers, _) = media_units(g);
+    let share = exact - f64::from(servers);
+    (share > 1e-9).then_some(share)
+}
+
+/// An error about the job's option `names` (the last one written), at its line; at the
+/// section header when the file sets none of them.
+fn option_err(spec: &JobSpec, names: &[&str], msg: impl Into<String>) -> SimError {
+    let (file, line) = spec
+        .option_at(names)
+        .unwrap_or((spec.file.as_path(), spec.line));
     SimError::Job {
-        file: spec.file.display().to_string(),
-        line: spec.line,
+        file: file.display().to_string(),
+        line,
         job: spec.name.clone(),
         msg: msg.into(),
     }
 }
+
+/// The options that name a job's files.
+const FILE_OPTIONS: &[&str] = &[
+    "filename",
+    "directory",
+    "filename_format",
+    "nrfiles",
+    "libblkio_path",
+];
 
 fn costs(p: &Platform) -> Costs {
     let c = &p.cpu;
@@ -148,6 +177,9 @@ pub(crate) fn new_cpu(
         mode: Mode::Idle,
         kind: SliceKind::Idle,
         acct_from: 0,
+        acct_mark: 0,
+        owed_to: None,
+        owed_job: None,
         current: None,
         runq: VecDeque::new(),
         min_vruntime: 0,
@@ -204,6 +236,19 @@ pub(crate) struct Machine {
     pub devices: Vec<Device>,
     pub queues: Vec<Queue>,
     pub vectors: Vec<Vector>,
+}
+
+/// The platform's costs of `engine` (None for fio's null engine, which makes no syscall).
+pub(crate) fn syscall_costs(
+    e: &crate::platform::EngineCosts,
+    engine: IoEngine,
+) -> Option<&crate::platform::SyscallCosts> {
+    match engine {
+        IoEngine::Libaio => Some(&e.libaio),
+        IoEngine::IoUring => Some(&e.io_uring),
+        IoEngine::Pvsync2 | IoEngine::Psync | IoEngine::PosixAio => Some(&e.pvsync2),
+        IoEngine::Null => None,
+    }
 }
 
 /// One clone of a fio job section (numjobs makes several): its CPU and devices.
@@ -321,8 +366,13 @@ fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimE
     super::budget::check(&estimate, &inp.opts.budget)?;
     let mut clones = Vec::new();
     let mut any_index = 0usize;
-    for (si, (s, (devices, polled))) in specs.iter().zip(resolved).enumerate() {
+    for (si, (s, (per_clone, polled))) in specs.iter().zip(resolved).enumerate() {
         for k in 0..s.numjobs {
+            let devices = per_clone
+                .get(k as usize)
+                .or(per_clone.first())
+                .cloned()
+                .unwrap_or_default();
             let cpu = match s.clone_cpus(k) {
                 Some(set) => set[k as usize % set.len()],
                 None => {
@@ -345,26 +395,40 @@ fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimE
 }
 
 /// What the model refuses in a job section (with the file, line and what was expected);
-/// returns the devices its files name and whether it polls for completions.
-fn check_job(s: &JobSpec, inp: &Inputs<'_>) -> Result<(Vec<usize>, bool), SimError> {
-    let (p, names) = (inp.p, &inp.names);
+/// returns the devices the files of each clone name (one list when the clones share
+/// their files; none for fio's null engine) and whether it polls for completions.
+fn check_job(s: &JobSpec, inp: &Inputs<'_>) -> Result<(Vec<Vec<usize>>, bool), SimError> {
+    let p = inp.p;
     let ncpu = p.cpu.count;
     if s.iodepth == 0 {
-        return Err(job_err(s, "iodepth=0: at least one I/O must be in flight"));
+        return Err(option_err(
+            s,
+            &["iodepth"],
+            "iodepth=0: at least one I/O must be in flight",
+        ));
     }
     if s.bs == 0 {
-        return Err(job_err(s, "bs=0: the block size must be at least 1 byte"));
+        return Err(option_err(
+            s,
+            &["bs"],
+            "bs=0: the block size must be at least 1 byte",
+        ));
     }
     if s.numjobs == 0 {
-        return Err(job_err(s, "numjobs=0: at least one job is needed"));
+        return Err(option_err(
+            s,
+            &["numjobs"],
+            "numjobs=0: at least one job is needed",
+        ));
     }
     if let Some(set) = &s.cpus_allowed {
         if set.is_empty() {
-            return Err(job_err(s, "cpus_allowed is empty"));
+            return Err(option_err(s, &["cpus_allowed"], "cpus_allowed is empty"));
         }
         if let Some(bad) = set.iter().find(|&&c| c >= ncpu) {
-            return Err(job_err(
+            return Err(option_err(
                 s,
+                &["cpus_allowed"],
                 format!(
                     "cpus_allowed names CPU {bad}, but platform '{}' has CPUs 0-{}",
                     p.name,
@@ -373,56 +437,95 @@ fn check_job(s: &JobSpec, inp: &Inputs<'_>) -> Result<(Vec<usize>, bool), SimErr
             ));
         }
     }
-    if s.filenames.is_empty() {
-        return Err(job_err(
+    if let Some(nodes) = &s.numa_cpu_nodes
+        && let Some(bad) = nodes.iter().find(|&&n| n > 0)
+    {
+        return Err(option_err(
             s,
+            &["numa_cpu_nodes"],
             format!(
-                "no filename=; name a device of the platform: {}",
-                names.join(", ")
+                "numa_cpu_nodes names node {bad}, but platform '{}' is one NUMA node (0); expected numa_cpu_nodes=0 or all",
+                p.name
             ),
         ));
     }
-    let devices = s
-        .filenames
-        .iter()
-        .map(|f| {
-            resolve_file(f, names).ok_or_else(|| {
-                job_err(
-                    s,
-                    format!(
-                        "filename '{f}' is not a device of platform '{}'; it has {} (as /dev/NAMEn1, NAMEn1 or NAME)",
-                        p.name,
-                        names.join(", ")
-                    ),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    // fio's null engine opens no file: its jobs have no device.
+    let devices = if !s.ioengine.has_device() {
+        vec![Vec::new()]
+    } else {
+        let clones = if s.clone_filenames.is_empty() {
+            1
+        } else {
+            s.numjobs
+        };
+        (0..clones)
+            .map(|k| resolve_files(s, s.files_of_clone(k), inp))
+            .collect::<Result<Vec<_>, _>>()?
+    };
     let polled = s.hipri || matches!(inp.policy.delivery, Delivery::Polled | Delivery::Hybrid);
-    if polled && s.ioengine == IoEngine::Libaio {
-        return Err(job_err(
+    if polled && !s.ioengine.can_poll() {
+        return Err(option_err(
             s,
-            "libaio cannot poll for completions (no hipri); use ioengine=io_uring or pvsync2, or an interrupt delivery",
+            &["ioengine"],
+            format!("{} {}", s.ioengine.name(), IoEngine::NO_POLL),
         ));
     }
     check_job_length(s)?;
     Ok((devices, polled))
 }
 
-/// A job must end, within the model's bounds of run time and I/O size.
-fn check_job_length(s: &JobSpec) -> Result<(), SimError> {
-    if s.runtime_ns.is_none() && s.size.is_none() && s.number_ios.is_none() {
-        return Err(job_err(
+/// The devices `files` name, each at least once; an error at the option that named a file
+/// the platform does not have.
+fn resolve_files(s: &JobSpec, files: &[String], inp: &Inputs<'_>) -> Result<Vec<usize>, SimError> {
+    let (p, names) = (inp.p, &inp.names);
+    if files.is_empty() {
+        return Err(option_err(
             s,
-            "the job never ends: give runtime=, size= or number_ios=",
+            FILE_OPTIONS,
+            format!(
+                "no filename=; name a device of the platform: {}",
+                names.join(", ")
+            ),
         ));
     }
+    files
+        .iter()
+        .map(|f| {
+            resolve_file(f, names).ok_or_else(|| {
+                option_err(
+                    s,
+                    FILE_OPTIONS,
+                    format!(
+                        "filename '{f}' is not a device of platform '{}'; it has {} (as /dev/NAMEn1, NAMEn1 or NAME; irqlab run maps other names onto them)",
+                        p.name,
+                        names.join(", ")
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A job must end, within the model's bounds of run time and I/O size.
+fn check_job_length(s: &JobSpec) -> Result<(), SimError> {
     if s.time_based && s.runtime_ns.is_none() {
-        return Err(job_err(s, "time_based needs runtime="));
+        return Err(option_err(
+            s,
+            &["time_based"],
+            "time_based needs runtime= (or irqlab run --max-runtime, which caps every job)",
+        ));
+    }
+    if s.runtime_ns.is_none() && s.size.is_none() && s.number_ios.is_none() {
+        return Err(option_err(
+            s,
+            &["size", "fill_device", "filesize"],
+            "the job never ends: give runtime=, size= or number_ios= (or irqlab run --max-runtime, which caps every job)",
+        ));
     }
     if s.total_time_ns().is_some_and(|t| t > MAX_SIMULATED_NS) {
-        return Err(job_err(
+        return Err(option_err(
             s,
+            &["runtime", "ramp_time"],
             "runtime + ramp_time is over 600 s; the model simulates about a second of a busy server per few seconds of wall time: expected a shorter runtime (figures settle within tens of ms)",
         ));
     }
@@ -432,20 +535,23 @@ fn check_job_length(s: &JobSpec) -> Result<(), SimError> {
         .1
         .checked_add(s.total_time_ns().unwrap_or(s.ramp_time_ns));
     if delayed.is_none_or(|t| t > MAX_SIMULATED_NS) {
-        return Err(job_err(
+        return Err(option_err(
             s,
+            &["startdelay"],
             "startdelay + ramp_time + runtime is over 600 s, the limit of a run; expected a shorter startdelay",
         ));
     }
     if s.thinktime.is_some_and(|t| t.ns > MAX_SIMULATED_NS) {
-        return Err(job_err(
+        return Err(option_err(
             s,
+            &["thinktime"],
             "thinktime is over 600 s, the limit of a run; expected a shorter thinktime",
         ));
     }
     if s.bs > MAX_BS {
-        return Err(job_err(
+        return Err(option_err(
             s,
+            &["bs", "bsrange", "bssplit"],
             "bs is over 16 MiB: the block layer would split such I/Os into max_sectors_kb pieces, which the model does not do; expected bs <= 16m",
         ));
     }
@@ -734,6 +840,8 @@ fn new_device(
         port,
         servers,
         busy: 0,
+        partial: partial_unit(g),
+        partial_busy: false,
         waiting: VecDeque::new(),
         read_time,
         write_time: ServiceTime::new(g.write_ns, g.service_cv),

@@ -17,64 +17,80 @@ use irqlab_report::Latency;
 impl<O: Observer> Sim<'_, O> {
     // ---------------------------------------------------------------- accounting
 
-    /// Charges the time since the last change to what the CPU was doing.
-    #[inline(always)]
+    /// Charges CPU `c`'s time up to now to what it was doing and for whom.
+    #[inline]
     pub(crate) fn account(&mut self, c: usize) {
+        self.mark(c);
+        self.settle(c);
+    }
+
+    /// A step boundary: the time since the last one is owed to the CPU's kind of slice
+    /// and to the thread that owns it now. Owed time is charged (`settle`) only when the
+    /// kind or the owner changes, or before someone reads the charges (the scheduler's
+    /// vruntimes, GSIM's hardirq time, the window's edges): the sums are what charging
+    /// at every step gives.
+    #[inline(always)]
+    fn mark(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let dt = self.now - cpu.acct_from;
-        cpu.acct_from = self.now;
+        if cpu.owed_to != cpu.current {
+            self.settle(c);
+            let cpu = &mut self.cpus[c];
+            cpu.owed_to = cpu.current;
+            cpu.owed_job = match cpu.current.map(|t| self.threads[t.ix()].kind) {
+                Some(ThreadKind::Job(j)) => Some(j),
+                _ => None,
+            };
+        }
+        self.cpus[c].acct_mark = self.now;
+    }
+
+    /// Charges the time CPU `c` owes (up to its last step boundary) to its kind of slice
+    /// and its thread: the CPU's buckets, the thread's vruntime, the job's usr and sys.
+    #[inline(always)]
+    pub(crate) fn settle(&mut self, c: usize) {
+        let cpu = &mut self.cpus[c];
+        let dt = cpu.acct_mark - cpu.acct_from;
+        cpu.acct_from = cpu.acct_mark;
         if cpu.kind == SliceKind::HardIrq {
             cpu.hardirq_total += dt;
         }
         if !self.measuring || dt == 0 {
             return;
         }
-        let s = &mut cpu.stats;
-        match cpu.kind {
-            SliceKind::Idle => s.idle += dt,
-            SliceKind::Usr => s.usr += dt,
-            SliceKind::Sys => s.sys += dt,
-            SliceKind::HardIrq => s.hardirq += dt,
-            SliceKind::SoftIrq => s.softirq += dt,
-            SliceKind::Ksoftirqd => s.ksoftirqd += dt,
-            SliceKind::IrqThread => s.irq_thread += dt,
+        cpu.stats.time[cpu.kind as usize] += dt;
+        if !thread_time(cpu.kind) {
+            return;
         }
-        // The fair class charges a thread's run time to its vruntime (hardirq and softirq
-        // time is not the thread's: IRQ_TIME_ACCOUNTING).
-        if matches!(
-            cpu.kind,
-            SliceKind::Usr | SliceKind::Sys | SliceKind::Ksoftirqd | SliceKind::IrqThread
-        ) && let Some(t) = cpu.current
-        {
+        if let Some(t) = cpu.owed_to {
             self.threads[t.ix()].vruntime += dt;
         }
-        if matches!(cpu.kind, SliceKind::Usr | SliceKind::Sys)
-            && let Some(t) = cpu.current
-            && let ThreadKind::Job(j) = self.threads[t.ix()].kind
-        {
+        if let Some(j) = cpu.owed_job {
             let job = &mut self.jobs[j.ix()];
-            if cpu.kind == SliceKind::Usr {
-                job.usr += dt;
-            } else {
-                job.sys += dt;
+            match cpu.kind {
+                SliceKind::Usr => job.usr += dt,
+                SliceKind::Sys => job.sys += dt,
+                _ => {}
             }
         }
     }
 
-    /// Accounts the time so far, then CPU `c` does `kind`.
+    /// A step boundary, after which CPU `c` does `kind`.
     #[inline(always)]
     pub(crate) fn set_kind(&mut self, c: usize, kind: SliceKind) {
-        self.account(c);
-        if self.cpus[c].kind != kind {
-            self.change_kind(c, kind);
+        self.mark(c);
+        let cpu = &mut self.cpus[c];
+        if cpu.kind != kind {
+            self.settle(c);
+            self.cpus[c].kind = kind;
+            self.slice_starts(c, kind);
         }
     }
 
-    /// A new kind of slice starts on CPU `c` (what a tracer sees); kept out of line so
-    /// that the step path stays small.
+    /// A new kind of slice starts on CPU `c`: what a tracer sees, out of line so that the
+    /// step path stays small (without an observer the call itself is gone: its body is
+    /// empty).
     #[inline(never)]
-    fn change_kind(&mut self, c: usize, kind: SliceKind) {
-        self.cpus[c].kind = kind;
+    fn slice_starts(&mut self, c: usize, kind: SliceKind) {
         self.obs.slice(self.now, c, kind);
     }
 
@@ -96,14 +112,20 @@ impl<O: Observer> Sim<'_, O> {
         );
     }
 
-    /// Cancels the step in progress, returning the time it had left.
+    /// Cancels the step in progress, returning the time it had left. Its event leaves
+    /// the queue (a far one stays, stale by its epoch).
     fn cancel_step(&mut self, c: usize) -> u64 {
         let cpu = &mut self.cpus[c];
         if !cpu.stepping {
             return 0;
         }
         cpu.stepping = false;
+        let ev = Event::CpuStep {
+            cpu: CpuId::new(c),
+            epoch: cpu.epoch,
+        };
         cpu.epoch = cpu.epoch.wrapping_add(1);
+        self.q.cancel(cpu.step_end, ev);
         cpu.step_end - self.now
     }
 

@@ -9,6 +9,9 @@ use crate::engine::Event;
 use crate::observer::Observer;
 use irqlab_core::nvme::{CoalesceParams, Hint, MsixAction, Quiet};
 
+/// `Io::unit` of a command the partial unit serves (shared pools use no other unit).
+const PARTIAL_UNIT: u32 = u32::MAX;
+
 impl<O: Observer> Sim<'_, O> {
     /// The controller fetched `count` SQEs of queue `q`.
     #[inline(always)]
@@ -37,6 +40,8 @@ impl<O: Observer> Sim<'_, O> {
         if dev.unit_busy.is_empty() {
             if dev.busy < dev.servers {
                 self.start_service(d, io);
+            } else if dev.partial.is_some() && !dev.partial_busy {
+                self.start_partial(d, io);
             } else {
                 dev.waiting.push_back(io);
             }
@@ -67,6 +72,21 @@ impl<O: Observer> Sim<'_, O> {
         self.q.push(self.now + t, Event::ServiceDone { io });
     }
 
+    /// The device's partial unit takes command `io`: a whole unit's time over its share.
+    fn start_partial(&mut self, d: usize, io: IoId) {
+        let dev = &mut self.devices[d];
+        let share = dev.partial.expect("only a device with a partial unit");
+        dev.partial_busy = true;
+        self.ios[io.ix()].unit = PARTIAL_UNIT;
+        let t = if self.ios[io.ix()].read {
+            dev.read_time.draw(&mut dev.rng)
+        } else {
+            dev.write_time.draw(&mut dev.rng)
+        };
+        let t = (t as f64 / share).ceil().min(u64::MAX as f64) as u64;
+        self.q.push(self.now + t, Event::ServiceDone { io });
+    }
+
     /// Media service of `io` ended: the unit takes its next command, and the completion
     /// (data, CQE, then the message decision) goes out if the port has credits; otherwise
     /// the device holds it, in order, until credits return.
@@ -75,12 +95,22 @@ impl<O: Observer> Sim<'_, O> {
         let q = self.ios[io.ix()].queue.ix();
         let d = self.queues[q].device.ix();
         let dev = &mut self.devices[d];
-        dev.busy -= 1;
         if dev.unit_busy.is_empty() {
+            let partial = self.ios[io.ix()].unit == PARTIAL_UNIT;
+            if partial {
+                dev.partial_busy = false;
+            } else {
+                dev.busy -= 1;
+            }
             if let Some(next) = dev.waiting.pop_front() {
-                self.start_service(d, next);
+                if partial {
+                    self.start_partial(d, next);
+                } else {
+                    self.start_service(d, next);
+                }
             }
         } else {
+            dev.busy -= 1;
             let u = self.ios[io.ix()].unit as usize;
             dev.unit_busy[u] = false;
             if let Some(next) = dev.unit_wait[u].pop_front() {

@@ -391,13 +391,28 @@ impl FioJob {
         now.saturating_sub(self.epoch) / 1_000_000
     }
 
-    /// One completion of `bytes` in direction `d` with its latencies, in the window.
-    /// (The slat entry is written at completion with the other two; fio writes it when
-    /// the I/O is issued.)
+    /// A reap call collects completions at `now`, in the window: the periodic samples
+    /// due by then are taken first, once for the batch. Returns the log time (ms since
+    /// the job's epoch) of its entries, for `completed`.
     #[inline(always)]
-    pub fn completed(&mut self, now: u64, d: usize, bytes: u64, slat: u64, clat: u64, lat: u64) {
-        let elapsed = self.elapsed_ms(now);
+    pub fn completing(&mut self, now: u64) -> u64 {
         self.flush_samples(now);
+        self.elapsed_ms(now)
+    }
+
+    /// One completion of `bytes` in direction `d` with its latencies, in the window, of
+    /// the batch `completing` began (`elapsed`: its log time). (The slat entry is written
+    /// at completion with the other two; fio writes it when the I/O is issued.)
+    #[inline(always)]
+    pub fn completed(
+        &mut self,
+        elapsed: u64,
+        d: usize,
+        bytes: u64,
+        slat: u64,
+        clat: u64,
+        lat: u64,
+    ) {
         if let Some([l, c, s]) = &mut self.logs.lat {
             l.add(elapsed, d, lat, bytes);
             c.add(elapsed, d, clat, bytes);

@@ -20,15 +20,25 @@ impl<O: Observer> Sim<'_, O> {
     /// per-I/O reap includes io_uring's task_work completion unless the ring polls
     /// (io_uring/rw.c: io_complete_rw queues task_work, io_complete_rw_iopoll does not).
     fn engine_costs(&self, j: usize) -> (u64, u64, u64, u64) {
-        let e = &self.engine;
         let c = match &self.jobs[j].submitter {
             Some(sub) => sub,
-            None => match self.jobs[j].engine {
-                IoEngine::Libaio => &e.libaio,
-                IoEngine::IoUring => &e.io_uring,
-                IoEngine::Pvsync2 | IoEngine::Psync => &e.pvsync2,
+            None => match super::build::syscall_costs(&self.engine, self.jobs[j].engine) {
+                Some(c) => c,
+                // fio's null engine: no syscall, no kernel work.
+                None => return (0, 0, 0, 0),
             },
         };
+        // POSIX aio: glibc's helper threads each make one pread/pwrite (its syscall and
+        // doorbell) and wake the job's thread when it returns; the job's own calls
+        // (aio_read, aio_suspend) stay in user space until it sleeps.
+        if self.jobs[j].engine == IoEngine::PosixAio {
+            return (
+                0,
+                c.submit_call_ns + c.submit_io_ns + self.costs.sq_doorbell,
+                0,
+                c.reap_call_ns + c.reap_io_ns + self.costs.wakeup,
+            );
+        }
         (
             c.submit_call_ns,
             c.submit_io_ns,
@@ -51,7 +61,17 @@ impl<O: Observer> Sim<'_, O> {
                 JobPhase::Start => self.decide(j, reap_call),
                 JobPhase::Usr { k } => {
                     self.jobs[j].phase = JobPhase::Submit { k };
-                    let ns = submit_call + u64::from(k) * submit_io + self.costs.sq_doorbell;
+                    // The batch's doorbell (POSIX aio's are in its per-I/O cost; the null
+                    // engine rings none).
+                    let doorbell = match self.jobs[j].engine {
+                        IoEngine::Null | IoEngine::PosixAio => 0,
+                        _ => self.costs.sq_doorbell,
+                    };
+                    let ns = submit_call + u64::from(k) * submit_io + doorbell;
+                    if ns == 0 {
+                        // Nothing in the kernel: the I/Os complete as they are queued.
+                        continue;
+                    }
                     Some(ThreadStep::sys(ns))
                 }
                 JobPhase::Submit { k } => {
@@ -326,6 +346,9 @@ impl<O: Observer> Sim<'_, O> {
     /// reset_all_stats).
     pub(crate) fn job_ramp_end(&mut self, j: usize) {
         let now = self.now;
+        // What its CPU owes the job so far counts before the reset, as it always did.
+        let c = self.threads[self.jobs[j].thread.ix()].cpu.ix();
+        self.settle(c);
         let job = &mut self.jobs[j];
         job.read = DirStats::default();
         job.write = DirStats::default();
@@ -340,6 +363,10 @@ impl<O: Observer> Sim<'_, O> {
     /// (bd->last), so the controller fetches them after the MMIO flight.
     fn submit_batch(&mut self, j: usize, k: u32) {
         let now = self.now;
+        if self.jobs[j].engine == IoEngine::Null {
+            self.complete_null(j, k);
+            return;
+        }
         // The queues this batch rang, and how many SQEs each fetch brings.
         let mut touched: [(Option<QueueId>, u32); 4] = [(None, 0); 4];
         for i in 0..k {
@@ -348,7 +375,8 @@ impl<O: Observer> Sim<'_, O> {
             job.next_file = (job.next_file + 1) % job.queues.len();
             let next_q = job.queues[job.next_file];
             let planned = job.fio.batch[i as usize];
-            let last = i + 1 == k || next_q != q;
+            // Each POSIX aio helper thread's pread is a submission of its own.
+            let last = i + 1 == k || next_q != q || job.engine == IoEngine::PosixAio;
             if !self.queue_command(j, q, planned, last) {
                 continue;
             }
@@ -376,6 +404,51 @@ impl<O: Observer> Sim<'_, O> {
         self.totals.submitted += u64::from(k);
         if self.measuring {
             // io_u.c: io_u_mark_depth at commit, io_u_mark_submit per submit call.
+            job.depth_level[depth_bucket(job.outstanding)] += u64::from(k);
+            job.fio.submit_hist[calls_bucket(k)] += 1;
+            job.fio.submit_calls += 1;
+        }
+    }
+
+    /// fio's null engine (engines/null.c): the batch is queued and completed at once, with
+    /// no device and no interrupt; the job reaps it as it would a device's.
+    fn complete_null(&mut self, j: usize, k: u32) {
+        let now = self.now;
+        let start = self.jobs[j].batch_start;
+        for i in 0..k {
+            let planned = self.jobs[j].fio.batch[i as usize];
+            let rec = Io {
+                job: JobId::new(j),
+                // No queue: the null engine's I/Os never reach one.
+                queue: QueueId::new(0),
+                tag: 0,
+                read: planned.ddir == 0,
+                bytes: planned.bytes as u32,
+                hints: 0,
+                start,
+                submitted: now,
+                unit: 0,
+            };
+            let io = match self.free_ios.pop() {
+                Some(io) => {
+                    self.ios[io.ix()] = rec;
+                    io
+                }
+                None => {
+                    self.ios.push(rec);
+                    IoId::new(self.ios.len() - 1)
+                }
+            };
+            self.jobs[j].ready.push_back(io);
+        }
+        let job = &mut self.jobs[j];
+        job.outstanding += k;
+        job.issued += u64::from(k);
+        job.fio.issues += u64::from(k);
+        job.last_submit = now;
+        self.totals.submitted += u64::from(k);
+        self.totals.completed += u64::from(k);
+        if self.measuring {
             job.depth_level[depth_bucket(job.outstanding)] += u64::from(k);
             job.fio.submit_hist[calls_bucket(k)] += 1;
             job.fio.submit_calls += 1;
@@ -531,6 +604,12 @@ impl<O: Observer> Sim<'_, O> {
     /// The job copies out `n` events: fio's clat ends here.
     fn collect(&mut self, j: usize, n: u32) {
         let now = self.now;
+        let counted = self.measuring && now >= self.jobs[j].ramp_end;
+        let elapsed = if counted {
+            self.jobs[j].fio.completing(now)
+        } else {
+            0
+        };
         let mut got = 0;
         for _ in 0..n {
             let Some(io) = self.jobs[j].ready.pop_front() else {
@@ -543,7 +622,7 @@ impl<O: Observer> Sim<'_, O> {
             let job = &mut self.jobs[j];
             job.outstanding -= 1;
             job.fio.completions += 1;
-            if self.measuring && now >= job.ramp_end {
+            if counted {
                 let (slat, clat, lat) = (
                     rec.submitted - rec.start,
                     now - rec.submitted,
@@ -557,11 +636,11 @@ impl<O: Observer> Sim<'_, O> {
                 };
                 dir.record(bytes, slat, clat, lat);
                 job.fio
-                    .completed(now, usize::from(!rec.read), bytes, slat, clat, lat);
+                    .completed(elapsed, usize::from(!rec.read), bytes, slat, clat, lat);
             }
         }
         let job = &mut self.jobs[j];
-        if self.measuring && now >= job.ramp_end {
+        if counted {
             job.fio.complete_hist[calls_bucket(got)] += 1;
             job.fio.complete_calls += 1;
         }

@@ -24,7 +24,7 @@ mod state;
 mod target;
 
 pub(crate) use budget::estimate;
-pub(crate) use build::build;
+pub(crate) use build::{build, device_names, resolve_file};
 pub(crate) use parts::{Partition, run_parts};
 pub(crate) use state::Sim;
 

@@ -1,7 +1,7 @@
 //! The measured window (after ramp_time) and the [`RunReport`] built from the model.
 
 use super::state::*;
-use crate::observer::Observer;
+use crate::observer::{Observer, SliceKind};
 use irqlab_core::moderator::Moderator;
 use irqlab_report::{
     CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, JobReport,
@@ -96,6 +96,7 @@ impl<O: Observer> Sim<'_, O> {
             vectors,
             measured: None,
             extra,
+            notes: Vec::new(),
         }
     }
 
@@ -178,13 +179,13 @@ impl<O: Observer> Sim<'_, O> {
                 let s = &mut c.stats;
                 CpuReport {
                     cpu: i,
-                    usr_ns: s.usr,
-                    sys_ns: s.sys,
-                    hardirq_ns: s.hardirq,
-                    softirq_ns: s.softirq,
-                    ksoftirqd_ns: s.ksoftirqd,
-                    irq_thread_ns: s.irq_thread,
-                    idle_ns: s.idle,
+                    usr_ns: s.ns(SliceKind::Usr),
+                    sys_ns: s.ns(SliceKind::Sys),
+                    hardirq_ns: s.ns(SliceKind::HardIrq),
+                    softirq_ns: s.ns(SliceKind::SoftIrq),
+                    ksoftirqd_ns: s.ns(SliceKind::Ksoftirqd),
+                    irq_thread_ns: s.ns(SliceKind::IrqThread),
+                    idle_ns: s.ns(SliceKind::Idle),
                     ctx_switches: s.ctx_switches,
                     hardirqs: s.hardirqs,
                     pmn: s.pmn,

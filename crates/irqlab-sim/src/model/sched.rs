@@ -37,6 +37,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The fair class's min_vruntime on CPU `c`: the smallest vruntime of its running and
     /// runnable SCHED_OTHER threads, never moving back.
     fn min_vruntime(&mut self, c: usize) -> u64 {
+        self.settle(c);
         let cpu = &self.cpus[c];
         let running = cpu
             .current
@@ -99,10 +100,11 @@ impl<O: Observer> Sim<'_, O> {
 
     /// check_preempt_curr: whether the woken thread `t` should take CPU `c` from the
     /// thread that owns it.
-    fn wake_preempts(&self, c: usize, t: usize) -> bool {
+    fn wake_preempts(&mut self, c: usize, t: usize) -> bool {
         let Some(cur) = self.cpus[c].current else {
             return false;
         };
+        self.settle(c);
         let (cur, woken) = (&self.threads[cur.ix()], &self.threads[t]);
         if cur.fifo {
             return false;
@@ -142,6 +144,8 @@ impl<O: Observer> Sim<'_, O> {
         if cpu.runq.is_empty() {
             return;
         }
+        self.settle(c);
+        let cpu = &self.cpus[c];
         let th = &self.threads[t.ix()];
         let ran = self.now - cpu.slice_start;
         let resched = th.spinning
@@ -244,6 +248,10 @@ impl<O: Observer> Sim<'_, O> {
     /// equals); idle when nothing is runnable.
     #[inline(always)]
     fn switch_to_next(&mut self, c: usize) {
+        if self.cpus[c].runq.len() > 1 {
+            // The vruntimes it compares, as charged so far.
+            self.settle(c);
+        }
         let cpu = &self.cpus[c];
         let pick = cpu
             .runq

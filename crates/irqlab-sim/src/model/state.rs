@@ -156,13 +156,8 @@ pub(crate) enum SoftPhase {
 /// Time accounting buckets of one CPU, ns, and its counters.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CpuStats {
-    pub usr: u64,
-    pub sys: u64,
-    pub hardirq: u64,
-    pub softirq: u64,
-    pub ksoftirqd: u64,
-    pub irq_thread: u64,
-    pub idle: u64,
+    /// ns per kind of slice, indexed by `SliceKind as usize` (`CpuStats::ns`).
+    pub time: [u64; SLICE_KINDS],
     pub ctx_switches: u64,
     pub hardirqs: u64,
     pub pmn: u64,
@@ -172,12 +167,39 @@ pub(crate) struct CpuStats {
     pub tick_lateness: Option<Box<Latency>>,
 }
 
+/// The kinds of slice (`SliceKind`'s variants).
+pub(crate) const SLICE_KINDS: usize = 7;
+
+impl CpuStats {
+    /// Time spent doing `kind`, ns.
+    pub fn ns(&self, kind: SliceKind) -> u64 {
+        self.time[kind as usize]
+    }
+}
+
+/// Whether time doing `kind` is a thread's (its vruntime; a job's usr or sys): the fair
+/// class does not charge hardirq and softirq time to the thread (IRQ_TIME_ACCOUNTING).
+#[inline(always)]
+pub(crate) fn thread_time(kind: SliceKind) -> bool {
+    matches!(
+        kind,
+        SliceKind::Usr | SliceKind::Sys | SliceKind::Ksoftirqd | SliceKind::IrqThread
+    )
+}
+
 pub(crate) struct Cpu {
     pub epoch: u32,
     pub stepping: bool,
     pub mode: Mode,
     pub kind: SliceKind,
+    /// Time accounting, charged lazily (cpu.rs `account`): the CPU's time up to
+    /// `acct_from` is charged; [acct_from, acct_mark) is owed to `kind` and the thread
+    /// `owed_to`; the time since `acct_mark` (the last step boundary) is not owed yet.
     pub acct_from: u64,
+    pub acct_mark: u64,
+    pub owed_to: Option<ThreadId>,
+    /// The job `owed_to` runs (its usr and sys).
+    pub owed_job: Option<JobId>,
     /// The thread that owns the CPU (running, spinning, or interrupted).
     pub current: Option<ThreadId>,
     pub runq: VecDeque<ThreadId>,
@@ -498,6 +520,10 @@ pub(crate) struct Device {
     pub port: PortId,
     pub servers: u32,
     pub busy: u32,
+    /// The share of one more unit (build.rs partial_unit), taken only when every whole
+    /// unit is busy; its commands take 1/share of a whole unit's time.
+    pub partial: Option<f64>,
+    pub partial_busy: bool,
     pub waiting: VecDeque<IoId>,
     pub read_time: ServiceTime,
     pub write_time: ServiceTime,
