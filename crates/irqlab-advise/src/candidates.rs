@@ -59,10 +59,12 @@ fn with(extra: &[&str]) -> Vec<String> {
 /// Whether every job can poll for its completions: io_uring (IORING_SETUP_IOPOLL) or
 /// pvsync2 (RWF_HIPRI); libaio and psync cannot (fio's hipri is theirs only).
 fn can_poll(jobs: &[JobSpec]) -> Result<(), String> {
-    match jobs
-        .iter()
-        .find(|j| !matches!(j.ioengine, IoEngine::IoUring | IoEngine::Pvsync2))
-    {
+    match jobs.iter().find(|j| {
+        !matches!(
+            j.ioengine,
+            IoEngine::IoUring | IoEngine::Pvsync2 | IoEngine::Null
+        )
+    }) {
         Some(j) => Err(format!(
             "job '{}' uses ioengine={}, which cannot poll (io_uring with hipri, i.e. IORING_SETUP_IOPOLL, or pvsync2 with hipri, i.e. RWF_HIPRI, can)",
             j.name,

@@ -45,6 +45,8 @@ pub struct Request {
     pub budget: Budget,
     /// Try only these candidates (by name; `stock` is always tried: it is the baseline).
     pub only: Option<Vec<String>>,
+    /// `--map PATTERN=DEVICE` rules for the job's files.
+    pub maps: Vec<irqlab_inputs::MapRule>,
 }
 
 /// The job as it runs and the candidates to try.
@@ -103,18 +105,9 @@ impl Advice {
 /// The job on the platform and the candidates it allows (and `only` keeps).
 pub fn plan(req: &Request) -> Result<Plan, AdviseError> {
     let p = &req.platform.platform;
-    let mut jobs = irqlab_fio::parse_str(&req.job_text, Path::new(&req.job_name))
+    let jobs = irqlab_fio::parse_str(&req.job_text, Path::new(&req.job_name))
         .map_err(|e| AdviseError::Job(e.to_string()))?;
-    let devices = jobs::device_names(p);
-    let mut notes: Vec<String> = jobs::map_files(&mut jobs, &devices)
-        .into_iter()
-        .map(|m| {
-            format!(
-                "file {m} (names the platform lacks take its devices in order of first appearance)"
-            )
-        })
-        .collect();
-    notes.extend(jobs::cap_runtime(&mut jobs, req.window_ns));
+    let (jobs, notes) = jobs::shape(jobs, p, &req.maps, req.window_ns)?;
     let (mut cands, mut excluded) = candidates(p, &jobs);
     if let Some(only) = &req.only {
         let names: Vec<String> = cands.iter().map(|c| c.name.clone()).collect();

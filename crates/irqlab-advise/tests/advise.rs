@@ -20,6 +20,7 @@ fn request(job: &Path, platform: irqlab_sim::ledger::Resolved, window_ns: u64) -
         threads: 2,
         budget: irqlab_sim::Budget::DEFAULT,
         only: None,
+        maps: Vec::new(),
     }
 }
 
@@ -81,7 +82,7 @@ fn an_io_uring_job_may_poll_and_the_ranking_follows_the_objective() {
     let n: Vec<&str> = a.rows.iter().map(|r| r.candidate.name.as_str()).collect();
     assert_eq!(n.len(), 4, "{n:?}");
     assert!(
-        a.notes.iter().any(|x| x.contains("/data/f -> /dev/nvme0")),
+        a.notes.iter().any(|x| x.contains("/data/f -> nvme0")),
         "{:?}",
         a.notes
     );

@@ -56,12 +56,20 @@ pub struct AdviseArgs {
     pub window: u64,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Map the job's files matching PATTERN onto the platform's DEVICE (repeatable; the
+    /// rest take the devices in order of first appearance).
+    #[arg(long = "map", value_name = "PATTERN=DEVICE", value_parser = parse_map)]
+    pub maps: Vec<irqlab_inputs::MapRule>,
     /// Try only these candidates (comma-separated names as the table shows them, e.g.
     /// posted,polled); the stock kernel is always tried, as the baseline.
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub candidates: Option<Vec<String>>,
     #[command(flatten)]
     pub budget: BudgetArgs,
+}
+
+fn parse_map(s: &str) -> Result<irqlab_inputs::MapRule, String> {
+    irqlab_inputs::MapRule::parse(s).map_err(|e| e.to_string())
 }
 
 fn parse_pct(s: &str) -> Result<f64, String> {
@@ -111,6 +119,7 @@ pub fn main(args: AdviseArgs) -> CmdResult {
             .map_or_else(|| irqlab_calib::runner::workers(64), |t| t as usize),
         budget: args.budget.budget(),
         only: args.candidates.clone(),
+        maps: args.maps.clone(),
     };
     let plan = irqlab_advise::plan(&req)?;
     let progress = Progress::new(plan.candidates.len() as u64, "advise");

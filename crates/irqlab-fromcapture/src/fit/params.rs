@@ -67,7 +67,11 @@ fn engine_key(r: &FitRun) -> String {
     let e = match r.engine {
         irqlab_fio::IoEngine::Libaio => "libaio",
         irqlab_fio::IoEngine::IoUring => "io_uring",
-        irqlab_fio::IoEngine::Pvsync2 | irqlab_fio::IoEngine::Psync => "pvsync2",
+        // psync, POSIX aio's helper threads and the null engine take pvsync2's costs.
+        irqlab_fio::IoEngine::Pvsync2
+        | irqlab_fio::IoEngine::Psync
+        | irqlab_fio::IoEngine::PosixAio
+        | irqlab_fio::IoEngine::Null => "pvsync2",
     };
     format!("engine.{e}.submit_io_ns")
 }
