@@ -163,16 +163,15 @@ mod tests {
     #[test]
     fn patch_keeps_provenance_and_finds_array_entries() {
         let fitted = vec![
-            ("iommu.notify_ns".to_string(), "222".to_string()),
+            ("uncore.stack_rtt_ns".to_string(), "222".to_string()),
             ("devices.0.read_ns".to_string(), "9000".to_string()),
             ("engine.libaio.submit_io_ns".to_string(), "777".to_string()),
         ];
         let out = patch_text(EXAMPLE, &fitted).unwrap();
         assert!(
-            out.lines().any(
-                |l| l.starts_with("notify_ns = { value = 222, source = \"estimate\"")
-                    && l.contains("a remapped interrupt waits")
-            ),
+            out.lines().any(|l| l
+                .starts_with("stack_rtt_ns = { value = 222, source = \"estimate\"")
+                && l.contains("the drain of the stack's earlier writes")),
             "{out}"
         );
         assert!(out.contains("read_ns = { value = 9000,"));
@@ -180,7 +179,7 @@ mod tests {
         // The io_uring entry of the same name is untouched.
         assert!(out.contains("submit_io_ns = { value = 700,"));
         let p = Platform::from_toml(&out, "patched", &[]).unwrap();
-        assert_eq!(p.iommu.notify_ns, 222);
+        assert_eq!(p.uncore.stack_rtt_ns, 222);
         assert_eq!(p.engine.libaio.submit_io_ns, 777);
         assert_eq!(p.devices[0].read_ns, 9000);
         assert!(patch_text(EXAMPLE, &[("devices.3.count".into(), "1".into())]).is_none());

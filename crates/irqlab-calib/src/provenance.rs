@@ -337,8 +337,8 @@ mod tests {
         ))
         .unwrap();
         let text = example.replace(
-            "notify_ns = { value = 45, source = \"estimate\",",
-            &format!("notify_ns = {{ value = 45, {platform_extra}"),
+            "stack_rtt_ns = { value = 65, source = \"estimate\",",
+            &format!("stack_rtt_ns = {{ value = 65, {platform_extra}"),
         );
         assert_ne!(text, example);
         std::fs::write(dir.join("p.toml"), text).unwrap();
@@ -404,16 +404,16 @@ mod tests {
                 "one figure (e1/a:iops)",
             ),
             (
-                "source = \"estimate\", range = [50, 99],",
+                "source = \"estimate\", range = [70, 99],",
                 ProblemKind::OutOfRange,
-                "outside its range 50..99",
+                "outside its range 70..99",
             ),
         ] {
             let dir = scratch("bad", extra);
             let got = problems(&dir);
             assert!(
                 got.iter().any(|p| p.kind == kind
-                    && p.key == "iommu.notify_ns"
+                    && p.key == "uncore.stack_rtt_ns"
                     && p.message.contains(says)),
                 "{extra}: {got:?}"
             );

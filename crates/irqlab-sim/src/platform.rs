@@ -21,6 +21,7 @@ pub struct Platform {
     #[serde(default)]
     pub engine: EngineCosts,
     pub iommu: IommuCosts,
+    pub uncore: UncoreCosts,
     pub root_ports: Vec<RootPort>,
     pub devices: Vec<DeviceGroup>,
 }
@@ -185,25 +186,74 @@ impl Default for EngineCosts {
     }
 }
 
-/// IOMMU interrupt handling, ns. The IOMMU holds the root port while it handles an MSI.
+/// DMA remapping, ns.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct IommuCosts {
-    /// IRTE lookup and translation of one MSI (both modes).
-    pub remap_ns: u64,
-    /// The root port's part of one CPU notification: the ordering work that holds the
-    /// port's posted writes while the notification leaves (remapped: every MSI; posted:
-    /// an MSI that found ON clear).
-    pub notify_ns: u64,
-    /// The socket's interrupt delivery unit: time to send one notification to a CPU's
-    /// local APIC. One unit serves every root port, one notification at a time; 0 means
-    /// no shared limit.
-    #[serde(default)]
-    pub deliver_ns: u64,
-    /// Posted mode: the atomic PIR update of the posted interrupt descriptor.
-    pub post_ns: u64,
     /// DMA address translation per data or CQE write (IOTLB hit); 0 for passthrough.
     pub dma_translate_ns: u64,
+}
+
+/// The socket's interrupt path in the uncore, ns (mechanism P of docs/calibration.md,
+/// "The uncore"): root ports belong to IIO stacks, each with one DMAR unit (VT-d §5.1:
+/// interrupt remapping is "co-located with the remapping hardware units"), and every
+/// interrupt message of the socket passes its interrupt router (the UBox, "the
+/// intermediary for interrupt traffic", Intel's uncore manuals).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UncoreCosts {
+    /// A remapped MSI's time at its stack before the router: the drain of the stack's
+    /// earlier writes to their commit point, the IRTE lookup and the trip to the router.
+    /// The stack handles remapped MSIs one at a time, in arrival order, and holds each
+    /// until the router has sent it on (VT-d §5.2.4, PCIe ordering rule A2a).
+    pub stack_rtt_ns: u64,
+    /// A posted MSI's time at its stack: the atomic read-modify-write of the CPU's
+    /// posted-interrupt descriptor (VT-d §5.2.3), one at a time per stack, not ordered
+    /// against the notification it may send.
+    pub pid_ns: u64,
+    /// The socket's interrupt router: time per interrupt message (a remapped MSI or a
+    /// posted notification), one at a time, first come first served, for every stack of
+    /// the socket. 0: no shared limit.
+    #[serde(default)]
+    pub ubox_ns: u64,
+}
+
+/// Keys of earlier platform files that the stack model replaced, with what replaces
+/// each (issue 19): a platform or `--set` naming one is refused with this text.
+pub const RETIRED_KEYS: &[(&str, &str)] = &[
+    (
+        "iommu.remap_ns",
+        "uncore.stack_rtt_ns (a remapped MSI's time at its IIO stack: IRTE lookup, drain and the trip to the router; write the old remap_ns + notify_ns)",
+    ),
+    (
+        "iommu.notify_ns",
+        "uncore.stack_rtt_ns (a remapped MSI's time at its IIO stack: IRTE lookup, drain and the trip to the router; write the old remap_ns + notify_ns)",
+    ),
+    (
+        "iommu.deliver_ns",
+        "uncore.ubox_ns (the socket's interrupt router, per interrupt message)",
+    ),
+    (
+        "iommu.post_ns",
+        "uncore.pid_ns (a posted MSI's atomic update of the posted-interrupt descriptor; write the old remap_ns + post_ns)",
+    ),
+    (
+        "root_ports.*.notify_slots",
+        "nothing: an IIO stack handles one remapped MSI at a time; root ports that share a stack (one DMAR unit) name it in root_ports.N.stack",
+    ),
+];
+
+/// What replaced `key` (a dotted key, array indices as numbers), if it is retired.
+pub fn retired_key(key: &str) -> Option<&'static str> {
+    let parts: Vec<&str> = key.split('.').collect();
+    RETIRED_KEYS.iter().find_map(|(pat, why)| {
+        let p: Vec<&str> = pat.split('.').collect();
+        (p.len() == parts.len()
+            && p.iter()
+                .zip(&parts)
+                .all(|(a, b)| a == b || (*a == "*" && b.parse::<usize>().is_ok())))
+        .then_some(*why)
+    })
 }
 
 /// A PCIe root port: a FIFO of posted writes toward memory, one at a time.
@@ -225,11 +275,18 @@ pub struct RootPort {
     /// Max payload size of one posted TLP, bytes (PCIe MPS).
     #[serde(default = "default_mps_bytes")]
     pub mps_bytes: u64,
-    /// CPU notifications the port may have on their way to the delivery unit before an
-    /// MSI that needs another holds the port's FIFO (strong ordering with DMA). 0: no
-    /// limit.
-    #[serde(default)]
-    pub notify_slots: u32,
+    /// The IIO stack (one DMAR unit) the port belongs to: ports naming the same stack
+    /// share its interrupt handling (a x16 slot bifurcated x4x4x4x4 is four ports on one
+    /// stack). Absent: a stack of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
+}
+
+impl RootPort {
+    /// The name of the port's IIO stack.
+    pub fn stack_name(&self) -> &str {
+        self.stack.as_deref().unwrap_or(&self.name)
+    }
 }
 
 fn default_mps_bytes() -> u64 {
@@ -546,6 +603,15 @@ impl Platform {
             ));
         }
         for (i, rp) in self.root_ports.iter().enumerate() {
+            if rp
+                .stack
+                .as_ref()
+                .is_some_and(|s| s.is_empty() || s.len() > 256)
+            {
+                return Err(format!(
+                    "root_ports.{i}.stack: expected the name of the port's IIO stack, 1 to 256 bytes"
+                ));
+            }
             if rp.mps_bytes == 0 || rp.mps_bytes > 4096 {
                 return Err(format!(
                     "root_ports.{i}.mps_bytes = {} is not in 1..=4096",
@@ -701,6 +767,11 @@ fn apply_set(tree: &mut toml::Value, set: &str) -> Result<Option<String>, Platfo
     })?;
     let key = key.trim();
     let raw = raw.trim();
+    if let Some(why) = retired_key(key) {
+        return Err(PlatformError(format!(
+            "--set '{set}': {key} is no longer a platform key; replaced by {why}"
+        )));
+    }
     let mut node = tree;
     let mut walked = String::new();
     let parts: Vec<&str> = key.split('.').collect();

@@ -80,9 +80,9 @@ const DEFAULTS: &[Default] = &[
         "absent [engine]: the generic costs of platforms/example.toml",
     ),
     d(
-        "iommu.deliver_ns",
+        "uncore.ubox_ns",
         Estimate,
-        "absent: no delivery unit shared by the ports",
+        "absent: no interrupt router shared by the stacks",
     ),
     d(
         "root_ports.*.credits",
@@ -93,11 +93,6 @@ const DEFAULTS: &[Default] = &[
         "root_ports.*.mps_bytes",
         Estimate,
         "absent: 256 B, the usual max payload size of server root ports",
-    ),
-    d(
-        "root_ports.*.notify_slots",
-        Estimate,
-        "absent: notifications on their way not limited per port",
     ),
     d(
         "devices.*.fetch_busy_ns",
@@ -187,10 +182,10 @@ softirq_ns = 1
 irq_thread_ns = 1
 hrtimer_ns = 1
 [iommu]
-remap_ns = 1
-notify_ns = 1
-post_ns = 1
 dma_translate_ns = 1
+[uncore]
+stack_rtt_ns = 1
+pid_ns = 1
 [[root_ports]]
 name = "rp0"
 write_ns = 1

@@ -2,15 +2,15 @@
 //! shared table it names) may be written as an inline table that says so:
 //!
 //! ```toml
-//! deliver_ns = { value = 150, source = "fit", pins = ["c1/remapped-8-disks"], range = [20, 400], note = "..." }
+//! ubox_ns = { value = 157, source = "fit", pins = ["c1/remapped-8-disks", "v2/io_uring-remapped"], range = [120, 200], note = "..." }
 //! irq_entry_ns = { cycles = 285, source = "estimate", note = "..." }   # shared tables: ns = cycles / cpu.ghz
 //! ```
 //!
-//! The loader strips these into [`Entry`]s keyed by the dotted key (`iommu.deliver_ns`,
+//! The loader strips these into [`Entry`]s keyed by the dotted key (`uncore.ubox_ns`,
 //! `devices.0.max_iops`) before it deserialises the [`Platform`](crate::Platform), so the
 //! model never sees them. A bare value is accepted and is "unsourced". Shared tables
-//! (`cpus/*.toml`, named by `cpu.model`; `kernels/*.toml`, named by `kernel.version`) sit
-//! beside the platform file; resolution is table < platform file < `--set`. Every
+//! (`cpus/*.toml`, named by `cpu.model`; `kernels/*.toml`, named by `kernel.version`;
+//! `uncores/*.toml`, named by `uncore.model`) sit beside the platform file; resolution is table < platform file < `--set`. Every
 //! default the platform structs fill in has its provenance in [`defaults`].
 
 pub mod defaults;
@@ -395,7 +395,8 @@ pub fn is_structural(key: &str) -> bool {
         ["name"]
             | ["cpu", "model"]
             | ["kernel", "version"]
-            | ["root_ports", _, "name"]
+            | ["uncore", "model"]
+            | ["root_ports", _, "name" | "stack"]
             | ["devices", _, "kind" | "prefix" | "port"]
     )
 }

@@ -280,11 +280,11 @@ mod tests {
 
     #[test]
     fn inline_tables_become_values_and_entries() {
-        let text = "name = \"x\"\n[iommu]\nremap_ns = 20\ndeliver_ns = { value = 150, source = \"fit\", pins = [\"c1/r8\"], range = [20, 400] }\n[cpu]\nirq_entry_ns = { cycles = 285, source = \"estimate\" }\n";
+        let text = "name = \"x\"\n[uncore]\nstack_rtt_ns = 20\nubox_ns = { value = 150, source = \"fit\", pins = [\"c1/r8\"], range = [20, 400] }\n[cpu]\nirq_entry_ns = { cycles = 285, source = \"estimate\" }\n";
         let (t, raws) = strip_text(text).unwrap();
-        assert_eq!(t["iommu"]["deliver_ns"].as_integer(), Some(150));
+        assert_eq!(t["uncore"]["ubox_ns"].as_integer(), Some(150));
         assert_eq!(t["cpu"]["irq_entry_ns"].as_integer(), Some(0));
-        let d = raws.iter().find(|r| r.key == "iommu.deliver_ns").unwrap();
+        let d = raws.iter().find(|r| r.key == "uncore.ubox_ns").unwrap();
         let p = d.provenance.as_ref().unwrap();
         assert_eq!(p.source, SourceKind::Fit);
         assert_eq!(p.pins[0].scenario, "c1/r8");
@@ -296,7 +296,10 @@ mod tests {
             })
         );
         assert_eq!(d.line, Some(4));
-        let r = raws.iter().find(|r| r.key == "iommu.remap_ns").unwrap();
+        let r = raws
+            .iter()
+            .find(|r| r.key == "uncore.stack_rtt_ns")
+            .unwrap();
         assert!(r.provenance.is_none());
         let c = raws.iter().find(|r| r.key == "cpu.irq_entry_ns").unwrap();
         assert_eq!(c.cycles, Some(285));
@@ -304,12 +307,12 @@ mod tests {
 
     #[test]
     fn table_form_and_dotted_keys_find_their_lines() {
-        let text = "[iommu]\nremap_ns.value = 20\nremap_ns.source = \"estimate\"\n[iommu.post_ns]\nvalue = 90\nsource = \"physics\"\n";
+        let text = "[uncore]\nstack_rtt_ns.value = 20\nstack_rtt_ns.source = \"estimate\"\n[uncore.pid_ns]\nvalue = 90\nsource = \"physics\"\n";
         let (t, raws) = strip_text(text).unwrap();
-        assert_eq!(t["iommu"]["post_ns"].as_integer(), Some(90));
+        assert_eq!(t["uncore"]["pid_ns"].as_integer(), Some(90));
         let line = |k: &str| raws.iter().find(|r| r.key == k).unwrap().line;
-        assert_eq!(line("iommu.remap_ns"), Some(2));
-        assert_eq!(line("iommu.post_ns"), Some(5));
+        assert_eq!(line("uncore.stack_rtt_ns"), Some(2));
+        assert_eq!(line("uncore.pid_ns"), Some(5));
     }
 
     #[test]
@@ -367,10 +370,10 @@ mod tests {
                 "range is for numbers",
             ),
         ] {
-            let text = format!("[iommu]\nnotify_ns = {body}\n");
+            let text = format!("[uncore]\nstack_rtt_ns = {body}\n");
             let e = strip_text(&text).unwrap_err();
             assert!(
-                e.starts_with("p.toml:2: iommu.notify_ns: ") && e.contains(says),
+                e.starts_with("p.toml:2: uncore.stack_rtt_ns: ") && e.contains(says),
                 "{body}: {e}"
             );
         }

@@ -4,7 +4,7 @@
 //! job threads, ksoftirqd and irq threads, and checks every request against the machine.
 
 use super::fio_job::{DiskAcct, FioJob, FioRun};
-use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, ThreadId, VectorId};
+use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, StackId, ThreadId, VectorId};
 use super::state::*;
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
@@ -142,9 +142,8 @@ fn costs(p: &Platform) -> Costs {
         moderation_program: k.moderation_program_ns,
         irq_mask: k.irq_mask_ns,
         usr_io: p.engine.usr_io_ns,
-        remap: p.iommu.remap_ns,
-        notify: p.iommu.notify_ns,
-        post: p.iommu.post_ns,
+        stack_rtt: p.uncore.stack_rtt_ns,
+        pid: p.uncore.pid_ns,
         dma_translate: p.iommu.dma_translate_ns,
     }
 }
@@ -328,8 +327,13 @@ pub(crate) fn build<'a, O: Observer>(
         devices: m.devices,
         queues: m.queues,
         vectors: m.vectors,
-        ports: p.root_ports.iter().map(new_port).collect(),
-        delivery: DeliveryUnit::idle(p.iommu.deliver_ns),
+        ports: p
+            .root_ports
+            .iter()
+            .map(|rp| new_port(rp, stack_of(p, rp)))
+            .collect(),
+        stacks: (0..stack_count(p)).map(|_| Stack::default()).collect(),
+        router: Router::idle(p.uncore.ubox_ns),
         ios: Vec::with_capacity(4096),
         free_ios: Vec::new(),
         draining: false,
@@ -757,8 +761,32 @@ fn device_group(p: &Platform, d: usize) -> &crate::platform::DeviceGroup {
     panic!("device {d} is not on the platform")
 }
 
-/// A root port with an empty FIFO and an idle IOMMU engine.
-fn new_port(rp: &crate::platform::RootPort) -> Port {
+/// The IIO stack of root port `rp`: stacks are numbered in the order their first port
+/// appears.
+fn stack_of(p: &Platform, rp: &crate::platform::RootPort) -> StackId {
+    let mut names: Vec<&str> = Vec::new();
+    for r in &p.root_ports {
+        if !names.contains(&r.stack_name()) {
+            names.push(r.stack_name());
+        }
+    }
+    let ix = names
+        .iter()
+        .position(|n| *n == rp.stack_name())
+        .expect("the port's stack is among the ports' stacks");
+    StackId::new(ix)
+}
+
+/// How many IIO stacks the root ports name.
+fn stack_count(p: &Platform) -> usize {
+    let mut names: Vec<&str> = p.root_ports.iter().map(|r| r.stack_name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.len()
+}
+
+/// A root port with an empty FIFO, on stack `stack`.
+fn new_port(rp: &crate::platform::RootPort, stack: StackId) -> Port {
     Port {
         fifo: VecDeque::new(),
         busy: false,
@@ -769,11 +797,8 @@ fn new_port(rp: &crate::platform::RootPort) -> Port {
         used: 0,
         mps: rp.mps_bytes,
         blocked: VecDeque::new(),
-        notify_slots: rp.notify_slots,
-        notify_inflight: 0,
-        notify_stalled: false,
-        engine_msi: None,
-        engine_stalled: false,
+        stack,
+        waits_for_stack: false,
         busy_ns: 0,
         stalled_ns: 0,
         stalled_since: 0,
@@ -964,8 +989,10 @@ pub(crate) fn add_vector(
     }
     cpu_s.next_idt += 1;
     cpu_s.vec_of_idt[idt as usize] = Some(v);
+    // idxd registers a threaded handler for kernel work queues whatever the policy.
+    let idxd = spec.group.kind == crate::platform::DeviceKind::Dsa;
     let iop = match policy.handler {
-        HandlerStyle::IrqPoll { weight, .. } => {
+        HandlerStyle::IrqPoll { weight, .. } if !idxd => {
             let id = cpu_s
                 .irq_poll
                 .init(weight)
@@ -976,7 +1003,7 @@ pub(crate) fn add_vector(
         _ => None,
     };
     // Threaded handlers, and flood detection's rescue thread.
-    let wants_thread = policy.handler == HandlerStyle::Threaded || spec.rescue_thread;
+    let wants_thread = policy.handler == HandlerStyle::Threaded || spec.rescue_thread || idxd;
     let thread = wants_thread.then(|| {
         m.threads
             .push(Thread::new(ThreadKind::IrqThread(v), CpuId::new(cpu)));
@@ -997,6 +1024,7 @@ pub(crate) fn add_vector(
         iop,
         thread,
         thread_pending: false,
+        default_primary: idxd,
         messages: 0,
         per_cpu: vec![0; m.cpus.len()],
         device_coalesced: 0,

@@ -337,12 +337,13 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// A threaded vector's primary handler checked its CQ: with entries pending it
-    /// returns IRQ_WAKE_THREAD (__irq_wake_thread sets RUNTHREAD and wakes the thread).
+    /// returns IRQ_WAKE_THREAD (__irq_wake_thread sets RUNTHREAD and wakes the thread);
+    /// irq_default_primary_handler returns it always (kernel/irq/manage.c).
     fn primary_handler_returned(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue.ix();
         let mut woke = false;
-        if self.queues[q].qp.cqe_pending() {
+        if self.vectors[v].default_primary || self.queues[q].qp.cqe_pending() {
             self.vectors[v].thread_pending = true;
             if let Some(t) = self.vectors[v].thread
                 && self.threads[t.ix()].state == TState::Blocked
@@ -386,6 +387,12 @@ impl<O: Observer> Sim<'_, O> {
             && self.vectors[v].thread.is_some()
             && self.cpus[c].flood.placement(true) == HandlerPlacement::RescueThread;
         match self.policy.handler {
+            _ if self.vectors[v].default_primary => {
+                // irq_default_primary_handler: its few instructions are part of the
+                // entry's vector dispatch (irq_entry_ns).
+                self.obs.handler(self.now, c, v, 0);
+                self.hard(c, IrqPhase::Primary, 0);
+            }
             _ if rescue => {
                 self.obs.handler(self.now, c, v, 0);
                 self.hard(c, IrqPhase::Primary, self.costs.poll_check);
@@ -990,8 +997,9 @@ impl<O: Observer> Sim<'_, O> {
         ThreadStep::Block
     }
 
-    /// irq_thread: while RUNTHREAD is set, run nvme_irq as the thread function (poll
-    /// every pending CQE, ring the CQ doorbell once, complete the batch), then sleep.
+    /// irq_thread: while RUNTHREAD is set, run the thread function, then sleep: nvme_irq
+    /// (poll every pending CQE, ring the CQ doorbell once, complete the batch) or
+    /// idxd_wq_thread (drivers/dma/idxd/irq.c: complete every record found done).
     pub(crate) fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
         let q = self.vectors[v].queue.ix();
         let inline = self.queues[q].complete_ns.is_none();
@@ -1025,7 +1033,8 @@ impl<O: Observer> Sim<'_, O> {
                 kind: SliceKind::IrqThread,
             };
         }
-        if self.threads[t].wakeups > 0 {
+        // idxd's thread has completed its records already and rings no doorbell.
+        if self.threads[t].wakeups > 0 && (self.queues[q].doorbell || !inline) {
             self.threads[t].wakeups = 0;
             self.ring_cq_doorbell(q);
             // nvme_pci_complete_batch runs after the doorbell.
@@ -1036,6 +1045,7 @@ impl<O: Observer> Sim<'_, O> {
                 kind: SliceKind::IrqThread,
             };
         }
+        self.threads[t].wakeups = 0;
         ThreadStep::Block
     }
 }

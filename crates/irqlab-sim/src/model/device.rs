@@ -1,7 +1,7 @@
 //! The device side: NVMe controller (SQ fetch, internal parallelism, media service), its
 //! per-vector interrupt policy (core `DeviceIrq` coalescing and the `VectorGate` rule of
 //! one outstanding message until the CQ head doorbell), the root port's ordered FIFO of
-//! posted writes, and the IOMMU's remapped or posted handling of each MSI.
+//! posted writes; model/delivery.rs takes each MSI through the port's IIO stack.
 
 use super::ids::{DeviceId, IoId, PortId, VectorId};
 use super::state::*;
@@ -415,8 +415,8 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// The write at the head of the FIFO starts. An MSI costs the FIFO only its own write;
-    /// the port's IOMMU engine then handles it (model/delivery.rs), one MSI at a time, so
-    /// the next MSI waits for the engine, and a remapped one also for a notification slot.
+    /// the port's IIO stack then handles it (model/delivery.rs), one MSI of its ports at a
+    /// time, so an MSI that finds the stack busy waits at the head, and the FIFO with it.
     pub(crate) fn port_start(&mut self, p: usize) {
         let Some(&item) = self.ports[p].fifo.front() else {
             return;
@@ -424,7 +424,7 @@ impl<O: Observer> Sim<'_, O> {
         let dur = match item {
             PortItem::Completion { io, .. } => self.completion_write_ns(p, io),
             PortItem::Msi { vector } => {
-                if !self.engine_take(p, vector.ix()) {
+                if !self.stack_take(p, vector.ix()) {
                     let port = &mut self.ports[p];
                     if port.stalled_since == 0 {
                         port.stalled_since = self.now.max(1);

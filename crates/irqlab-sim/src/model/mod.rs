@@ -4,7 +4,7 @@
 //! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
 //!   per-CPU scheduler and the threads' steps.
 //! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
-//!   port's IOMMU engine and the socket's delivery unit; `target`: NVMe over RDMA targets.
+//!   port's IIO stack and the socket's interrupt router; `target`: NVMe over RDMA targets.
 //! - `job`: the fio job loop; `fio_job`: fio's per-job and run-wide state.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.

@@ -52,8 +52,8 @@ impl<O: Observer> Sim<'_, O> {
         for q in &mut self.queues {
             q.completions = 0;
         }
-        self.delivery.delivered = 0;
-        self.delivery.busy_ns = 0;
+        self.router.delivered = 0;
+        self.router.busy_ns = 0;
         for port in &mut self.ports {
             port.busy_ns = 0;
             port.stalled_ns = 0;
@@ -277,7 +277,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// The model's own counters: events, conservation totals, merged and withheld
-    /// messages, the delivery unit, softirq and irq_poll, the busy root ports.
+    /// messages, the interrupt router, softirq and irq_poll, the busy root ports.
     fn extra_counters(&self, duration_ns: u64) -> Vec<(String, f64)> {
         let pct = |ns: u64| {
             if duration_ns > 0 {
@@ -302,9 +302,9 @@ impl<O: Observer> Sim<'_, O> {
             ("msi_withheld".to_string(), sum(&|v| v.withheld) as f64),
             (
                 "notifications_delivered".to_string(),
-                self.delivery.delivered as f64,
+                self.router.delivered as f64,
             ),
-            ("delivery_busy_pct".to_string(), pct(self.delivery.busy_ns)),
+            ("router_busy_pct".to_string(), pct(self.router.busy_ns)),
             ("simulated_ns".to_string(), self.now as f64),
             (
                 irqlab_report::EXTRA_CUT_SHORT.to_string(),

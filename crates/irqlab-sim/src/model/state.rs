@@ -1,7 +1,7 @@
 //! The model's state, in flat arenas indexed by typed ids (model/ids.rs): no allocation
 //! per event.
 
-use super::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
+use super::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, StackId, ThreadId, VectorId};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::rng::{ServiceTime, Stream};
@@ -42,9 +42,10 @@ pub(crate) struct Costs {
     pub moderation_program: u64,
     pub irq_mask: u64,
     pub usr_io: u64,
-    pub remap: u64,
-    pub notify: u64,
-    pub post: u64,
+    /// A remapped MSI's time at its IIO stack before the router (uncore.stack_rtt_ns).
+    pub stack_rtt: u64,
+    /// A posted MSI's atomic update of the posted-interrupt descriptor (uncore.pid_ns).
+    pub pid: u64,
     pub dma_translate: u64,
 }
 
@@ -631,6 +632,10 @@ pub(crate) struct Vector {
     pub iop: Option<IrqPollId>,
     pub thread: Option<ThreadId>,
     pub thread_pending: bool,
+    /// Requested with no primary handler (idxd's kernel work queues,
+    /// drivers/dma/idxd/device.c: request_threaded_irq(vector, NULL, idxd_wq_thread, ...)):
+    /// irq_default_primary_handler wakes the thread on every interrupt.
+    pub default_primary: bool,
     /// The adaptive moderator reprogramming this vector's coalescing (lib/dim, irq-am).
     pub moderator: Option<irqlab_core::moderator::Moderator>,
     /// Bytes of the completions reaped since the moderator was last fed.
@@ -658,34 +663,35 @@ pub(crate) enum PortItem {
     Msi { vector: VectorId },
 }
 
-/// A CPU notification on its way from a root port through the delivery unit.
+/// A CPU notification on its way from an IIO stack through the socket's router.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Notification {
-    pub port: PortId,
     pub cpu: CpuId,
     /// The IDT vector the CPU receives (a device vector, or the posted notification vector).
     pub idt: u16,
-    /// A remapped interrupt holds one of its port's notification slots until delivered.
-    pub holds_slot: bool,
+    /// A remapped interrupt holds its stack until the router has sent it on.
+    pub holds: Option<StackId>,
 }
 
-/// The socket's interrupt delivery unit: it turns the IOMMU's notifications into interrupt
-/// messages to the CPUs' local APICs one at a time, for every root port of the socket.
-pub(crate) struct DeliveryUnit {
-    /// Service time per notification, ns (0: instant, no shared limit).
+/// The socket's interrupt router (the UBox, "the intermediary for interrupt traffic,
+/// receiving interrupts from the system and dispatching interrupts to the appropriate
+/// core", Intel's uncore manuals): one interrupt message at a time, first come first
+/// served, for every stack of the socket.
+pub(crate) struct Router {
+    /// Service time per message, ns (0: instant, no shared limit).
     pub service_ns: u64,
     pub busy: bool,
     pub queue: VecDeque<Notification>,
-    /// Statistics over the window: notifications delivered and time busy.
+    /// Statistics over the window: messages sent on and time busy.
     pub delivered: u64,
     pub busy_ns: u64,
     pub busy_since: u64,
 }
 
-impl DeliveryUnit {
-    /// An idle unit taking `service_ns` per notification.
-    pub fn idle(service_ns: u64) -> DeliveryUnit {
-        DeliveryUnit {
+impl Router {
+    /// An idle router taking `service_ns` per message.
+    pub fn idle(service_ns: u64) -> Router {
+        Router {
             service_ns,
             busy: false,
             queue: VecDeque::new(),
@@ -694,6 +700,26 @@ impl DeliveryUnit {
             busy_since: 0,
         }
     }
+}
+
+/// What an IIO stack's DMAR unit is handling.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeldMsi {
+    pub vector: VectorId,
+    /// Remapped (held until the router sent it on), or posted (held for the PID update).
+    pub remapped: bool,
+    /// A CPU notification is due when the stack's work ends.
+    pub notify: bool,
+}
+
+/// An IIO stack: its DMAR unit handles the MSIs of all its root ports one at a time, in
+/// arrival order (drivers/iommu/intel/irq_remapping.c: one IR domain per DMAR unit).
+#[derive(Default)]
+pub(crate) struct Stack {
+    /// The MSI it handles (None: idle).
+    pub held: Option<HeldMsi>,
+    /// Its ports whose FIFO head is an MSI waiting for the stack, in arrival order.
+    pub waiting: VecDeque<PortId>,
 }
 
 pub(crate) struct Port {
@@ -709,19 +735,12 @@ pub(crate) struct Port {
     pub mps: u64,
     /// Devices holding writes until credits return, served in turn.
     pub blocked: VecDeque<DeviceId>,
-    /// Notifications the port may have on their way before an MSI needing another one
-    /// holds its FIFO (strong ordering with DMA); 0: no limit.
-    pub notify_slots: u32,
-    pub notify_inflight: u32,
-    /// The MSI at the FIFO head waits for a notification slot.
-    pub notify_stalled: bool,
-    /// The port's IOMMU interrupt engine (its DMAR unit) handles one MSI at a time: the
-    /// vector of the MSI it holds and whether that one needs a CPU notification (None:
-    /// the engine is idle).
-    pub engine_msi: Option<(VectorId, bool)>,
-    /// The MSI at the FIFO head waits for the engine.
-    pub engine_stalled: bool,
-    /// Time the FIFO spent writing, and stalled on its engine or slots, in the window (ns).
+    /// The port's IIO stack (its DMAR unit).
+    pub stack: StackId,
+    /// The MSI at the FIFO head waits in its stack's queue, and the writes behind it wait
+    /// too (PCIe ordering rule A2a: a posted write does not pass another).
+    pub waits_for_stack: bool,
+    /// Time the FIFO spent writing, and stalled on its stack, in the window (ns).
     pub busy_ns: u64,
     pub stalled_ns: u64,
     pub stalled_since: u64,
@@ -755,7 +774,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub queues: Vec<Queue>,
     pub vectors: Vec<Vector>,
     pub ports: Vec<Port>,
-    pub delivery: DeliveryUnit,
+    pub stacks: Vec<Stack>,
+    pub router: Router,
     pub ios: Vec<Io>,
     pub free_ios: Vec<IoId>,
     pub jobs_live: usize,
