@@ -46,8 +46,8 @@ const INTERRUPT_PATH: &[&str] = &[
     "cpu.idle_exit_ns",
     "cpu.wakeup_ns",
     "cpu.ctx_switch_ns",
-    "iommu.notify_ns",
-    "iommu.deliver_ns",
+    "uncore.stack_rtt_ns",
+    "uncore.ubox_ns",
 ];
 
 fn with(extra: &[&str]) -> Vec<String> {
@@ -108,7 +108,7 @@ pub fn candidates(p: &Platform, jobs: &[JobSpec]) -> (Vec<Candidate>, Vec<Exclud
             policy: "--delivery posted".into(),
             knob: "intremap=posted_msi on the kernel command line (Linux 6.10+, CONFIG_X86_POSTED_MSI, Intel VT-d interrupt remapping)".into(),
             mainline: true,
-            costs: with(&["iommu.post_ns", "kernel.pir_round_ns", "root_ports.*.notify_slots"]),
+            costs: with(&["uncore.pid_ns", "kernel.pir_round_ns"]),
         }),
         Err(why) => left.push(Excluded {
             name: "posted".into(),

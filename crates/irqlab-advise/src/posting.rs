@@ -9,9 +9,9 @@ use irqlab_sim::Platform;
 
 /// Ok when posted delivery is a real option on `p`; else why not.
 pub fn allowed(p: &Platform) -> Result<(), String> {
-    if p.iommu.post_ns == 0 {
+    if p.uncore.pid_ns == 0 {
         return Err(format!(
-            "platform '{}' gives its IOMMU no posting cost (iommu.post_ns = 0): no interrupt remapping that posts",
+            "platform '{}' gives its stacks no posted-descriptor update (uncore.pid_ns = 0): no interrupt remapping that posts",
             p.name
         ));
     }

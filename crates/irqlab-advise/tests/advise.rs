@@ -53,7 +53,7 @@ fn the_c1_platform_offers_posted_msi_and_one_without_posting_does_not() {
     // An IOMMU that does not post (a capture with no interrupt remapping).
     let none = irqlab_sim::ledger::load(
         &root().join("platforms/spr-gen5.toml"),
-        &["iommu.post_ns=0".to_string()],
+        &["uncore.pid_ns=0".to_string()],
     )
     .unwrap();
     let plan = irqlab_advise::plan(&request(&job, none, 2_000_000)).unwrap();

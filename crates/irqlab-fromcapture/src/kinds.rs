@@ -112,7 +112,11 @@ mod tests {
         );
         assert_eq!(d[0].0, "queue_depth");
         let h = load(&p, "pcie-host").unwrap();
-        assert!(h.section("iommu").iter().any(|(k, _, _)| k == "deliver_ns"));
+        assert!(
+            h.section("uncore")
+                .iter()
+                .any(|(k, _, _)| k == "stack_rtt_ns")
+        );
         assert!(
             load(&p, "nope")
                 .unwrap_err()

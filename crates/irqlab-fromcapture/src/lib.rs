@@ -4,7 +4,7 @@
 //! platforms/kernels/ by the kernel version, nearest known when there is no exact one)
 //! and the kind tables (platforms/kinds/); then the few costs the capture's runs pin
 //! (the device's service time and ceiling, the interrupt and wake-up or CPU path, the
-//! socket's interrupt delivery, the device's interrupt rule) fitted to them with the
+//! IIO stack's part of a remapped MSI, the device's interrupt rule) fitted to them with the
 //! calibration machinery. Every value is written with its provenance; fitted ones with
 //! the runs that pin them, their residuals and whether they ended at a bound. Runs left
 //! out of the fit (`runs`) are predicted, so how well the rest explain them is measured.
@@ -217,8 +217,13 @@ fn write_fit(doc: &mut doc::Doc, t: &template::Template, o: &Outcome) {
         let bound = f.at_bound.map_or_else(String::new, |b| {
             format!("; AT THE {} BOUND of its range", b.to_uppercase())
         });
+        let bounded = f.bound.map_or_else(String::new, |b| {
+            format!(
+                "; the runs bound it ({b} this: its figures move one way only), so the value is where the fit ended"
+            )
+        });
         prov.note = Some(format!(
-            "{}: fitted to the capture's runs (was {} before the fit); residuals {residuals}{bound}",
+            "{}: fitted to the capture's runs (was {} before the fit); residuals {residuals}{bound}{bounded}",
             p.what, p.before
         ));
         let value = if p.integer {

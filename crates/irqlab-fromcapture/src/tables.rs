@@ -187,12 +187,30 @@ fn core_of(vendor: Option<&str>, family: Option<u32>, model: Option<u32>) -> Opt
     })
 }
 
-/// The cpus/ table for the CPU of `topo`, and the `cpu.model` name it is chosen by.
+/// The cpus/ table for the CPU of `topo`.
 pub fn choose_cpu(
     platforms: &Path,
     topo: &irqlab_capture::topology::Topology,
 ) -> Result<Choice, FromCaptureError> {
-    let dir = platforms.join(TableKind::Cpu.dir());
+    choose_by_core(platforms, TableKind::Cpu, topo)
+}
+
+/// The uncores/ table for the CPU of `topo` (its socket's interrupt router).
+pub fn choose_uncore(
+    platforms: &Path,
+    topo: &irqlab_capture::topology::Topology,
+) -> Result<Choice, FromCaptureError> {
+    choose_by_core(platforms, TableKind::Uncore, topo)
+}
+
+/// The table of `kind` (cpus/ or uncores/: both list the `models` they describe) for
+/// the CPU of `topo`, exact or the nearest known.
+fn choose_by_core(
+    platforms: &Path,
+    kind: TableKind,
+    topo: &irqlab_capture::topology::Topology,
+) -> Result<Choice, FromCaptureError> {
+    let dir = platforms.join(kind.dir());
     let mut listed: Vec<(String, PathBuf)> = Vec::new();
     for p in toml_files(&dir)? {
         let text = std::fs::read_to_string(&p).map_err(|e| table_err(&p, e.to_string()))?;
@@ -224,7 +242,7 @@ pub fn choose_cpu(
         && let Some((name, path)) = listed.iter().find(|(n, _)| n == c.name)
     {
         return Ok(Choice {
-            kind: TableKind::Cpu,
+            kind,
             path: path.clone(),
             machine_is,
             table_is: name.clone(),
@@ -259,7 +277,7 @@ pub fn choose_cpu(
     }
     .unwrap_or_else(|| (listed[0].0.clone(), listed[0].1.clone()));
     Ok(Choice {
-        kind: TableKind::Cpu,
+        kind,
         path: pick.1,
         machine_is,
         table_is: pick.0,
@@ -367,6 +385,22 @@ pub fn copy(c: &Choice, mhz: u64) -> Result<Vec<Copied>, FromCaptureError> {
                 hi: r.hi * 1000.0 / mhz as f64,
             });
         }
+        // A fit to other rigs' published figures is, for this machine, an estimate from
+        // that fit: its pins name scenarios of those rigs, not runs of this one.
+        let from = if p.source == irqlab_sim::ledger::SourceKind::Fit {
+            let pins: Vec<String> = p.pins.iter().map(|x| x.to_string()).collect();
+            p.source = irqlab_sim::ledger::SourceKind::Estimate;
+            p.pins.clear();
+            p.also = None;
+            format!("{from}, fitted there to {}", pins.join(", "))
+        } else if p.source == irqlab_sim::ledger::SourceKind::Measured {
+            // Another machine's measurement is a prior for this one.
+            let on = p.machine.take().unwrap_or_default();
+            p.source = irqlab_sim::ledger::SourceKind::Estimate;
+            format!("{from}, measured there on {on}")
+        } else {
+            from
+        };
         p.note = Some(match p.note.take() {
             Some(n) => format!("{from}; {n}"),
             None => from,
@@ -433,13 +467,13 @@ mod tests {
         let c = choose_cpu(&platforms(), &topo("GenuineIntel", 6, 143)).unwrap();
         let v = copy(&c, 2000).unwrap();
         let (_, value, p) = v.iter().find(|(k, _, _)| k == "cpu.irq_entry_ns").unwrap();
-        // 285 cycles at 2 GHz.
-        assert_eq!(value.as_integer(), Some(143));
-        assert!(
-            p.note
-                .as_deref()
-                .unwrap()
-                .starts_with("cpus/golden-cove.toml: 285 cycles at 2 GHz")
-        );
+        // The note says the cycles; at 2 GHz they are half as many ns.
+        let note = p.note.as_deref().unwrap();
+        let cycles: u64 = note
+            .strip_prefix("cpus/golden-cove.toml: ")
+            .and_then(|r| r.split(" cycles at 2 GHz").next())
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("{note}"));
+        assert_eq!(value.as_integer(), Some(cycles.div_ceil(2) as i64));
     }
 }

@@ -7,7 +7,7 @@
 use crate::FromCaptureError;
 use crate::doc::{Doc, Section};
 use crate::kinds::KindTable;
-use crate::tables::{Choice, choose_cpu, choose_kernel, copy};
+use crate::tables::{Choice, choose_cpu, choose_kernel, choose_uncore, copy};
 use irqlab_capture::devices::BlockDevice;
 use irqlab_capture::{Capture, DeviceKind};
 use irqlab_sim::ledger::{Provenance, SourceKind};
@@ -334,7 +334,15 @@ pub fn build(c: &Capture, platforms: &Path) -> Result<Template, FromCaptureError
             missing: "any block device: the capture lists none (a hand layout tells NVMe and virtio-blk disks from their vector names in NAME.irq0)".into(),
         });
     }
-    iommu(&mut doc, c, platforms, &machine, &mut notes)?;
+    iommu(
+        &mut doc,
+        c,
+        platforms,
+        &machine,
+        &mut tables,
+        mhz,
+        &mut notes,
+    )?;
     let nvme = crate::kinds::load(platforms, "nvme")?;
     let host = crate::kinds::load(platforms, "pcie-host")?;
     nvme_groups(
@@ -394,40 +402,38 @@ fn source_of(c: &Capture) -> &'static str {
     }
 }
 
-/// The interrupt path: the kind table's IOMMU costs, with no IRTE lookup when the
-/// capture shows no remapping.
+/// The interrupt path: DMA translation and the stack's part from the kind table, the
+/// socket's router and posted-descriptor update from the uncores/ table of the CPU's
+/// core; nothing posts when the capture shows no interrupt remapping.
 fn iommu(
     doc: &mut Doc,
     c: &Capture,
     platforms: &Path,
     machine: &str,
+    tables: &mut Vec<Choice>,
+    mhz: u64,
     notes: &mut Vec<String>,
 ) -> Result<(), FromCaptureError> {
     let host = crate::kinds::load(platforms, "pcie-host")?;
-    for (k, v, p) in host.section("iommu") {
-        doc.set(&format!("iommu.{k}"), v.clone(), Some(p.clone()));
+    for section in ["iommu", "uncore"] {
+        for (k, v, p) in host.section(section) {
+            doc.set(&format!("{section}.{k}"), v.clone(), Some(p.clone()));
+        }
     }
+    let uncore = choose_uncore(platforms, &c.host.topology)?;
+    for (key, value, p) in copy(&uncore, mhz)? {
+        doc.set(&key, value, Some(p));
+    }
+    tables.push(uncore);
     if !c.host.iommu.remapping_in_use {
         doc.set(
-            "iommu.remap_ns",
+            "uncore.pid_ns",
             int(0),
             Some(measured(
                 machine,
                 "capture /proc/interrupts",
                 None,
-                Some(
-                    "no IR- chip on any vector: interrupts are not remapped, no IRTE lookup".into(),
-                ),
-            )),
-        );
-        doc.set(
-            "iommu.post_ns",
-            int(0),
-            Some(measured(
-                machine,
-                "capture /proc/interrupts",
-                None,
-                Some("no interrupt remapping, so nothing posts: posted MSI needs VT-d interrupt remapping (intel_iommu=on)".into()),
+                Some("no interrupt remapping (no IR- chip on any vector), so nothing posts: posted MSI needs VT-d interrupt remapping (intel_iommu=on)".into()),
             )),
         );
         notes.push("no interrupt remapping on the capture's vectors (no IR- chip): posted MSI needs it (intel_iommu=on with interrupt remapping)".into());
@@ -435,8 +441,9 @@ fn iommu(
     Ok(())
 }
 
-/// The NVMe devices the runs used, identical ones in one group, on one root port per
-/// NUMA node (the capture cannot see which IIO stack a port belongs to).
+/// The NVMe devices the runs used, each on a root port of its own (a PCIe device is
+/// behind its port; lspci shows each on its own bus), the ports of a NUMA node on one
+/// IIO stack: the capture cannot see which stack (DMAR unit) a port hangs off.
 #[allow(clippy::too_many_arguments)]
 fn nvme_groups(
     doc: &mut Doc,
@@ -450,7 +457,6 @@ fn nvme_groups(
     devices: &mut Vec<Mapped>,
     notes: &mut Vec<String>,
 ) -> Result<(), FromCaptureError> {
-    // Root ports: one per NUMA node with a disk.
     let node_of = |d: &BlockDevice| {
         d.pci
             .as_ref()
@@ -463,12 +469,12 @@ fn nvme_groups(
     nodes.dedup();
     if used.len() > 1 {
         notes.push(format!(
-            "the {} disks share {} root port(s), one per NUMA node: the capture cannot see which IIO stack (DMAR unit) each port is on (lspci -t can); disks on separate stacks would each have their own",
+            "the {} disks' root ports are on {} IIO stack(s), one per NUMA node: the capture cannot see which stack (DMAR unit) a port hangs off (lspci -t can); ports on separate stacks would each have their own",
             used.len(),
             nodes.len()
         ));
     }
-    for (i, node) in nodes.iter().enumerate() {
+    for (i, d) in used.iter().enumerate() {
         let rp = format!("root_ports.{i}");
         doc.sections.push(Section::new("root_ports", true, &rp));
         doc.set(
@@ -476,61 +482,36 @@ fn nvme_groups(
             toml::Value::String(format!("rp{i}")),
             None,
         );
+        let stack = nodes.iter().position(|n| *n == node_of(d)).unwrap_or(0);
+        doc.set(
+            &format!("{rp}.stack"),
+            toml::Value::String(format!("iio{stack}")),
+            None,
+        );
         for (k, v, p) in host.section("root_port") {
             doc.set(&format!("{rp}.{k}"), v.clone(), Some(p.clone()));
         }
-        let on: Vec<&&BlockDevice> = used.iter().filter(|d| node_of(d) == *node).collect();
-        let links: Vec<(f64, u32, String)> = on.iter().filter_map(|d| link(d, lspci)).collect();
-        let (bpn, prov) = if links.len() == on.len() {
-            let sum: f64 = links
-                .iter()
-                .map(|(s, w, _)| link_bytes_per_ns(*s, *w))
-                .sum();
-            let mut p = Provenance::new(SourceKind::Physics);
-            p.note = Some(format!(
-                "the disks' links added up: {} (GT/s x lanes x 128/130 / 8, 256-byte TLPs behind 24 bytes) from {}",
-                links
-                    .iter()
-                    .map(|(s, w, _)| format!("{s} GT/s x{w}"))
-                    .collect::<Vec<_>>()
-                    .join(" + "),
-                links[0].2
-            ));
-            (sum, p)
-        } else {
-            let mut p = Provenance::new(SourceKind::Estimate);
-            p.note = Some("the capture gives no PCIe link (a VM, or a hand layout without lspci.txt): a Gen4 x16 port's payload".into());
-            (25.0, p)
+        let (bpn, prov) = match link(d, lspci) {
+            Some((speed, width, from)) => {
+                let mut p = Provenance::new(SourceKind::Physics);
+                p.note = Some(format!(
+                    "the disk's link, {speed} GT/s x{width} ({from}): GT/s x lanes x 128/130 / 8, 256-byte TLPs behind 24 bytes"
+                ));
+                (link_bytes_per_ns(speed, width), p)
+            }
+            None => {
+                let mut p = Provenance::new(SourceKind::Estimate);
+                p.note = Some("the capture gives no PCIe link (a VM, or a hand layout without lspci.txt): a Gen4 x4 link's payload".into());
+                (7.2, p)
+            }
         };
         doc.set(
             &format!("{rp}.bytes_per_ns"),
             toml::Value::Float((bpn * 100.0).round() / 100.0),
             Some(prov),
         );
-    }
-    // Groups of identical disks, in the capture's order.
-    let mut group_of: Vec<(String, Vec<&BlockDevice>)> = Vec::new();
-    for d in used {
-        let key = format!(
-            "{}|{}|{}|{:?}|{:?}|{}",
-            d.model.as_deref().unwrap_or(""),
-            d.vectors.len(),
-            d.queues.first().and_then(|q| q.nr_tags).unwrap_or(0),
-            link(d, lspci).map(|(s, w, _)| (s.to_bits(), w)),
-            node_of(d),
-            d.kind.name()
-        );
-        match group_of.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(d),
-            None => group_of.push((key, vec![d])),
-        }
-    }
-    let mut index = 0usize;
-    for (g, (_, members)) in group_of.iter().enumerate() {
-        let first = members[0];
-        let dp = format!("devices.{g}");
+        let dp = format!("devices.{i}");
         doc.sections.push(Section::new("devices", true, &dp));
-        let names: Vec<&str> = members.iter().map(|d| d.name.as_str()).collect();
         doc.set(
             &format!("{dp}.kind"),
             toml::Value::String("nvme".into()),
@@ -543,37 +524,32 @@ fn nvme_groups(
         );
         doc.set(
             &format!("{dp}.count"),
-            int(members.len() as u64),
+            int(1),
             Some(measured(
                 machine,
                 "capture devices",
-                Some(names.join(", ")),
+                Some(d.name.clone()),
                 None,
             )),
         );
-        let node = node_of(first);
-        let port = nodes.iter().position(|n| *n == node).unwrap_or(0);
         doc.set(
             &format!("{dp}.port"),
-            toml::Value::String(format!("rp{port}")),
+            toml::Value::String(format!("rp{i}")),
             None,
         );
-        queues(doc, c, first, &dp, machine, cpus, notes)?;
+        queues(doc, c, d, &dp, machine, cpus, notes)?;
         for (k, v, p) in nvme.section("device") {
             if doc.get(&format!("{dp}.{k}")).is_none() {
                 doc.set(&format!("{dp}.{k}"), v.clone(), Some(p.clone()));
             }
         }
-        for d in members {
-            devices.push(Mapped {
-                capture: d.name.clone(),
-                disk: disk_name(d),
-                platform: format!("nvme{index}"),
-                file: format!("/dev/nvme{index}n1"),
-                group: g,
-            });
-            index += 1;
-        }
+        devices.push(Mapped {
+            capture: d.name.clone(),
+            disk: disk_name(d),
+            platform: format!("nvme{i}"),
+            file: format!("/dev/nvme{i}n1"),
+            group: i,
+        });
     }
     Ok(())
 }

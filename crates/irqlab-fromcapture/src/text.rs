@@ -66,7 +66,7 @@ pub fn header(
     for tb in &t.tables {
         h.push(format!("  {}", tb.said()));
     }
-    h.push("  kinds/nvme.toml (the NVMe devices), kinds/pcie-host.toml (root ports, IOMMU)".into());
+    h.push("  kinds/nvme.toml (the NVMe devices), kinds/pcie-host.toml (root ports, their stack, DMA translation)".into());
     h.push("Devices (capture -> platform):".into());
     for d in &t.devices {
         h.push(format!("  {} -> {} ({})", d.capture, d.platform, d.file));
@@ -94,6 +94,8 @@ pub fn header(
             f.at_bound.map_or_else(String::new, |b| format!(
                 ", AT ITS {} BOUND",
                 b.to_uppercase()
+            )) + &f.bound.map_or_else(String::new, |b| format!(
+                " ({b}: its figures move one way only, so the runs bound it)"
             ))
         ));
         h.push(format!(

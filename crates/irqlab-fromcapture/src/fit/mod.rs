@@ -46,6 +46,9 @@ pub struct FittedCost {
     pub residuals: Vec<Figure>,
     /// "lower" or "upper" when it ended at a bound of its range.
     pub at_bound: Option<&'static str>,
+    /// "at most" or "at least" when its figures move one way only: the runs bound it,
+    /// and its value is where the fit ended within that bound.
+    pub bound: Option<&'static str>,
 }
 
 /// A cost the runs could not pin.
@@ -194,29 +197,61 @@ pub fn fit(
     let mut xs = x.clone();
     for (k, p) in problem.params.iter().enumerate() {
         let mine = problem.index(&p.for_figures);
-        let mut moved = vec![false; reported.len()];
-        for factor in [0.8, 1.25] {
+        // Which figures move when it is lowered, and when it is raised: a figure that
+        // moves one way only bounds it (a ceiling the run does not reach).
+        let mut moved = [vec![false; reported.len()], vec![false; reported.len()]];
+        for (way, factor) in [0.8, 1.25].into_iter().enumerate() {
+            let y_k = (x[k] * factor).clamp(p.lo.min(x[k]), p.hi.max(x[k]) * 1.25);
             let mut y = x.clone();
-            y[k] = (x[k] * factor).clamp(p.lo, p.hi);
-            if (y[k] - x[k]).abs() < 1e-9 {
-                continue;
-            }
-            if let Some(v) = problem.values(ctx, &y, &mine) {
+            y[k] = y_k;
+            let wide = Param {
+                lo: p.lo.min(y_k),
+                hi: p.hi.max(y_k),
+                ..p.clone()
+            };
+            let mut params2 = problem.params.clone();
+            params2[k] = wide;
+            let probe = Problem {
+                runs,
+                figures: problem.figures.clone(),
+                derived: Vec::new(),
+                metrics: problem.metrics.clone(),
+                fixed: problem.fixed.clone(),
+                params: params2,
+            };
+            if let Some(v) = probe.values(ctx, &y, &mine) {
                 for (j, i) in mine.iter().enumerate() {
                     if (at[*i] - v[j]).abs() > 0.005 * at[*i].abs().max(1e-9) {
-                        moved[*i] = true;
+                        moved[way][*i] = true;
                     }
                 }
             }
         }
-        let pins: Vec<usize> = mine.iter().copied().filter(|i| moved[*i]).collect();
+        let both: Vec<usize> = mine
+            .iter()
+            .copied()
+            .filter(|i| moved[0][*i] && moved[1][*i])
+            .collect();
+        let down: Vec<usize> = mine.iter().copied().filter(|i| moved[0][*i]).collect();
+        let up: Vec<usize> = mine.iter().copied().filter(|i| moved[1][*i]).collect();
+        // Moved one way only: the runs bound it. A ceiling that only lowering moves keeps
+        // the least the runs show; any other bound keeps where the fit ended, said so.
+        let (pins, bound) = if !both.is_empty() {
+            (both, None)
+        } else if !up.is_empty() {
+            (up, Some("at most"))
+        } else if !down.is_empty() && p.floor.is_none() {
+            (down, Some("at least"))
+        } else {
+            (Vec::new(), None)
+        };
         if pins.is_empty() {
             let floor = p.floor.clone().filter(|(f, _)| *f > p.before);
             let kept = floor.as_ref().map_or(p.before, |(f, _)| *f);
             unpinned.push(Unpinned {
                 param: p.clone(),
                 why: format!(
-                    "{}: none of the figures it is fitted for ({}) moves with it at the fit (the model reaches them by another limit), so it keeps {}",
+                    "{}: none of the figures it is fitted for ({}) moves both ways with it at the fit (the model reaches them by another limit, or they only bound it), so it keeps {}",
                     p.what,
                     p.for_figures
                         .iter()
@@ -243,6 +278,7 @@ pub fn fit(
             None
         };
         fitted.push(FittedCost {
+            bound,
             param: p.clone(),
             value: if p.integer { x[k].round() } else { x[k] },
             pins: pins

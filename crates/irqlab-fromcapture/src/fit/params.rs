@@ -4,8 +4,10 @@
 //! - the interrupt and wake-up path from QD1 interrupt-driven against QD1 polled, or,
 //!   without a polled run, the CPU path per I/O from the QD1 run's CPU time;
 //! - the device's ceiling from the deep runs' IOPS;
-//! - the socket's interrupt delivery, on a bare-metal host with interrupt remapping,
-//!   from runs at millions of interrupts per second;
+//! - the IIO stack's part of a remapped MSI (its drain, IRTE lookup and trip to the
+//!   socket's router, which the uncores/ table gives, fitted across machines), on a
+//!   bare-metal host with interrupt remapping, from runs at millions of interrupts per
+//!   second;
 //! - the device's aggregation time from the deep runs' I/Os per interrupt (rule.rs).
 
 use super::problem::{Param, Q};
@@ -255,10 +257,10 @@ pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64)>) {
         && !busy.is_empty()
         && let Some(mut p) = param(
             i.doc,
-            vec!["iommu.deliver_ns".into()],
-            20.0,
+            vec!["uncore.stack_rtt_ns".into()],
+            1.0,
             1000.0,
-            "the socket's interrupt delivery (millions of interrupts per second)",
+            "the IIO stack's part of a remapped MSI (millions of interrupts per second)",
         )
     {
         p.primary = qs(&busy, &[Metric::Iops]);
