@@ -373,6 +373,9 @@ impl ModerationReport {
 /// drivers/iommu/intel/irq_remapping.c: intel_ir_chip and intel_ir_chip_post_msi.
 pub const CHIP_REMAPPED: &str = "INTEL-IR";
 pub const CHIP_POSTED: &str = "INTEL-IR-POST";
+/// A guest's vector that the hypervisor injects (virtio): no remapping domain under the
+/// device's MSI-X chip.
+pub const CHIP_INJECTED: &str = "PCI-MSIX";
 /// A poll queue: completions without an interrupt.
 pub const CHIP_POLLED: &str = "POLLED";
 
@@ -391,7 +394,11 @@ impl VectorReport {
     /// domain "%s%s-%s" (the remapping parent's "IR-" prefix, "PCI-MSIX", the device),
     /// whether the parent chip posts or remaps.
     pub fn proc_chip(&self) -> String {
-        format!("IR-PCI-MSIX-{}", self.device)
+        if self.chip == CHIP_INJECTED {
+            format!("PCI-MSIX-{}", self.device)
+        } else {
+            format!("IR-PCI-MSIX-{}", self.device)
+        }
     }
 }
 

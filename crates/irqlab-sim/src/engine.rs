@@ -1,7 +1,7 @@
 //! The event queue: a binary heap ordered by (time in ns, sequence number), so events at
 //! the same time run in the order they were scheduled and a run replays exactly.
 
-pub use crate::model::ids::{CpuId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
+pub use crate::model::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
 
 /// Everything that can happen at a point in virtual time. Payloads are typed arena ids
 /// (model/ids.rs), so an event is a few bytes and nothing is allocated per event.
@@ -42,6 +42,8 @@ pub enum Event {
     JobStart { job: JobId },
     /// A job that started late ends its ramp_time: its statistics start.
     JobRampEnd { job: JobId },
+    /// A virtio-blk host thread's step ended (stale when `epoch` moved on).
+    VirtioHost { device: DeviceId, epoch: u32 },
 }
 
 /// A deterministic future-event list: a calendar queue. The slots form a ring that

@@ -22,8 +22,14 @@ pub struct Platform {
     pub engine: EngineCosts,
     pub iommu: IommuCosts,
     pub uncore: UncoreCosts,
+    /// PCIe root ports. A guest whose only devices are paravirtual has none.
+    #[serde(default)]
     pub root_ports: Vec<RootPort>,
     pub devices: Vec<DeviceGroup>,
+    /// The platform is a virtual machine: its hypervisor and what its exits cost
+    /// (crate::guest). Absent: bare metal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<crate::guest::Guest>,
 }
 
 /// CPU and scheduler costs, ns unless said otherwise.
@@ -307,13 +313,28 @@ pub enum DeviceKind {
     /// completion event per arm (ib_req_notify_cq IB_CQ_NEXT_COMP), re-armed by the
     /// handler after it polled; the NIC's CQ moderation (usec, comps) coalesces events.
     Rdma,
+    /// A virtio-blk device of a guest (drivers/block/virtio_blk.c): split virtqueues whose
+    /// host side is the VMM (`[devices.host]`), interrupts injected by the hypervisor
+    /// rather than delivered through a root port (model/virtio.rs).
+    #[serde(rename = "virtio-blk")]
+    VirtioBlk,
 }
 
 impl DeviceKind {
     /// Whether the host acknowledges consumed entries with a write the device sees: the
     /// NVMe CQ head doorbell, or an RDMA CQ's re-arm. A DSA completion record has none.
     pub fn has_cq_doorbell(self) -> bool {
-        !matches!(self, DeviceKind::Dsa)
+        !matches!(self, DeviceKind::Dsa | DeviceKind::VirtioBlk)
+    }
+
+    /// The name platform files use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceKind::Nvme => "nvme",
+            DeviceKind::Dsa => "dsa",
+            DeviceKind::Rdma => "rdma",
+            DeviceKind::VirtioBlk => "virtio-blk",
+        }
     }
 
     /// The message rule of a device that does not name one: NVMe's MSI-X text asks for a
@@ -321,7 +342,8 @@ impl DeviceKind {
     /// Request Completion Interrupt sends its own message.
     pub fn default_msi(self) -> MsiRule {
         match self {
-            DeviceKind::Nvme | DeviceKind::Dsa => MsiRule::PerCompletion,
+            // virtio-blk decides with the ring's event index, not an MSI-X rule.
+            DeviceKind::Nvme | DeviceKind::Dsa | DeviceKind::VirtioBlk => MsiRule::PerCompletion,
             DeviceKind::Rdma => MsiRule::UntilDoorbell,
         }
     }
@@ -354,7 +376,8 @@ pub struct DeviceGroup {
     /// Name prefix; devices are named prefix0, prefix1, ... across groups of one prefix.
     pub prefix: String,
     pub count: usize,
-    /// Root port name.
+    /// Root port name (absent for virtio-blk, whose host writes guest memory itself).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub port: String,
     /// I/O queue pairs (each with its own MSI-X vector); 0 means one per CPU.
     pub queues: usize,
@@ -425,6 +448,12 @@ pub struct DeviceGroup {
     /// null_blk) instead of media servers. Absent: the device's media model serves them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<RdmaTarget>,
+    /// virtio-blk: the virtqueues as the guest driver negotiated them (crate::guest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtio: Option<crate::guest::VirtioQueues>,
+    /// virtio-blk: the host side that serves the rings (crate::guest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::guest::VirtioHost>,
 }
 
 /// The nvmet-rdma target of an NVMe over RDMA device, modelled as CPUs: each host queue
@@ -546,6 +575,7 @@ impl Platform {
         for (i, d) in self.devices.iter().enumerate() {
             self.check_device(i, d)?;
         }
+        crate::guest::check(self)?;
         let total = self
             .devices
             .iter()
@@ -630,7 +660,7 @@ impl Platform {
 
     /// Device group `i`: its port, counts, sizes and rates.
     fn check_device(&self, i: usize, d: &DeviceGroup) -> Result<(), String> {
-        if !self.root_ports.iter().any(|rp| rp.name == d.port) {
+        if d.kind != DeviceKind::VirtioBlk && !self.root_ports.iter().any(|rp| rp.name == d.port) {
             return Err(format!(
                 "devices.{i}.port = \"{}\" names no [[root_ports]] entry",
                 d.port

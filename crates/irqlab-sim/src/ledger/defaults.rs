@@ -129,6 +129,26 @@ const DEFAULTS: &[Default] = &[
         Estimate,
         "absent: a kernel submitter has no task_work",
     ),
+    d(
+        "guest.inject_ns",
+        Estimate,
+        "absent: interrupts are posted to a running vCPU (APICv, AVIC), no exit",
+    ),
+    d(
+        "guest.eoi_exit_ns",
+        Estimate,
+        "absent: the EOI does not exit (PV EOI, APICv, AVIC)",
+    ),
+    d(
+        "guest.msix_trap_ns",
+        Estimate,
+        "absent: masking an MSI-X vector costs no more than on bare metal",
+    ),
+    d(
+        "guest.guest_halt_poll_ns",
+        Estimate,
+        "absent: cpuidle-haltpoll does not poll; an idle vCPU halts at once",
+    ),
 ];
 
 fn matches(pattern: &str, key: &str) -> bool {
@@ -209,6 +229,10 @@ submit_call_ns = 1
 submit_io_ns = 1
 reap_call_ns = 1
 reap_io_ns = 1
+[guest]
+hypervisor = "kvm"
+kick_ns = 1
+vcpu_wake_ns = 1
 "#;
 
     fn leaves(v: &toml::Value, path: &str, out: &mut Vec<String>) {

@@ -38,7 +38,12 @@ pub(crate) fn device_names(p: &Platform) -> Vec<String> {
             }
         };
         for _ in 0..g.count {
-            names.push(format!("{}{}", g.prefix, *next));
+            // virtio_blk names its disks vda, vdb, ... (virtblk_name_format).
+            names.push(if g.kind == crate::platform::DeviceKind::VirtioBlk {
+                format!("{}{}", g.prefix, super::virtio::disk_letters(*next))
+            } else {
+                format!("{}{}", g.prefix, *next)
+            });
             *next += 1;
         }
     }
@@ -116,10 +121,12 @@ const FILE_OPTIONS: &[&str] = &[
 fn costs(p: &Platform) -> Costs {
     let c = &p.cpu;
     let k = &p.kernel;
+    // A guest's exits and injections on top of the native costs (crate::guest).
+    let g = p.guest_adds();
     Costs {
-        irq_entry: c.irq_entry_ns,
+        irq_entry: c.irq_entry_ns + g.irq_entry,
         irq_exit: c.irq_exit_ns,
-        eoi: c.eoi_ns,
+        eoi: c.eoi_ns + g.eoi,
         idle_exit: c.idle_exit_ns,
         ctx_switch: c.ctx_switch_ns,
         wakeup: c.wakeup_ns,
@@ -140,11 +147,15 @@ fn costs(p: &Platform) -> Costs {
         irq_thread: k.irq_thread_ns,
         hrtimer: k.hrtimer_ns,
         moderation_program: k.moderation_program_ns,
-        irq_mask: k.irq_mask_ns,
+        irq_mask: k.irq_mask_ns + g.irq_mask,
         usr_io: p.engine.usr_io_ns,
         stack_rtt: p.uncore.stack_rtt_ns,
         pid: p.uncore.pid_ns,
         dma_translate: p.iommu.dma_translate_ns,
+        vcpu_wake: g.vcpu_wake,
+        guest_halt_poll: g.guest_halt_poll,
+        kick: g.kick,
+        has_virtio: super::virtio::any(p),
     }
 }
 
@@ -213,6 +224,7 @@ pub(crate) fn new_cpu(
         soft_reaping: Vec::with_capacity(256),
         ipi_inflight: false,
         hrtimer_wake: Vec::new(),
+        blk_done: Vec::new(),
         stats: CpuStats::default(),
     }
 }
@@ -274,7 +286,9 @@ pub(crate) fn build<'a, O: Observer>(
     obs: &'a mut O,
 ) -> Result<Sim<'a, O>, SimError> {
     p.validate().map_err(SimError::Platform)?;
+    p.allows(policy).map_err(SimError::Refused)?;
     check_policy(policy)?;
+    super::virtio::check_policy(p, policy)?;
     if specs.is_empty() {
         return Err(SimError::Config("the job file defines no jobs".into()));
     }
@@ -307,6 +321,7 @@ pub(crate) fn build<'a, O: Observer>(
     let queue_of = add_devices(&inp, &clones, &mut m)?;
     super::target::add_targets(&inp, gsim.as_ref(), &mut m)?;
     let (jobs, waves) = add_jobs(specs, &inp, &clones, &queue_of, window_start, &mut m)?;
+    super::virtio::check_depths(&jobs, &inp, &m)?;
     check_queue_depths(&jobs, &inp, &m)?;
     add_ksoftirqds(&mut m);
     let stop_at = stop_at(&waves, &jobs);
@@ -817,11 +832,15 @@ fn add_devices(
     let p = inp.p;
     let mut queue_of = Vec::new();
     for g in &p.devices {
-        let port = p
-            .root_ports
-            .iter()
-            .position(|rp| rp.name == g.port)
-            .expect("validated port");
+        // A virtio-blk device has no root port: its completions never enter one.
+        let port = if g.kind == crate::platform::DeviceKind::VirtioBlk {
+            0
+        } else {
+            p.root_ports
+                .iter()
+                .position(|rp| rp.name == g.port)
+                .expect("validated port")
+        };
         for _ in 0..g.count {
             let d = m.devices.len();
             m.devices.push(new_device(
@@ -883,6 +902,7 @@ fn new_device(
         writes_data: g.writes_data,
         response_ns: 0,
         command_time: None,
+        virtio: None,
     }
 }
 
@@ -896,6 +916,9 @@ fn add_queue_set(
     set: usize,
     m: &mut Machine,
 ) -> Result<Vec<QueueId>, SimError> {
+    if g.kind == crate::platform::DeviceKind::VirtioBlk {
+        return super::virtio::add_queue_set(inp, g, d, set, m);
+    }
     let (p, policy) = (inp.p, inp.policy);
     let ncpu = p.cpu.count;
     let nq = if g.queues == 0 {

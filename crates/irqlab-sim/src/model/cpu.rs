@@ -246,10 +246,11 @@ impl<O: Observer> Sim<'_, O> {
             }
             _ => {}
         }
-        if was_idle && self.costs.idle_exit > 0 {
+        let exit = if was_idle { self.idle_exit_ns(c) } else { 0 };
+        let cpu = &mut self.cpus[c];
+        if exit > 0 {
             cpu.mode = Mode::IdleExit;
-            let ns = self.costs.idle_exit;
-            self.step(c, ns, SliceKind::Idle);
+            self.step(c, exit, SliceKind::Idle);
         } else {
             cpu.mode = Mode::HardIrq;
             let ns = self.costs.irq_entry;
@@ -295,6 +296,7 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::Wakeups => match self.cpus[c].irq.after_wakeups {
                 IrqPhase::Reap => self.reap_more(c),
                 IrqPhase::Complete => self.batch_done(c),
+                IrqPhase::VirtioDrain => self.virtio_drain(c),
                 _ => self.vector_done(c),
             },
             IrqPhase::Complete => {
@@ -313,6 +315,7 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::PirRound => self.dispatch_next(c),
             IrqPhase::Mask => self.vector_done(c),
             IrqPhase::Exit => self.irq_exit(c),
+            IrqPhase::VirtioDrain => self.virtio_drained(c),
         }
     }
 
@@ -404,6 +407,10 @@ impl<O: Observer> Sim<'_, O> {
             }
             _ => {
                 let q = self.vectors[v].queue.ix();
+                if self.costs.has_virtio && self.queues[q].virtio.is_some() {
+                    self.virtblk_done(c, v);
+                    return;
+                }
                 self.queues[q].cq_locked = true;
                 self.reap_more(c);
             }
@@ -670,7 +677,12 @@ impl<O: Observer> Sim<'_, O> {
                     return Some(unmask);
                 }
             }
-            SoftPhase::Begin => {}
+            SoftPhase::Block => {
+                if let Some(ns) = self.block_softirq_done(c) {
+                    return Some(ns);
+                }
+            }
+            SoftPhase::Begin | SoftPhase::BlockWakeups => {}
         }
         self.cpus[c].soft_phase = SoftPhase::Begin;
         loop {
@@ -692,6 +704,7 @@ impl<O: Observer> Sim<'_, O> {
                 SoftirqStep::Run(SoftirqVec::IrqPoll) => {
                     let _ = cpu.irq_poll.start_softirq(j);
                 }
+                SoftirqStep::Run(SoftirqVec::Block) => return Some(self.block_softirq(c)),
                 SoftirqStep::Run(_) => {}
                 SoftirqStep::Done => return None,
                 SoftirqStep::WakeKsoftirqd => {

@@ -29,7 +29,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// A fetched command goes to the media: any free unit (a shared pool), or on striped
     /// media the unit its LBA maps to (uniform for random I/O), FIFO behind that unit.
-    fn media_take(&mut self, d: usize, io: IoId) {
+    pub(crate) fn media_take(&mut self, d: usize, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         if let Some(tq) = self.queues[q].target {
             // NVMe over RDMA: the command capsule reached the target's CPUs.
@@ -116,6 +116,11 @@ impl<O: Observer> Sim<'_, O> {
             if let Some(next) = dev.unit_wait[u].pop_front() {
                 self.start_service(d, next);
             }
+        }
+        if self.costs.has_virtio && self.devices[d].virtio.is_some() {
+            // A virtio-blk backend's read: its host thread takes the completion.
+            self.backend_done(d, io);
+            return;
         }
         self.deliver_completion(io);
     }

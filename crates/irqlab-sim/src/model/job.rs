@@ -65,7 +65,7 @@ impl<O: Observer> Sim<'_, O> {
                     // engine rings none).
                     let doorbell = match self.jobs[j].engine {
                         IoEngine::Null | IoEngine::PosixAio => 0,
-                        _ => self.costs.sq_doorbell,
+                        _ => self.sq_doorbell_ns(j),
                     };
                     let ns = submit_call + u64::from(k) * submit_io + doorbell;
                     if ns == 0 {
@@ -76,6 +76,11 @@ impl<O: Observer> Sim<'_, O> {
                 }
                 JobPhase::Submit { k } => {
                     self.submit_batch(j, k);
+                    // virtio-blk: the notify exit, when the batch asked for a kick.
+                    if let Some(ns) = self.kick_step(j) {
+                        self.jobs[j].phase = JobPhase::Kick;
+                        return ThreadStep::sys(ns);
+                    }
                     // Ming Lei's 2019 patch: after bd->last on a queue shared by several
                     // CPUs, spin_trylock the CQ lock and reap what is there.
                     let (n, reap_ns) = if self.policy.reap_after_submit && !self.jobs[j].polled {
@@ -118,6 +123,10 @@ impl<O: Observer> Sim<'_, O> {
                 JobPhase::Pause => {
                     self.jobs[j].phase = JobPhase::Start;
                     None
+                }
+                JobPhase::Kick => {
+                    self.kick_done(j);
+                    self.decide(j, reap_call)
                 }
                 JobPhase::Collect { n } => {
                     self.collect(j, n);
@@ -500,12 +509,19 @@ impl<O: Observer> Sim<'_, O> {
             },
             last,
         );
+        if self.costs.has_virtio && queue.virtio.is_some() {
+            self.virtio_queue_rq(j, q.ix(), last);
+        }
         true
     }
 
     /// The SQ tail doorbell reaches the device; its fetch engine serves doorbells in
     /// arrival order, one at a time when it has an occupancy (`fetch_busy_ns`).
     fn schedule_fetch(&mut self, q: QueueId, count: u32) {
+        if self.costs.has_virtio && self.queues[q.ix()].virtio.is_some() {
+            // The host thread pops the avail ring itself (model/virtio.rs).
+            return;
+        }
         let d = self.queues[q.ix()].device.ix();
         let dev = &mut self.devices[d];
         let arrival = self.now + self.costs.mmio_flight;

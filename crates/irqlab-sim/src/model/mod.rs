@@ -4,7 +4,9 @@
 //! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
 //!   per-CPU scheduler and the threads' steps.
 //! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
-//!   port's IIO stack and the socket's interrupt router; `target`: NVMe over RDMA targets.
+//!   port's IIO stack and the socket's interrupt router; `target`: NVMe over RDMA targets;
+//!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
+//!   serves them; `guest`: vCPU wakes.
 //! - `job`: the fio job loop; `fio_job`: fio's per-job and run-wide state.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
@@ -15,6 +17,7 @@ mod cpu;
 mod delivery;
 mod device;
 mod fio_job;
+mod guest;
 pub(crate) mod ids;
 mod job;
 mod parts;
@@ -22,6 +25,8 @@ mod report;
 mod sched;
 mod state;
 mod target;
+mod virtio;
+mod virtio_host;
 
 pub(crate) use budget::estimate;
 pub(crate) use build::{build, device_names, resolve_file};
@@ -168,6 +173,7 @@ impl<O: Observer> Sim<'_, O> {
             Event::RampEnd => self.open_window(),
             Event::JobStart { job } => self.start_job(job.ix()),
             Event::JobRampEnd { job } => self.job_ramp_end(job.ix()),
+            Event::VirtioHost { device, epoch } => self.host_step(device.ix(), epoch),
         }
     }
 }

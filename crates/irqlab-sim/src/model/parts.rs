@@ -116,7 +116,11 @@ impl Partition {
     /// Splits `sim`'s machine into parts; None when it does not split (one part, a
     /// global mechanism such as GSIM, or stonewall waves that start jobs across parts).
     pub fn of<O: Observer>(sim: &Sim<'_, O>) -> Option<Partition> {
-        if sim.gsim.is_some() || sim.fio.waves.len() > 1 {
+        // A virtio-blk host thread serves all its queues' jobs: the machine runs whole.
+        if sim.gsim.is_some()
+            || sim.fio.waves.len() > 1
+            || sim.devices.iter().any(|d| d.virtio.is_some())
+        {
             return None;
         }
         let n = Nodes::new(sim);

@@ -4,8 +4,8 @@ use super::state::*;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::moderator::Moderator;
 use irqlab_report::{
-    CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, JobReport,
-    Latency, ModerationReport, RunReport, VectorReport, pci_address,
+    CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine,
+    JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
 
 /// A vector's moderator as the report shows it: its final level, programs and time at
@@ -217,7 +217,9 @@ impl<O: Observer> Sim<'_, O> {
             .map(|(i, v)| VectorReport {
                 name: v.name.clone(),
                 // The IRTE's format: posted or remapped (the chip /proc/interrupts names).
-                chip: if self.posted_vector(i) {
+                chip: if self.queues[v.queue.ix()].virtio.is_some() {
+                    CHIP_INJECTED
+                } else if self.posted_vector(i) {
                     CHIP_POSTED
                 } else {
                     CHIP_REMAPPED

@@ -47,6 +47,13 @@ pub(crate) struct Costs {
     /// A posted MSI's atomic update of the posted-interrupt descriptor (uncore.pid_ns).
     pub pid: u64,
     pub dma_translate: u64,
+    /// A guest's halted-vCPU wake, added to `idle_exit` after `guest_halt_poll` (model/guest.rs).
+    pub vcpu_wake: u64,
+    pub guest_halt_poll: u64,
+    /// A guest's virtio notify exit (model/virtio.rs).
+    pub kick: u64,
+    /// The platform has a virtio-blk device: the hot path's one test before its hooks.
+    pub has_virtio: bool,
 }
 
 /// IDT vectors of the system interrupts the model raises (arch/x86/include/asm/irq_vectors.h).
@@ -101,6 +108,8 @@ pub(crate) enum IrqPhase {
     Wakeups,
     /// apic_eoi and irq_exit (with the doorbell before them after a remapped handler).
     Exit,
+    /// virtblk_done took used entries (model/virtio.rs).
+    VirtioDrain,
 }
 
 /// One hardirq in progress.
@@ -149,9 +158,19 @@ pub(crate) enum SoftPhase {
     /// Entry cost of handle_softirqs.
     Begin,
     /// An irq_poll poll call is running on `vector` (CQEs in the `reaping` list).
-    Poll { vector: VectorId, work: u32 },
+    Poll {
+        vector: VectorId,
+        work: u32,
+    },
     /// Waker cost after a poll call's completions.
-    Wakeups { vector: VectorId, work: u32 },
+    Wakeups {
+        vector: VectorId,
+        work: u32,
+    },
+    /// BLOCK_SOFTIRQ completes the CPU's list (in `soft_reaping`), then its wake-ups'
+    /// cost (model/virtio.rs).
+    Block,
+    BlockWakeups,
 }
 
 /// Time accounting buckets of one CPU, ns, and its counters.
@@ -252,6 +271,8 @@ pub(crate) struct Cpu {
     pub ipi_inflight: bool,
     /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
     pub hrtimer_wake: Vec<ThreadId>,
+    /// blk-mq's per-CPU blk_cpu_done list: requests BLOCK_SOFTIRQ will complete.
+    pub blk_done: Vec<IoId>,
     pub stats: CpuStats,
 }
 
@@ -428,6 +449,8 @@ pub(crate) enum JobPhase {
     },
     /// Sleeping on an hrtimer for the rate clock or thinktime; starts over on waking.
     Pause,
+    /// A virtio notify's exit inside the submit call (model/virtio.rs).
+    Kick,
     Done,
 }
 
@@ -549,6 +572,8 @@ pub(crate) struct Device {
     /// target's CPU time per command (spread by the device's service_cv).
     pub response_ns: u64,
     pub command_time: Option<ServiceTime>,
+    /// virtio-blk: the host thread that serves the virtqueues (model/virtio.rs).
+    pub virtio: Option<Box<super::virtio_host::Host>>,
 }
 
 pub(crate) struct Queue {
@@ -580,6 +605,8 @@ pub(crate) struct Queue {
     /// CQ's interrupts reach its CPU after this latency, not through the host's ports.
     pub local_irq_ns: Option<u64>,
     pub completions: u64,
+    /// virtio-blk: the virtqueue's ring state (model/virtio.rs).
+    pub virtio: Option<Box<super::virtio::Vq>>,
 }
 
 impl Queue {
@@ -604,6 +631,7 @@ impl Queue {
             target: None,
             local_irq_ns: None,
             completions: 0,
+            virtio: None,
         }
     }
 
