@@ -50,6 +50,22 @@ const INTERRUPT_PATH: &[&str] = &[
     "uncore.ubox_ns",
 ];
 
+/// A virtio-blk disk's path instead: the kick, the VMM's service and wake-up, the
+/// injection and the halted vCPU's wake.
+const VIRTIO_PATH: &[&str] = &[
+    "devices.*.host.service_ns",
+    "devices.*.host.wake_ns",
+    "devices.*.host.notify_ns",
+    "guest.kick_ns",
+    "guest.vcpu_wake_ns",
+    "cpu.irq_entry_ns",
+    "cpu.irq_exit_ns",
+    "kernel.cqe_ns",
+    "kernel.complete_io_ns",
+    "cpu.wakeup_ns",
+    "cpu.ctx_switch_ns",
+];
+
 fn with(extra: &[&str]) -> Vec<String> {
     let mut v = keys(INTERRUPT_PATH);
     v.extend(keys(extra));
@@ -94,12 +110,17 @@ pub fn candidates(p: &Platform, jobs: &[JobSpec]) -> (Vec<Candidate>, Vec<Exclud
     let rdma = kinds.contains(&DeviceKind::Rdma);
     let all_nvme = kinds.iter().all(|k| *k == DeviceKind::Nvme);
     let cpus = p.cpu.count;
+    let stock_costs = if kinds.contains(&DeviceKind::VirtioBlk) {
+        keys(VIRTIO_PATH)
+    } else {
+        with(&[])
+    };
     let mut out = vec![Candidate {
         name: "stock".into(),
         policy: "--delivery remapped".into(),
         knob: "none: the stock kernel (interrupt remapping as the platform has it, a message per completion, hardirq handler)".into(),
         mainline: true,
-        costs: with(&[]),
+        costs: stock_costs,
     }];
     let mut left = Vec::new();
     match crate::posting::allowed(p) {
@@ -115,15 +136,37 @@ pub fn candidates(p: &Platform, jobs: &[JobSpec]) -> (Vec<Candidate>, Vec<Exclud
             why,
         }),
     }
-    let pollable = kinds.iter().all(|k| matches!(k, DeviceKind::Nvme));
+    let virtio = kinds.contains(&DeviceKind::VirtioBlk);
+    // virtio_blk keeps one virtqueue for interrupts (min(poll_queues, num_vqs - 1)): a
+    // device with one virtqueue cannot poll; with more, the last ones can.
+    let virtio_polls = p
+        .devices
+        .iter()
+        .filter(|d| d.kind == DeviceKind::VirtioBlk)
+        .all(|d| d.virtio.as_ref().is_some_and(|v| v.poll_queues > 0));
+    let pollable = kinds.iter().all(|k| match k {
+        DeviceKind::Nvme => true,
+        DeviceKind::VirtioBlk => virtio_polls,
+        _ => false,
+    });
+    if virtio && !virtio_polls {
+        left.push(Excluded {
+            name: "polled, hybrid".into(),
+            why: "the virtio-blk disk has no poll queue: virtio_blk.poll_queues=N (Linux 5.19+) needs a device with more than one virtqueue (VIRTIO_BLK_F_MQ), and keeps one for interrupts".into(),
+        });
+    }
     match (pollable, can_poll(jobs)) {
         (true, Ok(())) => {
             out.push(Candidate {
                 name: "polled".into(),
                 policy: "--delivery polled".into(),
-                knob: format!(
-                    "nvme.poll_queues={cpus} (module parameter) and polled I/O: fio hipri=1 (io_uring: IORING_SETUP_IOPOLL; pvsync2: RWF_HIPRI)"
-                ),
+                knob: if virtio {
+                    "virtio_blk.poll_queues=N (module parameter, Linux 5.19+; the device's virtqueues beyond the first) and polled I/O: fio hipri=1 (io_uring: IORING_SETUP_IOPOLL; pvsync2: RWF_HIPRI)".to_string()
+                } else {
+                    format!(
+                        "nvme.poll_queues={cpus} (module parameter) and polled I/O: fio hipri=1 (io_uring: IORING_SETUP_IOPOLL; pvsync2: RWF_HIPRI)"
+                    )
+                },
                 mainline: true,
                 costs: keys(&["devices.*.read_ns", "devices.*.max_iops", "kernel.poll_check_ns", "kernel.cqe_ns", "kernel.complete_io_ns"]),
             });
@@ -144,6 +187,7 @@ pub fn candidates(p: &Platform, jobs: &[JobSpec]) -> (Vec<Candidate>, Vec<Exclud
                 });
             }
         }
+        (false, _) if virtio => {}
         (false, _) => left.push(Excluded {
             name: "polled, hybrid".into(),
             why: "a device the job uses has no poll queues the model can poll (NVMe's nvme.poll_queues)".into(),
@@ -185,8 +229,11 @@ pub fn candidates(p: &Platform, jobs: &[JobSpec]) -> (Vec<Candidate>, Vec<Exclud
     } else {
         left.push(Excluded {
             name: "coalesce, irq-am, net-dim".into(),
-            why: "device coalescing (NVMe Feature 08h) needs NVMe devices; the job uses others"
-                .into(),
+            why: if virtio {
+                "a virtio-blk device has no coalescing of its own to set (the host's batching and the ring's event index decide its interrupts)".into()
+            } else {
+                "device coalescing (NVMe Feature 08h) needs NVMe devices; the job uses others".into()
+            },
         });
     }
     if rdma {
@@ -205,6 +252,13 @@ pub fn candidates(p: &Platform, jobs: &[JobSpec]) -> (Vec<Candidate>, Vec<Exclud
             mainline: false,
             costs: with(&["kernel.moderation_program_ns"]),
         });
+    }
+    if virtio {
+        left.push(Excluded {
+            name: "gsim, threaded".into(),
+            why: "virtio_blk's handler (vring_interrupt, virtblk_done) runs in hardirq, and the model refuses NVMe's handler and moderation policies on a virtio-blk device (docs/model.md)".into(),
+        });
+        return (out, left);
     }
     out.push(Candidate {
         name: "gsim".into(),

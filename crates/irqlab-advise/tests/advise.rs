@@ -163,3 +163,36 @@ fn the_posted_msi_seed_machine_gets_posted_msi_with_about_the_published_gain() {
     // Its costs: the socket's delivery fitted to this machine, its ceiling measured.
     assert!(a.confidence.machine >= 2, "{}", a.confidence.summary());
 }
+
+/// A cloud-style VM (the development VM's capture: a Firecracker guest with one
+/// virtio-blk queue): posted MSI is not offered, and the reason says it is bare-metal
+/// only; nothing else is offered that the model refuses on a virtio-blk disk.
+#[test]
+fn a_cloud_vm_capture_is_not_offered_posted_msi() {
+    let cap = irqlab_capture::Capture::open(
+        &root().join("crates/irqlab-capture/tests/fixtures/dev-vm-2vcpu"),
+    )
+    .unwrap();
+    let mut opts = irqlab_fromcapture::Options::new(root().join("platforms"));
+    opts.max_evals = 12;
+    opts.ios_per_run = 1000;
+    let b =
+        irqlab_fromcapture::build(&cap, &opts, &mut irqlab_calib::Threads(2), &mut |_| {}).unwrap();
+    let job = root().join("crates/irqlab-capture/tests/fixtures/dev-vm-2vcpu/qd32-libaio.fio");
+    let req = request(&job, b.resolved.clone(), 5_000_000);
+    let plan = irqlab_advise::plan(&req).unwrap();
+    assert!(!names(&plan).contains(&"posted".to_string()));
+    let why = &plan
+        .excluded
+        .iter()
+        .find(|e| e.name == "posted")
+        .unwrap()
+        .why;
+    assert!(
+        why.contains("bare-metal only") && why.contains("guest"),
+        "{why}"
+    );
+    let a = irqlab_advise::run(&req, plan, &|| {}).unwrap();
+    assert_eq!(a.best().candidate.name, "stock");
+    assert!(a.confidence.machine >= 1, "{}", a.confidence.summary());
+}

@@ -87,7 +87,42 @@ pub fn build(
     progress: &mut dyn FnMut(usize),
 ) -> Result<Built, FromCaptureError> {
     let t = template::build(c, &opts.platforms)?;
-    let (all, left_out) = runs::fit_runs(c, &t, opts.ios_per_run, opts.min_window_ns);
+    let (all, mut left_out) = runs::fit_runs(c, &t, opts.ios_per_run, opts.min_window_ns);
+    // A run the model refuses on this platform (more I/Os in flight than a virtqueue's
+    // ring holds, ...) is left out, with the model's reason.
+    let start_text = t.doc.render();
+    let origin = format!("platform of {}", t.machine);
+    let flat = irqlab_sim::Platform::from_toml(&start_text, &origin, &[])
+        .and_then(|p| p.to_toml())
+        .map_err(|e| FromCaptureError::Platform(e.to_string()))?;
+    let mut all = all;
+    all.retain(|r| {
+        let task = irqlab_calib::EvalTask {
+            scenario: format!("capture run {}", r.name),
+            job_name: format!("{}.fio", r.name),
+            job_text: r.job_text.clone(),
+            platform_text: flat.clone(),
+            platform_origin: origin.clone(),
+            sets: Vec::new(),
+            policy: String::new(),
+            disks: None,
+            jobs_per_disk: None,
+            vectors_per_cpu: None,
+            seed: opts.seed,
+            metrics: Vec::new(),
+            budget: opts.budget,
+        };
+        match task.job_text.is_empty() {
+            true => true,
+            false => match check_run(&task) {
+                Ok(()) => true,
+                Err(why) => {
+                    left_out.push(format!("{}: the model cannot run it here: {why}", r.name));
+                    false
+                }
+            },
+        }
+    });
     if all.is_empty() {
         return Err(FromCaptureError::NoUsableRun {
             dir: c.dir.clone(),
@@ -117,19 +152,6 @@ pub fn build(
             v
         }
     };
-    let start_text = t.doc.render();
-    let origin = format!("platform of {}", t.machine);
-    let platform = irqlab_sim::Platform::from_toml(&start_text, &origin, &[])
-        .map_err(|e| FromCaptureError::Platform(e.to_string()))?;
-    let flat = platform
-        .to_toml()
-        .map_err(|e| FromCaptureError::Platform(e.to_string()))?;
-    let groups = t
-        .doc
-        .sections
-        .iter()
-        .filter(|s| s.header == "devices")
-        .count();
     let mut ctx = fit::Ctx {
         platform_text: &flat,
         origin: &origin,
@@ -141,7 +163,7 @@ pub fn build(
     };
     let outcome = fit::fit(
         &t.doc,
-        groups,
+        &t.group_kinds,
         t.devices.len(),
         t.remapping,
         &used,
@@ -194,6 +216,26 @@ pub fn build(
         outcome,
         held_out,
     })
+}
+
+/// Whether the model takes the run's job on the platform: it is built, not simulated.
+fn check_run(task: &irqlab_calib::EvalTask) -> Result<(), String> {
+    let mut short = task.clone();
+    // A window of a microsecond: enough to refuse what cannot run, nothing to simulate.
+    short.job_text = short
+        .job_text
+        .lines()
+        .map(|l| {
+            let k = l.split_once('=').map_or("", |(k, _)| k.trim());
+            match k {
+                "runtime" => "runtime=1us".to_string(),
+                "ramp_time" => "ramp_time=0".to_string(),
+                _ => l.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    short.run().map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// The fitted values and decisions into the document, with their provenance.

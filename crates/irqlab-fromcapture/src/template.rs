@@ -46,6 +46,8 @@ pub struct Template {
     /// Interrupt remapping in use on a bare-metal host (posted MSI is possible there).
     pub remapping: bool,
     pub virtualized: bool,
+    /// The kind of each `[[devices]]` group, in order.
+    pub group_kinds: Vec<DeviceKind>,
 }
 
 fn measured(machine: &str, cite: &str, quote: Option<String>, note: Option<String>) -> Provenance {
@@ -314,18 +316,23 @@ pub fn build(c: &Capture, platforms: &Path) -> Result<Template, FromCaptureError
     let mut devices = Vec::new();
     let remapping = c.host.iommu.remapping_in_use;
     let virtualized = topo.virtualized;
-    let mut kinds: Vec<DeviceKind> = used.iter().map(|d| d.kind).collect();
-    kinds.dedup();
     for d in &used {
-        match d.kind {
-            DeviceKind::Nvme => {}
-            DeviceKind::VirtioBlk => return Err(crate::virtio::unmodelled(d)),
-            DeviceKind::Scsi | DeviceKind::Other => {
-                return Err(FromCaptureError::Unmodelled {
-                    what: format!("{} ({}, driver {})", d.name, d.kind.name(), d.driver.as_deref().unwrap_or("unknown")),
-                    missing: "a device kind the model has: NVMe, virtio-blk (a guest's disk), DSA or RDMA; a SCSI or SATA disk's completion path (its HBA, the SCSI midlayer) is not modelled".into(),
-                });
-            }
+        if matches!(d.kind, DeviceKind::Scsi | DeviceKind::Other) {
+            return Err(FromCaptureError::Unmodelled {
+                what: format!(
+                    "{} ({}, driver {})",
+                    d.name,
+                    d.kind.name(),
+                    d.driver.as_deref().unwrap_or("unknown")
+                ),
+                missing: "a device kind the model has: NVMe, virtio-blk (a guest's disk), DSA or RDMA; a SCSI or SATA disk's completion path (its HBA, the SCSI midlayer) is not modelled".into(),
+            });
+        }
+        if d.kind == DeviceKind::VirtioBlk && !virtualized {
+            return Err(FromCaptureError::Unmodelled {
+                what: format!("{} (virtio-blk)", d.name),
+                missing: "a virtual machine: a virtio-blk disk is a guest's, and the capture does not say the machine runs under a hypervisor (no hypervisor flag in cpuinfo or lscpu's Flags)".into(),
+            });
         }
     }
     if used.is_empty() {
@@ -334,36 +341,78 @@ pub fn build(c: &Capture, platforms: &Path) -> Result<Template, FromCaptureError
             missing: "any block device: the capture lists none (a hand layout tells NVMe and virtio-blk disks from their vector names in NAME.irq0)".into(),
         });
     }
-    iommu(
-        &mut doc,
-        c,
-        platforms,
-        &machine,
-        &mut tables,
-        mhz,
-        &mut notes,
-    )?;
-    let nvme = crate::kinds::load(platforms, "nvme")?;
-    let host = crate::kinds::load(platforms, "pcie-host")?;
-    nvme_groups(
-        &mut doc,
-        c,
-        &used,
-        &nvme,
-        &host,
-        &lspci,
-        &machine,
-        cpus,
-        &mut devices,
-        &mut notes,
-    )?;
     if virtualized {
+        // A guest: the hypervisor's costs, and no uncore of its own on the interrupts' way.
+        let g = crate::kinds::load(platforms, "kvm-guest")?;
+        doc.sections
+            .insert(1, Section::new("guest", false, "guest"));
+        crate::virtio::guest(&mut doc, c, &g, &machine);
+        for section in ["iommu", "uncore"] {
+            for (k, v, p) in g.section(section) {
+                doc.set(&format!("{section}.{k}"), v.clone(), Some(p.clone()));
+            }
+        }
         notes.push(format!(
-            "{machine} is a virtual machine ({}): this build's model has no guest part, so its NVMe device is modelled as on bare metal",
-            topo.hypervisor.as_deref().unwrap_or("hypervisor unknown")
+            "{machine} is a virtual machine ({}): its interrupts are injected (no IIO stack, router or posting of its own); the [guest] costs are kinds/kvm-guest.toml's{}",
+            topo.hypervisor.as_deref().unwrap_or("hypervisor unknown"),
+            if c.bench.is_some() { ", the idle vCPU's wake the capture's hostbench" } else { "" }
         ));
+    } else {
+        iommu(
+            &mut doc,
+            c,
+            platforms,
+            &machine,
+            &mut tables,
+            mhz,
+            &mut notes,
+        )?;
     }
+    let nvme_used: Vec<&BlockDevice> = used
+        .iter()
+        .copied()
+        .filter(|d| d.kind == DeviceKind::Nvme)
+        .collect();
+    let virtio_used: Vec<&BlockDevice> = used
+        .iter()
+        .copied()
+        .filter(|d| d.kind == DeviceKind::VirtioBlk)
+        .collect();
+    if !nvme_used.is_empty() {
+        let nvme = crate::kinds::load(platforms, "nvme")?;
+        let host = crate::kinds::load(platforms, "pcie-host")?;
+        nvme_groups(
+            &mut doc,
+            c,
+            &nvme_used,
+            &nvme,
+            &host,
+            &lspci,
+            &machine,
+            cpus,
+            &mut devices,
+            &mut notes,
+        )?;
+    }
+    if !virtio_used.is_empty() {
+        let v = crate::kinds::load(platforms, "virtio-blk")?;
+        crate::virtio::groups(
+            &mut doc,
+            &virtio_used,
+            &v,
+            &machine,
+            nvme_used.len(),
+            &mut devices,
+            &mut notes,
+        )?;
+    }
+    let group_kinds: Vec<DeviceKind> = nvme_used
+        .iter()
+        .chain(&virtio_used)
+        .map(|d| d.kind)
+        .collect();
     Ok(Template {
+        group_kinds,
         doc,
         machine,
         devices,

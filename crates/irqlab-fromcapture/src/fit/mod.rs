@@ -87,7 +87,7 @@ const ALL: [Metric; 4] = [
 /// a bare-metal host with interrupt remapping in use.
 pub fn fit(
     doc: &Doc,
-    groups: usize,
+    kinds: &[irqlab_capture::DeviceKind],
     disks: usize,
     remapping: bool,
     runs: &[&FitRun],
@@ -112,8 +112,16 @@ pub fn fit(
         let k = ALL.iter().position(|x| *x == m).unwrap_or(0);
         base[i].as_ref().map_or(0.0, |v| v[k])
     };
+    let group = |k: irqlab_capture::DeviceKind| -> Vec<usize> {
+        (0..kinds.len()).filter(|g| kinds[*g] == k).collect()
+    };
+    let (nvme, virtio) = (
+        group(irqlab_capture::DeviceKind::Nvme),
+        group(irqlab_capture::DeviceKind::VirtioBlk),
+    );
     let irq_deep: Vec<&FitRun> = runs
         .iter()
+        .filter(|_| !nvme.is_empty())
         .filter(|r| r.outstanding() >= 8 && r.value(Metric::IosPerInterrupt).is_some())
         .copied()
         .collect();
@@ -125,14 +133,15 @@ pub fn fit(
             .iter()
             .map(|r| Some(base_of(r, Metric::IosPerInterrupt)))
             .collect();
-        let r = rule::decide(groups, &irq_deep, &b, ctx);
+        let r = rule::decide(&nvme, &irq_deep, &b, ctx);
         decided.push(r.decided);
         fixed = r.fixed;
         aggregation = r.aggregation;
     }
-    let (params, cpu, derived) = params::choose(&params::Inputs {
+    let (params, _cpu, derived) = params::choose(&params::Inputs {
         doc,
-        groups,
+        nvme: &nvme,
+        virtio: &virtio,
         disks,
         runs,
         base: &base_of,
@@ -153,9 +162,11 @@ pub fn fit(
         .iter()
         .enumerate()
         .flat_map(|(i, r)| {
+            // fio's CPU time is reported, not fitted: the model's job accounting leaves
+            // out what a guest's exits and a sync engine's kernel time put there.
             r.measured
                 .iter()
-                .filter(|(m, _)| cpu || *m != Metric::JobCpuPct)
+                .filter(|(m, _)| *m != Metric::JobCpuPct)
                 .map(move |(m, v)| (i, *m, *v))
         })
         .collect();

@@ -39,9 +39,12 @@ fn param(doc: &Doc, keys: Vec<String>, lo: f64, hi: f64, what: &'static str) -> 
     })
 }
 
-/// `leaf` of every device group.
-fn devices(groups: usize, leaf: &str) -> Vec<String> {
-    (0..groups).map(|g| format!("devices.{g}.{leaf}")).collect()
+/// `leaf` of each of the device groups `groups`.
+fn devices(groups: &[usize], leaf: &str) -> Vec<String> {
+    groups
+        .iter()
+        .map(|g| format!("devices.{g}.{leaf}"))
+        .collect()
 }
 
 /// The measured figures among `metrics` of `runs`, as quantities.
@@ -81,7 +84,9 @@ fn engine_key(r: &FitRun) -> String {
 /// What the choice needs to know.
 pub struct Inputs<'a> {
     pub doc: &'a Doc,
-    pub groups: usize,
+    /// The NVMe device groups, and the virtio-blk ones.
+    pub nvme: &'a [usize],
+    pub virtio: &'a [usize],
     /// Devices in all groups.
     pub disks: usize,
     pub runs: &'a [&'a FitRun],
@@ -94,8 +99,8 @@ pub struct Inputs<'a> {
 }
 
 /// The costs to fit, in the order they are solved; whether the CPU time is a target; and
-/// the derived quantities their primaries need, with their measured values.
-pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64)>) {
+/// the derived quantities their primaries need, with their measured values and scales.
+pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64, f64)>) {
     let mut derived = Vec::new();
     let runs = i.runs;
     let irq_qd1 = runs
@@ -116,7 +121,7 @@ pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64)>) {
     if let Some(t0) = i.aggregation
         && let Some(mut p) = param(
             i.doc,
-            devices(i.groups, "coalesce_time_ns"),
+            devices(i.nvme, "coalesce_time_ns"),
             1000.0,
             2_000_000.0,
             "the device's own aggregation time (I/Os per interrupt)",
@@ -133,10 +138,11 @@ pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64)>) {
         out.push(p);
     }
     if let Some(r) = polled_qd1.or(irq_qd1)
+        && !i.nvme.is_empty()
         && let Some(meas) = r.value(Metric::ClatMeanUs)
         && let Some(mut p) = param(
             i.doc,
-            devices(i.groups, "read_ns"),
+            devices(i.nvme, "read_ns"),
             500.0,
             5_000_000.0,
             "the device's service time (QD1)",
@@ -156,7 +162,7 @@ pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64)>) {
         out.push(p);
     }
     match (irq_qd1, polled_qd1) {
-        (Some(a), Some(b)) => {
+        (Some(a), Some(b)) if !i.nvme.is_empty() => {
             if let (Some(ma), Some(mb)) = (a.value(Metric::ClatMeanUs), b.value(Metric::ClatMeanUs))
                 && let Some(mut p) = param(
                     i.doc,
@@ -172,7 +178,11 @@ pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64)>) {
                 // polled one.
                 if ma > mb {
                     p.primary = vec![Q::Gap(a.name.clone(), b.name.clone())];
-                    derived.push((Q::Gap(a.name.clone(), b.name.clone()), ma - mb));
+                    derived.push((
+                        Q::Gap(a.name.clone(), b.name.clone()),
+                        ma - mb,
+                        (ma - mb).max(0.1 * ma),
+                    ));
                 } else {
                     p.primary = qs(&[a], &[Metric::ClatMeanUs]);
                 }
@@ -180,7 +190,7 @@ pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64)>) {
                 out.push(p);
             }
         }
-        (Some(r), None) | (None, Some(r)) => {
+        (Some(r), _) | (None, Some(r)) => {
             if let Some(clat) = r.value(Metric::ClatMeanUs)
                 && let Some(mut p) = param(
                     i.doc,
@@ -198,21 +208,68 @@ pub fn choose(i: &Inputs<'_>) -> (Vec<Param>, bool, Vec<(Q, f64)>) {
                 p.start = (p.before + meas - sim).clamp(p.lo, p.hi);
                 if meas > 0.0 {
                     p.primary = vec![Q::Outside(r.name.clone())];
-                    derived.push((Q::Outside(r.name.clone()), meas / 1000.0));
+                    let per_io_us = 1e6 / r.value(Metric::Iops).unwrap_or(1.0).max(1.0);
+                    derived.push((
+                        Q::Outside(r.name.clone()),
+                        meas / 1000.0,
+                        (meas / 1000.0).max(0.1 * per_io_us),
+                    ));
                 } else {
                     p.primary = qs(&[r], &[Metric::Iops]);
                 }
-                p.for_figures = figs(&[r], &[Metric::Iops, Metric::JobCpuPct]);
+                p.for_figures = figs(&[r], &[Metric::Iops, Metric::ClatMeanUs]);
                 out.push(p);
                 cpu = true;
             }
         }
         (None, None) => {}
     }
+    // A virtio-blk disk's VMM: its time per request from the deep runs (a serial host
+    // completes one per service time), its wake-up from the QD1 round.
+    if !i.virtio.is_empty() {
+        let deepest: Vec<&FitRun> = deep
+            .iter()
+            .max_by_key(|r| r.outstanding())
+            .copied()
+            .into_iter()
+            .collect();
+        if let Some(r) = deepest.first()
+            && let Some(iops) = r.value(Metric::Iops)
+            && let Some(mut p) = param(
+                i.doc,
+                devices(i.virtio, "host.service_ns"),
+                200.0,
+                1_000_000.0,
+                "the VMM's time per request (deep queues)",
+            )
+        {
+            p.start = (1e9 / iops * i.virtio.len() as f64).clamp(p.lo, p.hi);
+            p.primary = qs(&deepest, &[Metric::Iops]);
+            p.for_figures = figs(&deep, &[Metric::Iops, Metric::ClatMeanUs]);
+            out.push(p);
+        }
+        if let Some(r) = irq_qd1
+            && let Some(meas) = r.value(Metric::ClatMeanUs)
+            && let Some(mut p) = param(
+                i.doc,
+                devices(i.virtio, "host.wake_ns"),
+                100.0,
+                1_000_000.0,
+                "the VMM thread's wake-up on a kick (the QD1 round)",
+            )
+        {
+            p.start =
+                (p.before + (meas - (i.base)(r, Metric::ClatMeanUs)) * 1000.0).clamp(p.lo, p.hi);
+            p.primary = qs(&[r], &[Metric::ClatMeanUs]);
+            p.for_figures = figs(&[r], &[Metric::Iops, Metric::ClatMeanUs]);
+            out.push(p);
+        }
+    }
     if !deep.is_empty()
+        && !i.nvme.is_empty()
         && let Some(mut p) = param(
             i.doc,
-            devices(i.groups, "max_iops"),
+            devices(i.nvme, "max_iops"),
             1000.0,
             100_000_000.0,
             "the device's ceiling (deep queues)",

@@ -63,8 +63,11 @@ pub struct Problem<'a> {
     pub runs: &'a [&'a FitRun],
     /// (run index, metric, measured value): the figures reported.
     pub figures: Vec<(usize, Metric, f64)>,
-    /// Derived quantities in the objective too, with their measured values.
-    pub derived: Vec<(Q, f64)>,
+    /// Derived quantities in the objective too: each with its measured value and the
+    /// scale its error is taken against (at least a tenth of the run's time per I/O, so
+    /// a quantity of a few tenths of a microsecond that the model cannot reach does not
+    /// outweigh every other figure).
+    pub derived: Vec<(Q, f64, f64)>,
     pub metrics: Vec<Metric>,
     pub fixed: Vec<String>,
     pub params: Vec<Param>,
@@ -104,7 +107,7 @@ impl Problem<'_> {
                 d => self
                     .derived
                     .iter()
-                    .position(|(x, _)| x == d)
+                    .position(|(x, _, _)| x == d)
                     .map(|i| self.figures.len() + i),
             };
             out.extend(hit);
@@ -136,6 +139,16 @@ impl Problem<'_> {
             self.figures[i].2
         } else {
             self.derived[i - self.figures.len()].1
+        }
+    }
+
+    /// What the error of quantity `i` is relative to: its measured value, or a derived
+    /// one's scale.
+    pub fn scale(&self, i: usize) -> f64 {
+        if i < self.figures.len() {
+            self.figures[i].2
+        } else {
+            self.derived[i - self.figures.len()].2
         }
     }
 
@@ -182,8 +195,7 @@ impl Problem<'_> {
                 .iter()
                 .zip(v)
                 .map(|(i, sim)| {
-                    let meas = self.measured(*i);
-                    let r = (sim - meas) / meas;
+                    let r = (sim - self.measured(*i)) / self.scale(*i);
                     r * r
                 })
                 .sum(),
@@ -196,7 +208,7 @@ impl Problem<'_> {
         let errs: Vec<f64> = which
             .iter()
             .zip(v)
-            .map(|(i, s)| (s - self.measured(*i)) / self.measured(*i))
+            .map(|(i, s)| (s - self.measured(*i)) / self.scale(*i))
             .collect();
         (!errs.is_empty()).then(|| errs.iter().sum::<f64>() / errs.len() as f64)
     }

@@ -42,7 +42,7 @@ fn ratio(deep: &[&FitRun], sim: &[Option<f64>]) -> f64 {
 
 /// Decides the rule for the deep interrupt-driven runs; `base` is what each gives at
 /// the tables' values.
-pub fn decide(groups: usize, deep: &[&FitRun], base: &[Option<f64>], ctx: &mut Ctx<'_>) -> Rule {
+pub fn decide(groups: &[usize], deep: &[&FitRun], base: &[Option<f64>], ctx: &mut Ctx<'_>) -> Rule {
     let runs: Vec<String> = deep.iter().map(|r| r.name.clone()).collect();
     let said = deep
         .iter()
@@ -70,7 +70,8 @@ pub fn decide(groups: usize, deep: &[&FitRun], base: &[Option<f64>], ctx: &mut C
             aggregation: None,
         };
     }
-    let until: Vec<String> = (0..groups)
+    let until: Vec<String> = groups
+        .iter()
         .map(|g| format!("devices.{g}.msi=until_doorbell"))
         .collect();
     let out = ctx.simulate(deep, &until, &[Metric::IosPerInterrupt]);
@@ -115,7 +116,8 @@ pub fn decide(groups: usize, deep: &[&FitRun], base: &[Option<f64>], ctx: &mut C
             ),
             runs,
         },
-        fixed: (0..groups)
+        fixed: groups
+            .iter()
             .map(|g| format!("devices.{g}.coalesce_count=256"))
             .collect(),
         aggregation: Some(t0),
