@@ -76,6 +76,8 @@ pub struct Row {
 pub struct Advice {
     pub job: String,
     pub platform: String,
+    /// The platform's file, as the command line can name it.
+    pub platform_file: String,
     pub objective: Objective,
     pub constraints: Constraints,
     pub window_ms: f64,
@@ -253,6 +255,7 @@ pub fn run(req: &Request, plan: Plan, done: &(dyn Fn() + Sync)) -> Result<Advice
     Ok(Advice {
         job: req.job_name.clone(),
         platform: p.name.clone(),
+        platform_file: req.platform.file.display().to_string(),
         objective: req.objective,
         constraints: req.constraints,
         window_ms: req.window_ns as f64 / 1e6,

@@ -119,7 +119,7 @@ pub fn text(a: &Advice) -> String {
     ));
     s.push_str(&format!(
         "  irqlab run {} --platform {} {}\n",
-        a.job, a.platform, best.candidate.policy
+        a.job, a.platform_file, best.candidate.policy
     ));
     s.push_str(&format!("how sure: {}\n", a.confidence.summary()));
     if a.confidence.machine == 0 {

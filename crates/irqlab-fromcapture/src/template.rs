@@ -48,6 +48,8 @@ pub struct Template {
     pub virtualized: bool,
     /// The kind of each `[[devices]]` group, in order.
     pub group_kinds: Vec<DeviceKind>,
+    /// The kind tables used (`kinds/nvme.toml`, ...), with what each gave.
+    pub kinds_used: Vec<String>,
 }
 
 fn measured(machine: &str, cite: &str, quote: Option<String>, note: Option<String>) -> Provenance {
@@ -411,7 +413,19 @@ pub fn build(c: &Capture, platforms: &Path) -> Result<Template, FromCaptureError
         .chain(&virtio_used)
         .map(|d| d.kind)
         .collect();
+    let mut kinds_used = Vec::new();
+    if virtualized {
+        kinds_used.push("kinds/kvm-guest.toml (the guest's exits and injections)".to_string());
+    }
+    if !nvme_used.is_empty() {
+        kinds_used.push("kinds/nvme.toml (the NVMe devices)".into());
+        kinds_used.push("kinds/pcie-host.toml (root ports, their stack, DMA translation)".into());
+    }
+    if !virtio_used.is_empty() {
+        kinds_used.push("kinds/virtio-blk.toml (the VMM's side of virtio-blk)".into());
+    }
     Ok(Template {
+        kinds_used,
         group_kinds,
         doc,
         machine,
@@ -437,8 +451,13 @@ fn name_of(machine: &str) -> String {
             }
         })
         .collect();
-    let s = s.trim_matches('-').to_string();
-    let s: String = s.chars().take(64).collect();
+    let mut squeezed = String::new();
+    for ch in s.trim_matches('-').chars() {
+        if !(ch == '-' && squeezed.ends_with('-')) {
+            squeezed.push(ch);
+        }
+    }
+    let s: String = squeezed.chars().take(64).collect();
     if s.is_empty() { "captured".into() } else { s }
 }
 
@@ -741,6 +760,6 @@ mod tests {
         assert_eq!(pci_of_chip("IO-APIC"), None);
         assert_eq!(disk_of("nvme12n1"), "nvme12");
         assert_eq!(disk_of("vda"), "vda");
-        assert_eq!(name_of("vm (dev vm)"), "vm--dev-vm");
+        assert_eq!(name_of("vm (dev vm)"), "vm-dev-vm");
     }
 }

@@ -66,7 +66,9 @@ pub fn header(
     for tb in &t.tables {
         h.push(format!("  {}", tb.said()));
     }
-    h.push("  kinds/nvme.toml (the NVMe devices), kinds/pcie-host.toml (root ports, their stack, DMA translation)".into());
+    for k in &t.kinds_used {
+        h.push(format!("  {k}"));
+    }
     h.push("Devices (capture -> platform):".into());
     for d in &t.devices {
         h.push(format!("  {} -> {} ({})", d.capture, d.platform, d.file));
