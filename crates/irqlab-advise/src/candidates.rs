@@ -209,7 +209,7 @@ pub fn candidates(p: &Platform, jobs: &[JobSpec]) -> (Vec<Candidate>, Vec<Exclud
                     u32::from(time) * 100
                 ),
                 mainline: true,
-                costs: with(&["devices.*.coalesce_time_ns"]),
+                costs: with(&[]),
             });
         }
         out.push(Candidate {
