@@ -265,6 +265,10 @@ pub struct JobReport {
     pub sys_ns: u64,
     /// Voluntary plus involuntary context switches of the job's threads.
     pub ctx: u64,
+    /// Times the job's threads moved to another CPU, when the scheduler may move them
+    /// (a job without cpus_allowed in the simulator); fio reports none, so it is
+    /// printed under `x-irqlab` only.
+    pub migrations: Option<u64>,
     /// The job's measured window in ns (summed over the clones of a group, as fio's
     /// total_run_time).
     pub runtime_ns: u64,

@@ -58,9 +58,29 @@ pub struct CpuCosts {
     pub tick_ns: u64,
     /// CFS slice: a thread that ran this long is preempted at a tick if another waits.
     pub sched_slice_ns: u64,
-    /// The fair scheduler's wake-up rule: `cfs` (v2.6.23-v6.5) or `eevdf` (v6.6+).
+    /// The fair scheduler's wake-up rule: `cfs` (v2.6.23-v6.5) or `eevdf` (v6.6+). It
+    /// also picks the task placement rules (model/placement.rs): v5.3's with `cfs`,
+    /// v6.6's with `eevdf`.
     #[serde(default)]
     pub scheduler: Scheduler,
+    /// SMT: logical CPUs per core, whose numbers are consecutive (CPU c is on core
+    /// c / threads_per_core). The scheduler's SMT domain. 1: no SMT.
+    #[serde(default = "default_threads_per_core")]
+    pub threads_per_core: usize,
+    /// CPUs sharing a last-level cache, consecutive from CPU 0: the scheduler's MC
+    /// domain (sd_llc), where select_idle_sibling looks for an idle CPU and
+    /// cpus_share_cache holds. 0: every CPU shares one LLC.
+    #[serde(default)]
+    pub llc_cpus: usize,
+    /// CPUs of one NUMA node, consecutive from CPU 0 (a multiple of llc_cpus): the
+    /// scheduler's NUMA domain above the LLC, and the nodes managed interrupt affinity
+    /// spreads vectors over (`kernel.managed_irq_affinity = "spread"`). 0: one node.
+    #[serde(default)]
+    pub node_cpus: usize,
+}
+
+fn default_threads_per_core() -> usize {
+    1
 }
 
 /// Which fair scheduler the kernel runs (kernel/sched/fair.c).
@@ -128,6 +148,25 @@ pub struct KernelCosts {
     /// level (the work item runs, then Set Features 08h / modify_cq completes).
     #[serde(default = "default_moderation_program_ns")]
     pub moderation_program_ns: u64,
+    /// How a device's queues and vectors meet the CPUs (model/affinity.rs): `contiguous`
+    /// (CPU c submits to queue c x queues / cpus, each vector on its range's first
+    /// CPU) or `spread` (v5.3: irq_build_affinity_masks spreads the vectors per NUMA
+    /// node, blk_mq_pci_map_queues maps each CPU to the queue whose mask holds it, and
+    /// the vector goes to the CPU of its mask with the fewest managed vectors so far,
+    /// kernel/irq/matrix.c matrix_find_best_cpu_managed).
+    #[serde(default)]
+    pub managed_irq_affinity: ManagedAffinity,
+}
+
+/// How managed interrupt affinity places a device's queues and vectors.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ManagedAffinity {
+    /// Contiguous CPU ranges per queue, each vector on its range's first CPU.
+    #[default]
+    Contiguous,
+    /// The kernel's spreading per NUMA node and its vector matrix (v5.3).
+    Spread,
 }
 
 fn default_irq_am_nr_events() -> u16 {
@@ -611,6 +650,7 @@ impl Platform {
         if self.cpu.count == 0 || self.cpu.count > 4096 {
             return Err(format!("cpu.count = {} is not in 1..=4096", self.cpu.count));
         }
+        self.check_topology()?;
         if self.cpu.tick_hz == 0 || self.cpu.tick_hz > 100_000 {
             return Err(format!(
                 "cpu.tick_hz = {} is not in 1..=100000",
@@ -654,6 +694,36 @@ impl Platform {
                     rp.bytes_per_ns
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// SMT siblings, the LLC and the NUMA node nest: each a whole number of the one below.
+    fn check_topology(&self) -> Result<(), String> {
+        let c = &self.cpu;
+        if c.threads_per_core == 0 || c.threads_per_core > 8 {
+            return Err(format!(
+                "cpu.threads_per_core = {} is not in 1..=8",
+                c.threads_per_core
+            ));
+        }
+        let llc = if c.llc_cpus == 0 { c.count } else { c.llc_cpus };
+        if c.llc_cpus > c.count || !llc.is_multiple_of(c.threads_per_core) {
+            return Err(format!(
+                "cpu.llc_cpus = {} must be a multiple of cpu.threads_per_core = {} and at most cpu.count = {} (0: every CPU)",
+                c.llc_cpus, c.threads_per_core, c.count
+            ));
+        }
+        let node = if c.node_cpus == 0 {
+            c.count
+        } else {
+            c.node_cpus
+        };
+        if c.node_cpus > c.count || !node.is_multiple_of(llc) {
+            return Err(format!(
+                "cpu.node_cpus = {} must be a multiple of the LLC's {llc} CPUs and at most cpu.count = {} (0: one node)",
+                c.node_cpus, c.count
+            ));
         }
         Ok(())
     }

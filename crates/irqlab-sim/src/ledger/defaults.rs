@@ -39,6 +39,18 @@ const DEFAULTS: &[Default] = &[
         "kernel/sched/fair.c (EEVDF since v6.6)",
         "the fair scheduler of kernels since v6.6",
     ),
+    d("cpu.threads_per_core", Estimate, "absent: no SMT siblings"),
+    d(
+        "cpu.llc_cpus",
+        Estimate,
+        "absent: every CPU shares one last-level cache",
+    ),
+    d("cpu.node_cpus", Estimate, "absent: one NUMA node"),
+    d(
+        "kernel.managed_irq_affinity",
+        Estimate,
+        "absent: contiguous CPU ranges per queue, each vector on its range's first CPU",
+    ),
     d(
         "kernel.complete_io_ns",
         Estimate,

@@ -8,7 +8,7 @@ use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, StackId, ThreadId, Vec
 use super::state::*;
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
-use crate::platform::Platform;
+use crate::platform::{ManagedAffinity, Platform};
 use crate::rng::{ServiceTime, Stream};
 use crate::{SimError, SimOptions};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
@@ -225,6 +225,10 @@ pub(crate) fn new_cpu(
         ipi_inflight: false,
         hrtimer_wake: Vec::new(),
         blk_done: Vec::new(),
+        idle_wakee: Wakee::default(),
+        // Idle since boot.
+        idle_stamp: 1,
+        avg_idle: super::placement::AVG_IDLE_MAX,
         stats: CpuStats::default(),
     }
 }
@@ -247,6 +251,8 @@ pub(crate) struct Machine {
     pub devices: Vec<Device>,
     pub queues: Vec<Queue>,
     pub vectors: Vec<Vector>,
+    /// Managed vectors activated on each CPU so far (the vector matrix).
+    pub managed: Vec<u32>,
 }
 
 /// The platform's costs of `engine` (None for fio's null engine, which makes no syscall).
@@ -268,6 +274,9 @@ struct JobClone {
     cpu: usize,
     devices: Vec<usize>,
     polled: bool,
+    /// cpus_allowed given: the clone runs on `cpu` only. Without it the scheduler
+    /// places it (model/placement.rs).
+    pinned: bool,
     /// init.c add_job: the reporting group (stonewall and new_group start one).
     groupid: u32,
     /// backend.c run_threads: a stonewall job waits for every job above it.
@@ -316,16 +325,26 @@ pub(crate) fn build<'a, O: Observer>(
         cpus: (0..p.cpu.count)
             .map(|c| new_cpu(c, p, &inp.costs, policy.delivery, gsim.as_ref()))
             .collect(),
+        managed: vec![0; p.cpu.count],
         ..Machine::default()
     };
     let queue_of = add_devices(&inp, &clones, &mut m)?;
     super::target::add_targets(&inp, gsim.as_ref(), &mut m)?;
     let (jobs, waves) = add_jobs(specs, &inp, &clones, &queue_of, window_start, &mut m)?;
     super::virtio::check_depths(&jobs, &inp, &m)?;
-    check_queue_depths(&jobs, &inp, &m)?;
+    check_queue_depths(&jobs, &clones, &inp, &m)?;
     add_ksoftirqds(&mut m);
     let stop_at = stop_at(&waves, &jobs);
     let fio = fio_run(specs, &clones, waves, m.devices.len());
+    let topo = super::topo::Topology::new(&p.cpu);
+    // Placement is on when a job may move; a run of pinned jobs keeps no such state.
+    let place = clones.iter().any(|c| !c.pinned).then(|| {
+        let llcs = p.cpu.count.div_ceil(topo.llc_size(0));
+        Box::new(super::placement::Placement::new(
+            super::placement::Rules::of(p.cpu.scheduler),
+            llcs,
+        ))
+    });
     Ok(Sim {
         now: 0,
         q: EventQueue::new(),
@@ -363,6 +382,9 @@ pub(crate) fn build<'a, O: Observer>(
         merged_events: 0,
         gsim,
         fio,
+        topo,
+        place,
+        queue_map: queue_of,
         obs,
     })
 }
@@ -392,6 +414,7 @@ fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimE
                 .or(per_clone.first())
                 .cloned()
                 .unwrap_or_default();
+            let pinned = s.clone_cpus(k).is_some();
             let cpu = match s.clone_cpus(k) {
                 Some(set) => set[k as usize % set.len()],
                 None => {
@@ -405,6 +428,7 @@ fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimE
                 cpu,
                 devices: devices.clone(),
                 polled,
+                pinned,
                 groupid: groups[si],
                 wave: waves[si],
             });
@@ -609,6 +633,7 @@ fn add_jobs(
         }
         m.threads.push(Thread {
             start_runnable: starts_now,
+            pinned: c.pinned,
             ..Thread::new(ThreadKind::Job(JobId::new(ji)), CpuId::new(c.cpu))
         });
         let thread = ThreadId::new(m.threads.len() - 1);
@@ -656,6 +681,7 @@ fn new_job(
         submitter,
         usr_io,
         queues,
+        devices: c.devices.iter().map(|&d| DeviceId::new(d)).collect(),
         next_file: 0,
         iodepth,
         batch_submit: batch_submit.max(1),
@@ -685,15 +711,26 @@ fn new_job(
         usr: 0,
         sys: 0,
         ctx: 0,
+        migrations: 0,
         depth_level: [0; 7],
         fio: Box::new(fio),
     }
 }
 
-/// Every queue has room for what its jobs may have in flight (one entry stays free).
-fn check_queue_depths(jobs: &[Job], inp: &Inputs<'_>, m: &Machine) -> Result<(), SimError> {
+/// Every queue has room for what its pinned jobs may have in flight (one entry stays
+/// free). A job the scheduler moves may find a queue's tags taken and sleeps for one
+/// (job.rs, blk_mq_get_tag).
+fn check_queue_depths(
+    jobs: &[Job],
+    clones: &[JobClone],
+    inp: &Inputs<'_>,
+    m: &Machine,
+) -> Result<(), SimError> {
     let mut depth = vec![0u64; m.queues.len()];
-    for job in jobs {
+    for (job, c) in jobs.iter().zip(clones) {
+        if !c.pinned {
+            continue;
+        }
         for &q in &job.queues {
             depth[q.ix()] += u64::from(job.iodepth);
         }
@@ -907,8 +944,8 @@ fn new_device(
 }
 
 /// One set of device `d`'s queues (set 0: interrupt-driven, each with its MSI-X
-/// vector; set 1: polled, none), mapped as blk_mq_map_queues does: CPU c uses queue
-/// c × nq / ncpu, contiguous ranges. Returns each CPU's queue.
+/// vector; set 1: polled, none), each CPU mapped to one and each vector given its CPU
+/// by `kernel.managed_irq_affinity` (model/affinity.rs). Returns each CPU's queue.
 fn add_queue_set(
     inp: &Inputs<'_>,
     g: &crate::platform::DeviceGroup,
@@ -928,16 +965,23 @@ fn add_queue_set(
     };
     let name = &inp.names[d];
     let first_q = m.queues.len();
+    // Polled queues have no vectors: blk_mq_map_queues' ranges.
+    let layout = match (set, p.kernel.managed_irq_affinity) {
+        (0, ManagedAffinity::Spread) => {
+            super::affinity::spread(g, ncpu, nq, p.cpu.node_cpus, &mut m.managed)
+        }
+        _ => super::affinity::contiguous(g, ncpu, nq),
+    };
     for q in 0..nq {
         let qid = (set * nq + q + 1) as u16;
         let qp = QueuePair::new(qid, qid, g.queue_depth)
             .map_err(|e| SimError::Platform(format!("device {name}: {e}")))?;
-        let cpus_here = (0..ncpu).filter(|&c| c * nq / ncpu == q).count();
+        let cpus_here = layout.cpu_queue.iter().filter(|&&x| x == q).count();
         let vector = if set == 0 {
             let spec = VectorSpec {
                 name: format!("{name}q{}", q + 1),
                 queue: QueueId::new(first_q + q),
-                cpu: irq_cpu(g, q, nq, ncpu),
+                cpu: layout.vector_cpu[q],
                 rule: g.msi_rule(),
                 group: g,
                 rescue_thread: policy.flood_detection && cpus_here > 1,
@@ -961,21 +1005,11 @@ fn add_queue_set(
             )
         });
     }
-    Ok((0..ncpu)
-        .map(|c| QueueId::new(first_q + c * nq / ncpu))
+    Ok(layout
+        .cpu_queue
+        .iter()
+        .map(|&q| QueueId::new(first_q + q))
         .collect())
-}
-
-/// Managed affinity: a queue's vector goes to the first CPU of its range; with
-/// vectors_per_cpu = k, to that of the first queue of its group of k (or the group's
-/// fixed irq_cpu).
-fn irq_cpu(g: &crate::platform::DeviceGroup, q: usize, nq: usize, ncpu: usize) -> usize {
-    let home = match g.vectors_per_cpu {
-        0 => q,
-        k => q / k * k,
-    };
-    g.irq_cpu
-        .unwrap_or_else(|| (0..ncpu).find(|&c| c * nq / ncpu == home).unwrap_or(0))
 }
 
 // ---------------------------------------------------------------- vectors

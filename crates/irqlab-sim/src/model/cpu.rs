@@ -25,14 +25,18 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// A step boundary: the time since the last one is owed to the CPU's kind of slice
-    /// and to the thread that owns it now. Owed time is charged (`settle`) only when the
-    /// kind or the owner changes, or before someone reads the charges (the scheduler's
-    /// vruntimes, GSIM's hardirq time, the window's edges): the sums are what charging
-    /// at every step gives.
+    /// and to the thread that owned the CPU during it (`owed_to`: the owner at the last
+    /// boundary; a thread that blocks, exits, yields or is preempted at the end of its
+    /// step gives the CPU up before the next boundary, and that step is still its own).
+    /// Owed time is charged (`settle`) only when the kind or the owner changes, or before
+    /// someone reads the charges (the scheduler's vruntimes, GSIM's hardirq time, the
+    /// window's edges): the sums are what charging at every step gives.
     #[inline(always)]
     fn mark(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
         if cpu.owed_to != cpu.current {
+            // The step that just ended was the previous owner's.
+            cpu.acct_mark = self.now;
             self.settle(c);
             let cpu = &mut self.cpus[c];
             cpu.owed_to = cpu.current;
@@ -429,7 +433,7 @@ impl<O: Observer> Sim<'_, O> {
         };
         if budget_left > 0 && self.queues[q].qp.cqe_pending() {
             let mut list = std::mem::take(&mut self.cpus[c].reaping);
-            let n = self.poll_queue(q, budget_left, &mut list);
+            let n = self.poll_queue(c, q, budget_left, &mut list);
             self.cpus[c].reaping = list;
             self.cpus[c].irq.reaped += n;
             let ns = self.handler_work_ns(q, n);
@@ -720,7 +724,7 @@ impl<O: Observer> Sim<'_, O> {
     fn irq_poll_call(&mut self, c: usize, v: VectorId, weight: u32) -> u64 {
         let q = self.vectors[v.ix()].queue.ix();
         let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
-        let n = self.poll_queue(q, weight, &mut list);
+        let n = self.poll_queue(c, q, weight, &mut list);
         self.cpus[c].soft_reaping = list;
         self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
         let has_db = self.queues[q].doorbell;
@@ -774,9 +778,16 @@ impl<O: Observer> Sim<'_, O> {
 
     // ---------------------------------------------------------------- reaping
 
-    /// nvme_poll_cq on queue `q` with a budget: pops visible CQEs (phase tags), frees their
-    /// tags, and appends the I/Os to `out`. Returns how many.
-    pub(crate) fn poll_queue(&mut self, q: usize, budget: u32, out: &mut Vec<IoId>) -> u32 {
+    /// nvme_poll_cq on queue `q` by CPU `c` with a budget: pops visible CQEs (phase tags),
+    /// frees their tags (waking a job asleep for one), and appends the I/Os to `out`.
+    /// Returns how many.
+    pub(crate) fn poll_queue(
+        &mut self,
+        c: usize,
+        q: usize,
+        budget: u32,
+        out: &mut Vec<IoId>,
+    ) -> u32 {
         let queue = &mut self.queues[q];
         let tags = &mut queue.tags;
         let free = &mut queue.free_tags;
@@ -788,6 +799,13 @@ impl<O: Observer> Sim<'_, O> {
             out.push(io);
         });
         queue.completions += u64::from(n);
+        if n > 0 && !self.queues[q].tag_waiters.is_empty() {
+            // blk_mq_put_tag → sbitmap_queue_clear wakes the tag's waiters.
+            let waiters = std::mem::take(&mut self.queues[q].tag_waiters);
+            for t in waiters {
+                self.wake_thread(t.ix(), Some(c));
+            }
+        }
         n
     }
 
@@ -1038,7 +1056,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         if self.queues[q].qp.cqe_pending() {
             let mut list = std::mem::take(&mut self.threads[t].reaping);
-            let n = self.poll_queue(q, u32::MAX, &mut list);
+            let n = self.poll_queue(c, q, u32::MAX, &mut list);
             self.threads[t].reaping = list;
             self.threads[t].wakeups += n;
             return ThreadStep::Run {

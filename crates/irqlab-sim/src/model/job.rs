@@ -74,8 +74,20 @@ impl<O: Observer> Sim<'_, O> {
                     }
                     Some(ThreadStep::sys(ns))
                 }
-                JobPhase::Submit { k } => {
-                    self.submit_batch(j, k);
+                JobPhase::Submit { k } | JobPhase::TagWait { k } => {
+                    let sent = self.submit_batch(j, k);
+                    if sent < k {
+                        // blk_mq_get_tag: no tag free on the next queue; sleep until
+                        // one is (a job the scheduler moved may find its new queue full).
+                        // What went was committed (blk_mq_commit_rqs), kicked if asked.
+                        if let Some(ns) = self.kick_step(j) {
+                            self.kick_done(j);
+                            self.jobs[j].phase = JobPhase::TagWait { k: k - sent };
+                            return ThreadStep::sys(ns);
+                        }
+                        self.jobs[j].phase = JobPhase::TagWait { k: k - sent };
+                        return ThreadStep::Block;
+                    }
                     // virtio-blk: the notify exit, when the batch asked for a kick.
                     if let Some(ns) = self.kick_step(j) {
                         self.jobs[j].phase = JobPhase::Kick;
@@ -364,28 +376,50 @@ impl<O: Observer> Sim<'_, O> {
         job.usr = 0;
         job.sys = 0;
         job.ctx = 0;
+        job.migrations = 0;
         job.depth_level = [0; 7];
         job.fio.reset_window(now);
     }
 
     /// The submit call ends: the SQEs are in the SQ and the doorbell is written
-    /// (bd->last), so the controller fetches them after the MMIO flight.
-    fn submit_batch(&mut self, j: usize, k: u32) {
+    /// (bd->last), so the controller fetches them after the MMIO flight. Returns how
+    /// many of the batch's `k` went; the rest wait for a tag of their queue.
+    fn submit_batch(&mut self, j: usize, k: u32) -> u32 {
         let now = self.now;
         if self.jobs[j].engine == IoEngine::Null {
             self.complete_null(j, k);
-            return;
+            return k;
         }
         // The queues this batch rang, and how many SQEs each fetch brings.
         let mut touched: [(Option<QueueId>, u32); 4] = [(None, 0); 4];
+        let mut sent = 0;
         for i in 0..k {
             let job = &mut self.jobs[j];
             let q = job.queues[job.next_file];
+            // The tag set holds one entry less than the ring (nvme: q_depth - 1).
+            if self.queues[q.ix()].free_tags.len() <= 1 {
+                let t = self.jobs[j].thread;
+                self.queues[q.ix()].tag_waiters.push(t);
+                break;
+            }
+            let job = &mut self.jobs[j];
             job.next_file = (job.next_file + 1) % job.queues.len();
             let next_q = job.queues[job.next_file];
             let planned = job.fio.batch[i as usize];
-            // Each POSIX aio helper thread's pread is a submission of its own.
-            let last = i + 1 == k || next_q != q || job.engine == IoEngine::PosixAio;
+            // Each POSIX aio helper thread's pread is a submission of its own. A request
+            // after which the next finds no tag ends the dispatch too: blk-mq then calls
+            // the driver's commit_rqs (virtio_commit_rqs kicks), as bd->last would.
+            let next_starved = i + 1 < k && {
+                let taken = usize::from(next_q == q);
+                self.queues[next_q.ix()]
+                    .free_tags
+                    .len()
+                    .saturating_sub(taken)
+                    <= 1
+            };
+            let last =
+                i + 1 == k || next_q != q || job.engine == IoEngine::PosixAio || next_starved;
+            sent += 1;
             if !self.queue_command(j, q, planned, last) {
                 continue;
             }
@@ -402,6 +436,11 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         let job = &mut self.jobs[j];
+        if sent < k {
+            // What is left of the batch goes when a tag is free.
+            job.fio.batch.drain(..sent as usize);
+        }
+        let k = sent;
         job.outstanding += k;
         job.issued += u64::from(k);
         job.fio.issues += u64::from(k);
@@ -417,6 +456,7 @@ impl<O: Observer> Sim<'_, O> {
             job.fio.submit_hist[calls_bucket(k)] += 1;
             job.fio.submit_calls += 1;
         }
+        sent
     }
 
     /// fio's null engine (engines/null.c): the batch is queued and completed at once, with
@@ -551,7 +591,8 @@ impl<O: Observer> Sim<'_, O> {
             if locked_out || !queue.qp.cqe_pending() {
                 continue;
             }
-            let got = self.poll_queue(q, u32::MAX, &mut list);
+            let c = self.threads[t].cpu.ix();
+            let got = self.poll_queue(c, q, u32::MAX, &mut list);
             n += got;
             ns += u64::from(got) * self.queues[q].reap_ns();
             self.ring_cq_doorbell(q);

@@ -11,6 +11,8 @@
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
 
+mod affinity;
+mod balance;
 mod budget;
 mod build;
 mod cpu;
@@ -21,10 +23,13 @@ mod guest;
 pub(crate) mod ids;
 mod job;
 mod parts;
+mod pelt;
+mod placement;
 mod report;
 mod sched;
 mod state;
 mod target;
+mod topo;
 mod virtio;
 mod virtio_host;
 

@@ -33,6 +33,7 @@ impl<O: Observer> Sim<'_, O> {
             job.usr = 0;
             job.sys = 0;
             job.ctx = 0;
+            job.migrations = 0;
             job.depth_level = [0; 7];
             job.fio.reset_window(now);
         }
@@ -120,10 +121,12 @@ impl<O: Observer> Sim<'_, O> {
         };
         let window_start = self.window_start;
         let window_end = self.window_end;
+        let threads = &self.threads;
         let jobs: Vec<JobReport> = self
             .jobs
             .iter_mut()
             .map(|j| {
+                let movable = !threads[j.thread.ix()].pinned;
                 // A job still running when the run was stopped (Ctrl-C, the time limit)
                 // ran until the window closed.
                 let end = if j.finished_at == 0 && j.fio.started {
@@ -154,6 +157,7 @@ impl<O: Observer> Sim<'_, O> {
                     usr_ns: j.usr,
                     sys_ns: j.sys,
                     ctx: j.ctx,
+                    migrations: movable.then_some(j.migrations),
                     runtime_ns,
                     iodepth_level: j.depth_level,
                     iodepth_submit: f.submit_hist,
@@ -322,6 +326,11 @@ impl<O: Observer> Sim<'_, O> {
         };
         if self.interrupted {
             extra.push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+        }
+        if self.place.is_some() {
+            // Moves of the jobs the scheduler places (perf's cpu-migrations of fio).
+            let moved: u64 = self.jobs.iter().map(|j| j.migrations).sum();
+            extra.push(("migrations".into(), moved as f64));
         }
         extra.push(("softirq_invocations".into(), soft(&|s| s.invocations)));
         extra.push(("softirq_restarts".into(), soft(&|s| s.restarts)));

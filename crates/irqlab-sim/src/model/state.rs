@@ -273,6 +273,11 @@ pub(crate) struct Cpu {
     pub hrtimer_wake: Vec<ThreadId>,
     /// blk-mq's per-CPU blk_cpu_done list: requests BLOCK_SOFTIRQ will complete.
     pub blk_done: Vec<IoId>,
+    /// The idle task's record_wakee state (it is `current` of an idle CPU's interrupts).
+    pub idle_wakee: Wakee,
+    /// rq->idle_stamp (when the CPU last went idle; 0: busy since) and rq->avg_idle.
+    pub idle_stamp: u64,
+    pub avg_idle: u64,
     pub stats: CpuStats,
 }
 
@@ -345,7 +350,12 @@ pub(crate) enum TState {
 
 pub(crate) struct Thread {
     pub kind: ThreadKind,
+    /// Where it runs or last ran (task_cpu).
     pub cpu: CpuId,
+    /// nr_cpus_allowed == 1: kernel threads, and jobs with cpus_allowed (each clone on
+    /// one CPU). A job without cpus_allowed may run on any CPU, placed by
+    /// select_task_rq_fair (model/placement.rs).
+    pub pinned: bool,
     pub state: TState,
     /// Virtual run time (nice 0: run time itself), ns.
     pub vruntime: u64,
@@ -363,6 +373,23 @@ pub(crate) struct Thread {
     pub wakeups: u32,
     /// irq thread: the step running is the batch completion after the doorbell.
     pub completing: bool,
+    /// Its load and utilisation (kept only while some thread can move).
+    pub pelt: super::pelt::Pelt,
+    /// The wake-up partners it has had (record_wakee), and p->recent_used_cpu.
+    pub wakee: Wakee,
+    /// When it last ran (se.exec_start as task_hot reads it), while placement is on.
+    pub ran_at: u64,
+}
+
+/// What record_wakee keeps in a task (kernel/sched/fair.c): how often the task, as
+/// `current`, woke a different task than the last one, halved once a second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Wakee {
+    pub flips: u32,
+    pub decay_ts: u64,
+    pub last: Option<ThreadId>,
+    /// p->recent_used_cpu.
+    pub recent_used_cpu: usize,
 }
 
 impl Thread {
@@ -377,6 +404,7 @@ impl Thread {
         Thread {
             kind,
             cpu,
+            pinned: true,
             state: TState::Blocked,
             vruntime: 0,
             left: 0,
@@ -388,6 +416,9 @@ impl Thread {
             reaping: Vec::new(),
             wakeups: 0,
             completing: false,
+            pelt: super::pelt::Pelt::steady(false),
+            wakee: Wakee::default(),
+            ran_at: 0,
         }
     }
 }
@@ -443,6 +474,10 @@ pub(crate) enum JobPhase {
     Poll,
     PollReap,
     HybridSleep,
+    /// Asleep in blk_mq_get_tag with `k` I/Os of its batch still to submit.
+    TagWait {
+        k: u32,
+    },
     /// thinktime_spin: burning CPU, then sleeping `sleep_ns`.
     ThinkSpin {
         sleep_ns: u64,
@@ -487,8 +522,10 @@ pub(crate) struct Job {
     /// work per I/O (0 with a device submitter).
     pub submitter: Option<crate::platform::SyscallCosts>,
     pub usr_io: u64,
-    /// Queues the job's files map to (round robin per I/O).
+    /// Queues the job's files map to from its CPU (round robin per I/O).
     pub queues: Vec<QueueId>,
+    /// The devices its files name, in order (a moved job's queues are remapped).
+    pub devices: Vec<DeviceId>,
     pub next_file: usize,
     pub iodepth: u32,
     pub batch_submit: u32,
@@ -517,6 +554,8 @@ pub(crate) struct Job {
     pub usr: u64,
     pub sys: u64,
     pub ctx: u64,
+    /// Times its thread moved to another CPU (perf's migrations; fio has no field).
+    pub migrations: u64,
     pub depth_level: [u64; 7],
     /// fio's job state beyond the queue (model/fio_job.rs).
     pub fio: Box<super::fio_job::FioJob>,
@@ -599,6 +638,8 @@ pub(crate) struct Queue {
     pub cq_locked: bool,
     /// Threads spinning on this queue.
     pub spinners: Vec<ThreadId>,
+    /// Jobs asleep in blk_mq_get_tag until one of this queue's tags is freed.
+    pub tag_waiters: Vec<ThreadId>,
     /// NVMe over RDMA, host side: the target CQ this queue's commands arrive on.
     pub target: Option<QueueId>,
     /// Target side: a completed entry is a command to answer (model/target.rs), and the
@@ -628,6 +669,7 @@ impl Queue {
             shared: false,
             cq_locked: false,
             spinners: Vec::new(),
+            tag_waiters: Vec::new(),
             target: None,
             local_irq_ns: None,
             completions: 0,
@@ -826,6 +868,12 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub gsim: Option<irqlab_core::gsim::GsimGlobal>,
     /// Stonewall waves, disk accounting and global options (model/fio_job.rs).
     pub fio: super::fio_job::FioRun,
+    /// The sched domains (model/topo.rs).
+    pub topo: super::topo::Topology,
+    /// Task placement's state (model/placement.rs), when some job may move.
+    pub place: Option<Box<super::placement::Placement>>,
+    /// Per device, per queue set (interrupt-driven, polled): each CPU's queue.
+    pub queue_map: Vec<[Vec<QueueId>; 2]>,
     pub obs: &'a mut O,
 }
 

@@ -277,7 +277,7 @@ impl<O: Observer> Sim<'_, O> {
             let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
             if vq.ring.more_used() {
                 let mut list = std::mem::take(&mut self.cpus[c].reaping);
-                let n = self.poll_queue(q, u32::MAX, &mut list);
+                let n = self.poll_queue(c, q, u32::MAX, &mut list);
                 let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
                 for _ in 0..n {
                     let took = vq.ring.get_buf();
