@@ -3,7 +3,9 @@
 //! are refitted on their other pins alone (Nelder–Mead within their ledger ranges, the
 //! same evaluation tasks as `calibrate`), and E's figures are predicted with the refitted
 //! values. A figure whose scenario takes a parameter pinned only by E's own figures is
-//! not cross-validated; a figure whose scenario takes no parameter that E pins is a
+//! not cross-validated, unless the figure does not move when that parameter goes from
+//! one end of its ledger range to the other (by at most [`UNMOVED_PCT`]): then it does
+//! not rest on it. A figure whose scenario takes no parameter that E pins is a
 //! prediction already (in sample = out of sample).
 
 use crate::CalibError;
@@ -16,6 +18,13 @@ use irqlab_sim::ledger::{self, Entry, Origin, Resolved, Scalar, SourceKind, cycl
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
+
+/// A figure that moves by at most this much (percent of its in-sample value) when a
+/// parameter goes to either end of its ledger range does not rest on that parameter:
+/// a C1 posted row does not use the remapped path's stack time, a polled row no
+/// interrupt cost. Above the model's run-to-run jitter when a parameter that does not
+/// bind moves (a fraction of a percent).
+pub const UNMOVED_PCT: f64 = 1.0;
 
 /// What a figure's out-of-sample value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -50,9 +59,13 @@ pub struct CvRow {
     /// None when not cross-validated (or its scenario could not run).
     pub out_of_sample: Option<f64>,
     pub status: Status,
-    /// Refitted: the refitted values (`spr-gen5:iommu.post_ns=88`); not cross-validated:
+    /// Refitted: the refitted values (`spr-gen5:uncore.pid_ns=88`); not cross-validated:
     /// the parameters pinned only by this experiment.
     pub parameters: Vec<String>,
+    /// Parameters pinned only by this experiment that its scenario takes but that do
+    /// not move the figure across their range ([`UNMOVED_PCT`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmoved: Vec<String>,
 }
 
 /// One refit: an experiment left out.
@@ -91,7 +104,7 @@ type Figure = (usize, String);
 
 /// A fitted parameter: one ledger entry and the parts that share it.
 struct FitParam {
-    /// `spr-gen5:iommu.deliver_ns`, `cpus/golden-cove:cpu.irq_entry_ns`.
+    /// `spr-gen5:uncore.ubox_ns`, `cpus/golden-cove:cpu.irq_entry_ns`.
     label: String,
     entry: Entry,
     keys: Vec<String>,
@@ -302,8 +315,61 @@ fn values(
     out
 }
 
+/// Which (figure, parameter) pairs move: the figure changes by more than
+/// [`UNMOVED_PCT`] when the parameter (an index into `alone`) sits at either end of its
+/// range, the others at their values. One batch of evaluations: each scenario that
+/// takes a parameter, at both ends.
+fn moving(
+    world: &mut World<'_>,
+    eval: &mut dyn Evaluator,
+    alone: &[&FitParam],
+    taken: &BTreeMap<Figure, Vec<usize>>,
+    in_value: &BTreeMap<Figure, f64>,
+) -> BTreeSet<(Figure, usize)> {
+    // (scenario, parameter) pairs to try, with the metrics wanted of the scenario.
+    let mut pairs: BTreeMap<(usize, usize), Vec<String>> = BTreeMap::new();
+    for (f, ks) in taken {
+        for &k in ks {
+            pairs.entry((f.0, k)).or_default().push(f.1.clone());
+        }
+    }
+    let mut tasks = Vec::new();
+    let mut order = Vec::new();
+    for ((i, k), metrics) in &pairs {
+        let groups: BTreeMap<usize, Vec<String>> = [(*i, metrics.clone())].into();
+        for end in [alone[*k].lo, alone[*k].hi] {
+            tasks.extend(world.tasks(&groups, &[alone[*k]], &[end]));
+            order.push((*i, *k, metrics.clone()));
+        }
+    }
+    let results = if tasks.is_empty() {
+        Vec::new()
+    } else {
+        eval.evaluate(&tasks)
+    };
+    let mut out = BTreeSet::new();
+    for ((i, k, metrics), r) in order.into_iter().zip(results) {
+        for (m, metric) in metrics.iter().enumerate() {
+            let fig = (i, metric.clone());
+            let base = in_value.get(&fig).copied().unwrap_or(f64::NAN);
+            let v = r.as_ref().and_then(|v| v.get(m).copied());
+            let moves = match v {
+                Some(v) if base.is_finite() && base != 0.0 => {
+                    ((v - base) / base).abs() * 100.0 > UNMOVED_PCT
+                }
+                // A run that fails, or a zero figure, counts as moved.
+                _ => true,
+            };
+            if moves {
+                out.insert((fig, k));
+            }
+        }
+    }
+    out
+}
+
 /// Leaves each selected experiment out in turn; `evaluated(n)` is called after each
-/// batch of `n` evaluations (the in-sample run is one).
+/// batch of `n` evaluations (the in-sample run is one, each sensitivity check one).
 pub fn cross_validate(
     all: &[Scenario],
     spec: &CvSpec,
@@ -353,14 +419,30 @@ pub fn cross_validate(
         let (refit, alone): (Vec<&FitParam>, Vec<&FitParam>) = pinned
             .into_iter()
             .partition(|p| p.figures.iter().any(|f| !own.contains(f)));
+        // The parameters pinned only by E that each figure's scenario takes, less those
+        // the figure does not move with.
+        let taken: BTreeMap<Figure, Vec<usize>> = own
+            .iter()
+            .map(|f| {
+                let ix = (0..alone.len())
+                    .filter(|&k| world.uses(f.0, alone[k]))
+                    .collect();
+                (f.clone(), ix)
+            })
+            .collect();
+        let moved = moving(&mut world, eval, &alone, &taken, &in_value);
+        evaluated(1);
         // Each figure's status from the parameters its scenario takes.
-        let mut status: BTreeMap<Figure, (Status, Vec<String>)> = BTreeMap::new();
+        let mut status: BTreeMap<Figure, (Status, Vec<String>, Vec<String>)> = BTreeMap::new();
         for f in &own {
-            let lone: Vec<String> = alone
-                .iter()
-                .filter(|p| world.uses(f.0, p))
-                .map(|p| p.label.clone())
-                .collect();
+            let (mut lone, mut unmoved) = (Vec::new(), Vec::new());
+            for &k in &taken[f] {
+                if moved.contains(&(f.clone(), k)) {
+                    lone.push(alone[k].label.clone());
+                } else {
+                    unmoved.push(alone[k].label.clone());
+                }
+            }
             let st = if !lone.is_empty() {
                 Status::NotCrossValidated
             } else if refit.iter().any(|p| world.uses(f.0, p)) {
@@ -368,11 +450,11 @@ pub fn cross_validate(
             } else {
                 Status::Predicted
             };
-            status.insert(f.clone(), (st, lone));
+            status.insert(f.clone(), (st, lone, unmoved));
         }
         let need: BTreeSet<Figure> = status
             .iter()
-            .filter(|(_, (s, _))| *s == Status::Refitted)
+            .filter(|(_, (s, _, _))| *s == Status::Refitted)
             .map(|(f, _)| f.clone())
             .collect();
         let mut predicted: BTreeMap<Figure, Option<f64>> = BTreeMap::new();
@@ -446,7 +528,7 @@ pub fn cross_validate(
             }
             for t in &s.targets {
                 let fig = (i, t.metric.to_string());
-                let (st, lone) = status[&fig].clone();
+                let (st, lone, unmoved) = status[&fig].clone();
                 let in_v = in_value[&fig];
                 let (out, parameters) = match st {
                     Status::Predicted => (Some(in_v), Vec::new()),
@@ -464,6 +546,7 @@ pub fn cross_validate(
                     out_of_sample: out.filter(|v| v.is_finite()),
                     status: st,
                     parameters,
+                    unmoved,
                 });
             }
         }

@@ -15,11 +15,34 @@ fn out_err(r: &CvRow) -> Option<f64> {
 }
 
 fn basis(r: &CvRow) -> String {
-    match r.status {
+    let base = match r.status {
         Status::Predicted => "prediction".to_string(),
         Status::Refitted => format!("refit: {}", r.parameters.join(", ")),
         Status::NotCrossValidated => "not cross-validated".to_string(),
+    };
+    if r.unmoved.is_empty() || r.status == Status::NotCrossValidated {
+        base
+    } else {
+        format!("{base}; unmoved by {}", r.unmoved.join(", "))
     }
+}
+
+/// The parameters pinned only by experiment `exp`'s figures that some of its figures
+/// do not move with, and how many figures that frees.
+fn unmoved(rows: &[CvRow], exp: &str) -> (Vec<String>, usize) {
+    let freed: Vec<&CvRow> = rows
+        .iter()
+        .filter(|r| {
+            r.experiment == exp && r.status != Status::NotCrossValidated && !r.unmoved.is_empty()
+        })
+        .collect();
+    let mut v: Vec<String> = freed
+        .iter()
+        .flat_map(|r| r.unmoved.iter().cloned())
+        .collect();
+    v.sort();
+    v.dedup();
+    (v, freed.len())
 }
 
 /// `p:a, p:b, q:c` as `p: a, b; q: c`.
@@ -121,6 +144,16 @@ pub fn text(report: &CvReport) -> String {
                 grouped(&l)
             ));
         }
+        let (u, n) = unmoved(&report.rows, e);
+        if n > 0 {
+            out.push_str(&format!(
+                "{e}: {n} figure{} unmoved across the range of {} (within {}%), cross-validated without {}\n",
+                if n == 1 { "" } else { "s" },
+                grouped(&u),
+                crate::crossval::UNMOVED_PCT,
+                if u.len() == 1 { "it" } else { "them" }
+            ));
+        }
     }
     for f in &report.refits {
         out.push_str(&format!(
@@ -210,6 +243,7 @@ pub fn json(report: &CvReport) -> serde_json::Value {
             "out_of_sample_error_pct": out_err(r),
             "status": r.status.as_str(),
             "parameters": r.parameters,
+            "unmoved": r.unmoved,
         })).collect::<Vec<_>>(),
         "refits": report.refits,
         "summary": summary(report).lines().collect::<Vec<_>>(),
@@ -230,6 +264,7 @@ mod tests {
             out_of_sample: out,
             status,
             parameters: params.iter().map(|s| s.to_string()).collect(),
+            unmoved: Vec::new(),
         }
     }
 

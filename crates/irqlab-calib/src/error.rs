@@ -79,7 +79,7 @@ impl fmt::Display for CalibError {
             ),
             CalibError::Param { spec, why } => write!(
                 f,
-                "--param '{spec}': {why}; expected KEY=LO..HI, e.g. iommu.notify_ns=50..400, or KEY with a range in the platform's ledger"
+                "--param '{spec}': {why}; expected KEY=LO..HI, e.g. uncore.stack_rtt_ns=50..400, or KEY with a range in the platform's ledger"
             ),
             CalibError::TooFewEvals { max_evals, params } => write!(
                 f,

@@ -66,6 +66,7 @@ pub fn explain(r: &Resolved) -> Vec<Explained> {
     }
     // The keys that choose and scale the tables lead their sections.
     for (key, section) in [
+        ("uncore.model", "uncore."),
         ("kernel.version", "kernel."),
         ("cpu.ghz", "cpu."),
         ("cpu.model", "cpu."),
@@ -214,6 +215,7 @@ pub fn text(r: &Resolved, rows: &[Explained]) -> String {
                     .unwrap_or_default()
             ),
             TableKind::Kernel => format!("kernel.version = \"{}\"", t.selected_by),
+            TableKind::Uncore => format!("uncore.model = \"{}\"", t.selected_by),
         };
         out.push_str(&format!(
             "  {what}: table {}/{} ({})\n",
@@ -386,29 +388,33 @@ mod tests {
         let entry = rows.iter().find(|x| x.key == "cpu.irq_entry_ns").unwrap();
         assert_eq!(
             (entry.value.as_str(), entry.cycles, entry.origin.as_str()),
-            ("75", Some(285), "cpus/golden-cove")
+            ("145", Some(550), "cpus/golden-cove")
         );
         let v = rows.iter().position(|x| x.key == "kernel.version").unwrap();
         assert!(rows[v + 1].key.starts_with("kernel."), "{:?}", rows[v + 1]);
         let t = text(&r, &rows);
-        assert!(t.contains("75 ns (285 cycles @ 3.8 GHz)"), "{t}");
+        assert!(t.contains("145 ns (550 cycles @ 3.8 GHz)"), "{t}");
         assert!(t.contains("pinned by: c1/remapped-8-disks"), "{t}");
+        assert!(
+            t.contains("uncore.model = \"sapphire-rapids\": table uncores/sapphire-rapids"),
+            "{t}"
+        );
         assert!(t.contains(" 0 unsourced;"), "{t}");
     }
 
     #[test]
     fn a_set_shows_what_it_replaced_and_its_range() {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/spr-gen5.toml");
-        let r = irqlab_sim::ledger::load(&p, &["iommu.deliver_ns=500".into()]).unwrap();
+        let r = irqlab_sim::ledger::load(&p, &["uncore.ubox_ns=500".into()]).unwrap();
         let rows = explain(&r);
-        let d = rows.iter().find(|x| x.key == "iommu.deliver_ns").unwrap();
+        let d = rows.iter().find(|x| x.key == "uncore.ubox_ns").unwrap();
         assert_eq!((d.origin.as_str(), d.source), ("--set", None));
         assert_eq!(d.flag, Some(RangeFlag::Above));
         assert!(
             d.overrides
                 .as_ref()
                 .unwrap()
-                .starts_with("platform file 150, fit")
+                .starts_with("uncores/sapphire-rapids 150, fit")
         );
         assert!(text(&r, &rows).contains("ABOVE ITS RANGE"));
     }

@@ -603,8 +603,8 @@ mod tests {
     #[test]
     fn params_know_their_type_and_start() {
         let p = irqlab_sim::ledger::from_text(EXAMPLE, "example", None, &[]).unwrap();
-        let a = parse_param("iommu.notify_ns=10..400", &p).unwrap();
-        assert!(a.integer && a.start == 45.0);
+        let a = parse_param("uncore.stack_rtt_ns=10..400", &p).unwrap();
+        assert!(a.integer && a.start == 65.0);
         let b = parse_param("devices.0.max_iops=5e5..2e6", &p).unwrap();
         assert!(!b.integer);
         let e = parse_param("iommu.nope=1..2", &p).unwrap_err().to_string();
@@ -613,10 +613,10 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("--set"), "{e}");
-        assert!(parse_param("iommu.notify_ns=5..1", &p).is_err());
+        assert!(parse_param("uncore.stack_rtt_ns=5..1", &p).is_err());
         assert_eq!(
             sets_for(&[a], &[123.6]),
-            vec!["iommu.notify_ns=124".to_string()]
+            vec!["uncore.stack_rtt_ns=124".to_string()]
         );
     }
 
@@ -624,12 +624,14 @@ mod tests {
     fn a_key_alone_takes_the_ledgers_range() {
         let spr = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/spr-gen5.toml");
         let r = irqlab_sim::ledger::load(&spr, &[]).unwrap();
-        let d = parse_param("iommu.deliver_ns", &r).unwrap();
-        assert_eq!((d.lo, d.hi, d.start), (20.0, 400.0, 150.0));
+        let d = parse_param("uncore.ubox_ns", &r).unwrap();
+        assert_eq!((d.lo, d.hi, d.start), (120.0, 200.0, 150.0));
         // A range written in cycles, in ns at the platform's 3.8 GHz.
         let t = parse_param("cpu.tick_ns", &r).unwrap();
         assert_eq!((t.lo, t.hi), (5000.0, 15000.0));
-        let e = parse_param("iommu.remap_ns", &r).unwrap_err().to_string();
+        let e = parse_param("iommu.dma_translate_ns", &r)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("no range in the platform's ledger") && e.contains("spr-gen5.toml:"),
             "{e}"

@@ -21,6 +21,11 @@ pub enum Metric {
     CpuBusyPct,
     /// Mean completion latency (fio's clat), µs.
     ClatMeanUs,
+    /// Mean submission latency (fio's slat: the submit call, a virtio kick included), µs.
+    SlatMeanUs,
+    /// Mean total latency (fio's lat: slat + clat; for a synchronous engine, whose slat
+    /// fio does not measure, the whole call), µs.
+    LatMeanUs,
     /// Completed I/Os per device interrupt.
     IosPerInterrupt,
     /// MSI-X messages the devices sent per second (one per descriptor for a DSA work
@@ -37,13 +42,15 @@ pub enum Metric {
     JobCpuPct,
 }
 
-pub const ALL: [Metric; 12] = [
+pub const ALL: [Metric; 14] = [
     Metric::Iops,
     Metric::IopsPerDisk,
     Metric::InterruptsPerSec,
     Metric::NotificationsPerSec,
     Metric::CpuBusyPct,
     Metric::ClatMeanUs,
+    Metric::SlatMeanUs,
+    Metric::LatMeanUs,
     Metric::IosPerInterrupt,
     Metric::MessagesPerSec,
     Metric::PmnPerSec,
@@ -61,6 +68,8 @@ impl Metric {
             Metric::NotificationsPerSec => "notifications_per_sec",
             Metric::CpuBusyPct => "cpu_busy_pct",
             Metric::ClatMeanUs => "clat_mean_us",
+            Metric::SlatMeanUs => "slat_mean_us",
+            Metric::LatMeanUs => "lat_mean_us",
             Metric::IosPerInterrupt => "ios_per_interrupt",
             Metric::MessagesPerSec => "messages_per_sec",
             Metric::PmnPerSec => "pmn_per_sec",
@@ -98,16 +107,9 @@ impl Metric {
                     busy as f64 * 100.0 / report.duration_ns as f64
                 }
             }
-            Metric::ClatMeanUs => {
-                let (mut n, mut sum) = (0u64, 0.0);
-                for j in &report.jobs {
-                    for d in [&j.read, &j.write] {
-                        n += d.clat.count();
-                        sum += d.clat.mean() * d.clat.count() as f64;
-                    }
-                }
-                if n == 0 { 0.0 } else { sum / n as f64 / 1000.0 }
-            }
+            Metric::ClatMeanUs => mean_us(report, |d| &d.clat),
+            Metric::SlatMeanUs => mean_us(report, |d| &d.slat),
+            Metric::LatMeanUs => mean_us(report, |d| &d.lat),
             Metric::IosPerInterrupt => {
                 let irqs = report.vector_interrupts();
                 if irqs == 0 {
@@ -149,6 +151,22 @@ impl FromStr for Metric {
             .find(|m| m.name() == s)
             .ok_or_else(|| crate::CalibError::UnknownMetric(s.to_string()))
     }
+}
+
+/// The mean of one of fio's latencies over every job and direction, µs.
+fn mean_us(
+    report: &RunReport,
+    which: impl Fn(&irqlab_report::DirReport) -> &irqlab_report::Latency,
+) -> f64 {
+    let (mut n, mut sum) = (0u64, 0.0);
+    for j in &report.jobs {
+        for d in [&j.read, &j.write] {
+            let l = which(d);
+            n += l.count();
+            sum += l.mean() * l.count() as f64;
+        }
+    }
+    if n == 0 { 0.0 } else { sum / n as f64 / 1000.0 }
 }
 
 /// Signed relative error of `simulated` against `published`, in percent.

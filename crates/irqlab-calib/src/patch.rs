@@ -3,24 +3,38 @@
 //! becomes a `value` in ns) is, and a key the file leaves to a shared table is added
 //! under its section.
 
-/// The key's section header and array index: "devices.0.read_ns" → ("devices", Some(0),
-/// "read_ns"); "engine.libaio.submit_io_ns" → ("engine.libaio", None, ...).
-fn section(key: &str) -> Option<(String, Option<usize>, &str)> {
+/// Where a key is written: its section header, and for an array entry the array's name,
+/// the entry's index and the sub-table under it. "devices.0.read_ns" → header "devices",
+/// entry ("devices", 0, ""); "devices.0.host.service_ns" → header "devices.host", entry
+/// ("devices", 0, "host"); "engine.libaio.submit_io_ns" → header "engine.libaio", no entry.
+struct Section<'a> {
+    header: String,
+    entry: Option<(String, usize, String)>,
+    leaf: &'a str,
+}
+
+fn section(key: &str) -> Option<Section<'_>> {
     let parts: Vec<&str> = key.split('.').collect();
     let (leaf, path) = parts.split_last()?;
-    let mut header = String::new();
-    let mut index = None;
-    for p in path {
-        if let Ok(i) = p.parse::<usize>() {
-            index = Some(i);
-        } else {
-            if !header.is_empty() {
-                header.push('.');
-            }
-            header.push_str(p);
-        }
-    }
-    Some((header, index, leaf))
+    let at = path.iter().position(|p| p.parse::<usize>().is_ok());
+    let named: Vec<&str> = path
+        .iter()
+        .copied()
+        .filter(|p| p.parse::<usize>().is_err())
+        .collect();
+    let entry = match at {
+        Some(a) => Some((
+            path[..a].join("."),
+            path[a].parse().ok()?,
+            path[a + 1..].join("."),
+        )),
+        None => None,
+    };
+    Some(Section {
+        header: named.join("."),
+        entry,
+        leaf,
+    })
 }
 
 /// `rest` (what follows `key =`) with its value replaced: a bare value keeps its comment
@@ -96,8 +110,15 @@ fn top_level_fields(inner: &str) -> Vec<(usize, usize)> {
 pub fn patch_text(text: &str, fitted: &[(String, String)]) -> Option<String> {
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     for (key, value) in fitted {
-        let (header, index, leaf) = section(key)?;
+        let Section {
+            header,
+            entry,
+            leaf,
+        } = section(key)?;
+        let index = entry.as_ref().map(|e| e.1);
+        // The array entry the last `[[array]]` header opened.
         let mut seen = 0usize;
+        let mut current = None;
         let mut in_target = header.is_empty();
         let mut header_line = None;
         let mut done = false;
@@ -106,18 +127,21 @@ pub fn patch_text(text: &str, fitted: &[(String, String)]) -> Option<String> {
             if t.starts_with('[') {
                 let name = t.trim_matches(|c| c == '[' || c == ']').trim();
                 in_target = false;
-                if name == header {
-                    match index {
-                        Some(i) if t.starts_with("[[") => {
-                            in_target = seen == i;
+                match &entry {
+                    Some((array, i, sub)) => {
+                        if t.starts_with("[[") && name == array {
+                            current = Some(seen);
                             seen += 1;
+                            in_target = sub.is_empty() && current == Some(*i);
+                        } else if !t.starts_with("[[") && !sub.is_empty() && name == header {
+                            // A sub-table belongs to the entry opened last.
+                            in_target = current == Some(*i);
                         }
-                        None if !t.starts_with("[[") => in_target = true,
-                        _ => {}
                     }
-                    if in_target {
-                        header_line = Some(n);
-                    }
+                    None => in_target = name == header && !t.starts_with("[["),
+                }
+                if in_target {
+                    header_line = Some(n);
                 }
                 continue;
             }
@@ -163,16 +187,15 @@ mod tests {
     #[test]
     fn patch_keeps_provenance_and_finds_array_entries() {
         let fitted = vec![
-            ("iommu.notify_ns".to_string(), "222".to_string()),
+            ("uncore.stack_rtt_ns".to_string(), "222".to_string()),
             ("devices.0.read_ns".to_string(), "9000".to_string()),
             ("engine.libaio.submit_io_ns".to_string(), "777".to_string()),
         ];
         let out = patch_text(EXAMPLE, &fitted).unwrap();
         assert!(
-            out.lines().any(
-                |l| l.starts_with("notify_ns = { value = 222, source = \"estimate\"")
-                    && l.contains("a remapped interrupt waits")
-            ),
+            out.lines().any(|l| l
+                .starts_with("stack_rtt_ns = { value = 222, source = \"estimate\"")
+                && l.contains("the drain of the stack's earlier writes")),
             "{out}"
         );
         assert!(out.contains("read_ns = { value = 9000,"));
@@ -180,10 +203,25 @@ mod tests {
         // The io_uring entry of the same name is untouched.
         assert!(out.contains("submit_io_ns = { value = 700,"));
         let p = Platform::from_toml(&out, "patched", &[]).unwrap();
-        assert_eq!(p.iommu.notify_ns, 222);
+        assert_eq!(p.uncore.stack_rtt_ns, 222);
         assert_eq!(p.engine.libaio.submit_io_ns, 777);
         assert_eq!(p.devices[0].read_ns, 9000);
         assert!(patch_text(EXAMPLE, &[("devices.3.count".into(), "1".into())]).is_none());
+    }
+
+    #[test]
+    fn sub_tables_of_array_entries_are_found() {
+        let text = "[[devices]]\ncount = 1\n[devices.host]\nwake_ns = 5 # a\n\n[[devices]]\ncount = 2\n[devices.host]\nwake_ns = 6\n";
+        let out = patch_text(text, &[("devices.1.host.wake_ns".into(), "9".into())]).unwrap();
+        assert_eq!(
+            out,
+            "[[devices]]\ncount = 1\n[devices.host]\nwake_ns = 5 # a\n\n[[devices]]\ncount = 2\n[devices.host]\nwake_ns = 9\n"
+        );
+        let out = patch_text(text, &[("devices.0.count".into(), "3".into())]).unwrap();
+        assert!(
+            out.starts_with("[[devices]]\ncount = 3\n[devices.host]"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -194,6 +194,12 @@ fn check_entry(e: &Entry, pins: &mut Pins<'_>, out: &mut Vec<Problem>) {
             "a fit without range = [LO, HI] to refit it within".to_string(),
         );
     }
+    if p.machine.is_some() {
+        // Fitted to a machine's own runs (platform --from-capture): its pins are that
+        // capture's RUN:METRIC figures, not scenarios; what tests it is the runs held out
+        // of the fit (--runs), not a second figure.
+        return;
+    }
     let (figs, bad) = pins.figures(e);
     for b in bad {
         problem(ProblemKind::UnknownPin, b);
@@ -331,8 +337,8 @@ mod tests {
         ))
         .unwrap();
         let text = example.replace(
-            "notify_ns = { value = 45, source = \"estimate\",",
-            &format!("notify_ns = {{ value = 45, {platform_extra}"),
+            "stack_rtt_ns = { value = 65, source = \"estimate\",",
+            &format!("stack_rtt_ns = {{ value = 65, {platform_extra}"),
         );
         assert_ne!(text, example);
         std::fs::write(dir.join("p.toml"), text).unwrap();
@@ -398,21 +404,38 @@ mod tests {
                 "one figure (e1/a:iops)",
             ),
             (
-                "source = \"estimate\", range = [50, 99],",
+                "source = \"estimate\", range = [70, 99],",
                 ProblemKind::OutOfRange,
-                "outside its range 50..99",
+                "outside its range 70..99",
             ),
         ] {
             let dir = scratch("bad", extra);
             let got = problems(&dir);
             assert!(
                 got.iter().any(|p| p.kind == kind
-                    && p.key == "iommu.notify_ns"
+                    && p.key == "uncore.stack_rtt_ns"
                     && p.message.contains(says)),
                 "{extra}: {got:?}"
             );
             let _ = std::fs::remove_dir_all(&dir);
         }
+        // A fit to a machine's own runs names them, not scenarios (held-out runs test it).
+        let dir = scratch(
+            "machine",
+            "source = \"fit\", machine = \"vm\", pins = [\"qd1:iops\"], range = [1, 99],",
+        );
+        assert_eq!(problems(&dir), vec![]);
+        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch(
+            "machine0",
+            "source = \"fit\", machine = \"vm\", range = [1, 99],",
+        );
+        let got = problems(&dir);
+        assert!(
+            got.len() == 1 && got[0].kind == ProblemKind::FitWithoutPins,
+            "{got:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
         // An independent source lifts the single-figure rule.
         let dir = scratch(
             "also",

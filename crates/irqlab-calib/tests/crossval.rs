@@ -1,7 +1,8 @@
 //! Leave-one-experiment-out on a small case: a parameter pinned by two experiments is
 //! refitted on the other's figure, one pinned by a single experiment leaves that
-//! experiment's figures not cross-validated, and an experiment that pins nothing is
-//! predicted as it is. Tiny windows and a handful of evaluations keep it fast.
+//! experiment's figures not cross-validated unless they do not move across its range,
+//! and an experiment that pins nothing is predicted as it is. Tiny windows and a
+//! handful of evaluations keep it fast.
 
 use irqlab_calib::crossval::{CvSpec, Status, cross_validate};
 use irqlab_calib::{Threads, crossval_table, load_dir};
@@ -20,12 +21,17 @@ fn scratch(name: &str) -> PathBuf {
     .unwrap();
     let text = example
         .replace(
-            "notify_ns = { value = 45, source = \"estimate\",",
-            "notify_ns = { value = 45, source = \"fit\", pins = [\"e1/a\", \"e2/b\"], range = [10, 3000],",
+            "stack_rtt_ns = { value = 65, source = \"estimate\",",
+            "stack_rtt_ns = { value = 65, source = \"fit\", pins = [\"e1/a\", \"e2/b\"], range = [10, 3000],",
         )
         .replace(
-            "post_ns = { value = 90, source = \"estimate\",",
-            "post_ns = { value = 90, source = \"fit\", pins = [\"e2/b\"], range = [6, 200],",
+            "read_ns = { value = 80000, source = \"estimate\",",
+            "read_ns = { value = 80000, source = \"fit\", pins = [\"e2/b\"], range = [20000, 400000],",
+        )
+        // E1 runs remapped: the posted MSI's PID update cannot move its figure.
+        .replace(
+            "pid_ns = { value = 110, source = \"estimate\",",
+            "pid_ns = { value = 110, source = \"fit\", pins = [\"e1/a\"], range = [6, 200],",
         );
     std::fs::write(dir.join("p.toml"), text).unwrap();
     std::fs::write(
@@ -81,13 +87,13 @@ fn each_experiment_is_left_out_of_the_fits_it_pins() {
             ("E3", Status::Predicted)
         ]
     );
-    // E1 left out: notify_ns is refitted on E2's figure alone, within its range.
+    // E1 left out: stack_rtt_ns is refitted on E2's figure alone, within its range.
     assert_eq!(report.refits.len(), 1, "{:?}", report.refits);
     let refit = &report.refits[0];
     assert_eq!((refit.experiment.as_str(), refit.targets), ("E1", 1));
     assert!(refit.evals <= 4 && refit.evals >= 2, "{refit:?}");
     let v: i64 = refit.values[0]
-        .strip_prefix("example:iommu.notify_ns=")
+        .strip_prefix("example:uncore.stack_rtt_ns=")
         .unwrap()
         .parse()
         .unwrap();
@@ -98,18 +104,25 @@ fn each_experiment_is_left_out_of_the_fits_it_pins() {
         "{e1:?}"
     );
     assert_eq!(e1.parameters, refit.values);
-    // E2: post_ns is pinned by E2 alone.
+    assert_eq!(e1.unmoved, vec!["example:uncore.pid_ns".to_string()]);
+    // E2: the media read time is pinned by E2 alone, and moves its figure.
     assert_eq!(
         report.rows[1].parameters,
-        vec!["example:iommu.post_ns".to_string()]
+        vec!["example:devices.0.read_ns".to_string()]
     );
+    assert!(report.rows[1].unmoved.is_empty());
     assert_eq!(report.rows[1].out_of_sample, None);
     // E3 pins nothing: in sample is out of sample.
     assert_eq!(report.rows[2].out_of_sample, Some(report.rows[2].in_sample));
     let summary = crossval_table::summary(&report);
     assert!(
-        summary.contains("of 2 cross-validated figures; 1 not cross-validated (example: iommu.post_ns: pinned only by their own experiment's figures)"),
+        summary.contains("of 2 cross-validated figures; 1 not cross-validated (example: devices.0.read_ns: pinned only by their own experiment's figures)"),
         "{summary}"
+    );
+    let text = crossval_table::text(&report);
+    assert!(
+        text.contains("E1: 1 figure unmoved across the range of example: uncore.pid_ns (within 1%), cross-validated without it"),
+        "{text}"
     );
     // The same on one thread: nothing depends on where tasks run.
     let again = cross_validate(&all, &spec(&dir, &[]), &mut Threads(1), &mut |_| {}).unwrap();
@@ -125,14 +138,14 @@ fn a_fit_without_range_cannot_be_refitted() {
     let dir = scratch("norange");
     let text = std::fs::read_to_string(dir.join("p.toml"))
         .unwrap()
-        .replace(", range = [6, 200],", ",");
+        .replace(", range = [20000, 400000],", ",");
     std::fs::write(dir.join("p.toml"), text).unwrap();
     let all = load_dir(&dir.join("sc")).unwrap();
     let e = cross_validate(&all, &spec(&dir, &[]), &mut Threads(1), &mut |_| {})
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("example:iommu.post_ns")
+        e.contains("example:devices.0.read_ns")
             && e.contains("without a range")
             && e.contains("platform --check"),
         "{e}"

@@ -17,6 +17,7 @@ pub mod remapped;
 pub mod softirq;
 mod stop;
 mod sync;
+pub mod virtio;
 
 pub use policy::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
 pub use stop::StopFlag;

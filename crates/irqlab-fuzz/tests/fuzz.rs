@@ -33,7 +33,7 @@ fn platform_loader() {
         "cpu.tick_hz",
         "cpu.tick_ns",
         "kernel.cqe_ns",
-        "iommu.deliver_ns",
+        "uncore.ubox_ns",
         "root_ports.0.bytes_per_ns",
         "root_ports.0.credits",
         "devices.0.count",

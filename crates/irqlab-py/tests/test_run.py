@@ -55,6 +55,16 @@ def test_bad_inputs_raise_with_the_file_or_option(job, platform):
         irqlab.sweep(job, platform, ["seed=1"], colour="red")
 
 
+def test_posted_delivery_is_refused_on_a_guest_platform(root):
+    """Posted MSI is bare-metal only: a guest platform refuses it in run and in sweep."""
+    job = str(root / "scenarios" / "c6" / "randread-libaio-batch16.fio")
+    with pytest.raises(irqlab.IrqlabError, match="hyper-v guest: posted MSI is bare-metal only"):
+        irqlab.run(job, "azure-l80sv2", delivery="posted")
+    with pytest.raises(irqlab.IrqlabError, match="delivery=posted.*bare-metal only"):
+        irqlab.sweep(job, "azure-l80sv2", {"delivery": ["remapped", "posted"]})
+    assert irqlab.run(job, "azure-l80sv2")["jobs"][0]["read"]["iops"] > 0
+
+
 def test_the_gil_is_released_while_simulating(root):
     """Python code runs in another thread while a simulation is in the native call."""
     job = str(root / "examples" / "randread-libaio.fio")

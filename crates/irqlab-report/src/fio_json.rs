@@ -309,13 +309,17 @@ fn exact(r: &RunReport) -> Value {
                     "bw_bytes": d.bw_bytes(),
                 })
             };
-            json!({
+            let mut o = json!({
                 "jobname": j.name,
                 "groupid": j.groupid,
                 "jobs": j.members,
                 "read": dir(&j.read),
                 "write": dir(&j.write),
-            })
+            });
+            if let (Some(m), Some(map)) = (j.migrations, o.as_object_mut()) {
+                map.insert("migrations".into(), json!(m));
+            }
+            o
         })
         .collect()
 }

@@ -42,6 +42,10 @@ fn add_member(dst: &mut JobReport, src: JobReport) {
     dst.usr_ns += src.usr_ns;
     dst.sys_ns += src.sys_ns;
     dst.ctx += src.ctx;
+    dst.migrations = match (dst.migrations, src.migrations) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    };
     dst.runtime_ns += src.runtime_ns;
     for (a, b) in dst.iodepth_level.iter_mut().zip(src.iodepth_level) {
         *a += b;

@@ -10,8 +10,8 @@ mod plat;
 pub use group::group_reporting;
 pub use io_stat::IoStat;
 pub use model::{
-    CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, HostMeasures,
-    JobError, JobReport, Latency, LatencyTargetReport, ModerationReport, RunReport,
+    CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine,
+    HostMeasures, JobError, JobReport, Latency, LatencyTargetReport, ModerationReport, RunReport,
     SteadyStateReport, VectorReport, pci_address,
 };
 

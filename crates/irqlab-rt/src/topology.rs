@@ -80,6 +80,17 @@ fn nvme_instance(name: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+/// Whether a block-device name is a virtio-blk disk's (`/dev/vda`, `vdb1`, `vdaa`), which
+/// virtio_blk names "vd" and letters (virtblk_name_format).
+fn virtio_disk(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let Some(rest) = base.strip_prefix("vd") else {
+        return false;
+    };
+    let letters = rest.chars().take_while(char::is_ascii_lowercase).count();
+    letters > 0 && rest[letters..].chars().all(|c| c.is_ascii_digit())
+}
+
 /// Maps every distinct `filename=` to a controller in first-seen order.
 fn controllers_of(jobs: &[JobSpec]) -> Vec<ControllerPlan> {
     let mut names: Vec<String> = Vec::new();
@@ -149,6 +160,12 @@ impl Topology {
             return Err("at least one CPU thread is needed".into());
         }
         let controllers = controllers_of(jobs);
+        if let Some(c) = controllers.iter().find(|c| virtio_disk(&c.filename)) {
+            return Err(format!(
+                "filename={}: a virtio-blk disk; the runtime emulates NVMe controllers only (its virtqueues, kicks and injected interrupts belong to a guest platform): simulate it with `irqlab run --platform firecracker-epyc-vm` (docs/runtime.md)",
+                c.filename
+            ));
+        }
         let ctrl_of = |f: &str| controllers.iter().position(|c| c.filename == f);
         let mut cpus = vec![CpuPlan::default(); p.cpu_threads];
         let mut rr = 0usize;
@@ -228,6 +245,8 @@ mod tests {
         assert_eq!(nvme_instance("nvme3"), Some(3));
         assert_eq!(nvme_instance("/dev/sda"), None);
         assert_eq!(nvme_instance("/dev/nvmeXn1"), None);
+        assert!(virtio_disk("/dev/vda") && virtio_disk("vdb1") && virtio_disk("/dev/vdaa"));
+        assert!(!virtio_disk("/dev/vd") && !virtio_disk("/tmp/vdata.bin") && !virtio_disk("vdA"));
     }
 
     fn jobs(text: &str) -> Vec<JobSpec> {

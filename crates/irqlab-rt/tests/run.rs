@@ -475,3 +475,22 @@ fn every_cpu_row_adds_up_to_the_measured_window() {
         }
     }
 }
+
+#[test]
+fn a_virtio_blk_disk_is_refused_with_where_it_runs() {
+    let jobs = job("").into_iter().map(|mut j| {
+        j.filenames = vec!["/dev/vda".into()];
+        j
+    });
+    let e = run(
+        &jobs.collect::<Vec<_>>(),
+        &policy(Delivery::Remapped),
+        &cfg(),
+    )
+    .unwrap_err();
+    assert!(e.contains("/dev/vda: a virtio-blk disk"), "{e}");
+    assert!(
+        e.contains("irqlab run --platform firecracker-epyc-vm"),
+        "{e}"
+    );
+}

@@ -37,10 +37,10 @@ softirq_ns = 200
 irq_thread_ns = 500
 hrtimer_ns = 400
 [iommu]
-remap_ns = 100
-notify_ns = 150
-post_ns = 30
 dma_translate_ns = 2
+[uncore]
+stack_rtt_ns = 250
+pid_ns = 130
 [[root_ports]]
 name = "rp0"
 write_ns = 2

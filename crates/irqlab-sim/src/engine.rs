@@ -1,7 +1,7 @@
 //! The event queue: a binary heap ordered by (time in ns, sequence number), so events at
 //! the same time run in the order they were scheduled and a run replays exactly.
 
-pub use crate::model::ids::{CpuId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
+pub use crate::model::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
 
 /// Everything that can happen at a point in virtual time. Payloads are typed arena ids
 /// (model/ids.rs), so an event is a few bytes and nothing is allocated per event.
@@ -47,6 +47,8 @@ pub enum Event {
     JobTimer { job: JobId, epoch: u32 },
     /// fio's helper thread checks steady state (every steadystate_check_interval).
     SteadyCheck,
+    /// A virtio-blk host thread's step ended (stale when `epoch` moved on).
+    VirtioHost { device: DeviceId, epoch: u32 },
 }
 
 /// A deterministic future-event list: a calendar queue. The slots form a ring that

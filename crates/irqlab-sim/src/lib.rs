@@ -17,6 +17,7 @@
 
 // Public for the benchmark (benches/sim_speed.rs times the bare event queue).
 pub mod engine;
+pub mod guest;
 pub mod ledger;
 pub mod platform;
 pub mod toml_input;
@@ -26,6 +27,7 @@ mod observer;
 mod model;
 mod rng;
 
+pub use guest::{Hypervisor, PolicyRefused};
 pub use observer::{NoObserver, Observer, SliceKind};
 pub use platform::{Platform, PlatformError};
 
@@ -143,6 +145,8 @@ pub enum SimError {
     Config(String),
     /// A policy the simulator does not model yet.
     Unsupported(String),
+    /// A policy the platform cannot run (posted MSI on a guest).
+    Refused(PolicyRefused),
     /// The run's estimated memory or events exceed its [`Budget`]; the message says what
     /// to shrink.
     OverBudget(String),
@@ -166,6 +170,7 @@ impl fmt::Display for SimError {
             SimError::Platform(m) => write!(f, "platform: {m}"),
             SimError::Config(m) => f.write_str(m),
             SimError::Unsupported(m) => write!(f, "not supported by the simulator: {m}"),
+            SimError::Refused(r) => write!(f, "{r}"),
             SimError::OverBudget(m) => f.write_str(m),
         }
     }

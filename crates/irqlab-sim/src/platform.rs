@@ -21,8 +21,15 @@ pub struct Platform {
     #[serde(default)]
     pub engine: EngineCosts,
     pub iommu: IommuCosts,
+    pub uncore: UncoreCosts,
+    /// PCIe root ports. A guest whose only devices are paravirtual has none.
+    #[serde(default)]
     pub root_ports: Vec<RootPort>,
     pub devices: Vec<DeviceGroup>,
+    /// The platform is a virtual machine: its hypervisor and what its exits cost
+    /// (crate::guest). Absent: bare metal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<crate::guest::Guest>,
 }
 
 /// CPU and scheduler costs, ns unless said otherwise.
@@ -51,9 +58,29 @@ pub struct CpuCosts {
     pub tick_ns: u64,
     /// CFS slice: a thread that ran this long is preempted at a tick if another waits.
     pub sched_slice_ns: u64,
-    /// The fair scheduler's wake-up rule: `cfs` (v2.6.23-v6.5) or `eevdf` (v6.6+).
+    /// The fair scheduler's wake-up rule: `cfs` (v2.6.23-v6.5) or `eevdf` (v6.6+). It
+    /// also picks the task placement rules (model/placement.rs): v5.3's with `cfs`,
+    /// v6.6's with `eevdf`.
     #[serde(default)]
     pub scheduler: Scheduler,
+    /// SMT: logical CPUs per core, whose numbers are consecutive (CPU c is on core
+    /// c / threads_per_core). The scheduler's SMT domain. 1: no SMT.
+    #[serde(default = "default_threads_per_core")]
+    pub threads_per_core: usize,
+    /// CPUs sharing a last-level cache, consecutive from CPU 0: the scheduler's MC
+    /// domain (sd_llc), where select_idle_sibling looks for an idle CPU and
+    /// cpus_share_cache holds. 0: every CPU shares one LLC.
+    #[serde(default)]
+    pub llc_cpus: usize,
+    /// CPUs of one NUMA node, consecutive from CPU 0 (a multiple of llc_cpus): the
+    /// scheduler's NUMA domain above the LLC, and the nodes managed interrupt affinity
+    /// spreads vectors over (`kernel.managed_irq_affinity = "spread"`). 0: one node.
+    #[serde(default)]
+    pub node_cpus: usize,
+}
+
+fn default_threads_per_core() -> usize {
+    1
 }
 
 /// Which fair scheduler the kernel runs (kernel/sched/fair.c).
@@ -121,6 +148,25 @@ pub struct KernelCosts {
     /// level (the work item runs, then Set Features 08h / modify_cq completes).
     #[serde(default = "default_moderation_program_ns")]
     pub moderation_program_ns: u64,
+    /// How a device's queues and vectors meet the CPUs (model/affinity.rs): `contiguous`
+    /// (CPU c submits to queue c x queues / cpus, each vector on its range's first
+    /// CPU) or `spread` (v5.3: irq_build_affinity_masks spreads the vectors per NUMA
+    /// node, blk_mq_pci_map_queues maps each CPU to the queue whose mask holds it, and
+    /// the vector goes to the CPU of its mask with the fewest managed vectors so far,
+    /// kernel/irq/matrix.c matrix_find_best_cpu_managed).
+    #[serde(default)]
+    pub managed_irq_affinity: ManagedAffinity,
+}
+
+/// How managed interrupt affinity places a device's queues and vectors.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ManagedAffinity {
+    /// Contiguous CPU ranges per queue, each vector on its range's first CPU.
+    #[default]
+    Contiguous,
+    /// The kernel's spreading per NUMA node and its vector matrix (v5.3).
+    Spread,
 }
 
 fn default_irq_am_nr_events() -> u16 {
@@ -191,25 +237,74 @@ impl Default for EngineCosts {
     }
 }
 
-/// IOMMU interrupt handling, ns. The IOMMU holds the root port while it handles an MSI.
+/// DMA remapping, ns.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct IommuCosts {
-    /// IRTE lookup and translation of one MSI (both modes).
-    pub remap_ns: u64,
-    /// The root port's part of one CPU notification: the ordering work that holds the
-    /// port's posted writes while the notification leaves (remapped: every MSI; posted:
-    /// an MSI that found ON clear).
-    pub notify_ns: u64,
-    /// The socket's interrupt delivery unit: time to send one notification to a CPU's
-    /// local APIC. One unit serves every root port, one notification at a time; 0 means
-    /// no shared limit.
-    #[serde(default)]
-    pub deliver_ns: u64,
-    /// Posted mode: the atomic PIR update of the posted interrupt descriptor.
-    pub post_ns: u64,
     /// DMA address translation per data or CQE write (IOTLB hit); 0 for passthrough.
     pub dma_translate_ns: u64,
+}
+
+/// The socket's interrupt path in the uncore, ns (mechanism P of docs/calibration.md,
+/// "The uncore"): root ports belong to IIO stacks, each with one DMAR unit (VT-d §5.1:
+/// interrupt remapping is "co-located with the remapping hardware units"), and every
+/// interrupt message of the socket passes its interrupt router (the UBox, "the
+/// intermediary for interrupt traffic", Intel's uncore manuals).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UncoreCosts {
+    /// A remapped MSI's time at its stack before the router: the drain of the stack's
+    /// earlier writes to their commit point, the IRTE lookup and the trip to the router.
+    /// The stack handles remapped MSIs one at a time, in arrival order, and holds each
+    /// until the router has sent it on (VT-d §5.2.4, PCIe ordering rule A2a).
+    pub stack_rtt_ns: u64,
+    /// A posted MSI's time at its stack: the atomic read-modify-write of the CPU's
+    /// posted-interrupt descriptor (VT-d §5.2.3), one at a time per stack, not ordered
+    /// against the notification it may send.
+    pub pid_ns: u64,
+    /// The socket's interrupt router: time per interrupt message (a remapped MSI or a
+    /// posted notification), one at a time, first come first served, for every stack of
+    /// the socket. 0: no shared limit.
+    #[serde(default)]
+    pub ubox_ns: u64,
+}
+
+/// Keys of earlier platform files that the stack model replaced, with what replaces
+/// each (issue 19): a platform or `--set` naming one is refused with this text.
+pub const RETIRED_KEYS: &[(&str, &str)] = &[
+    (
+        "iommu.remap_ns",
+        "uncore.stack_rtt_ns (a remapped MSI's time at its IIO stack: IRTE lookup, drain and the trip to the router; write the old remap_ns + notify_ns)",
+    ),
+    (
+        "iommu.notify_ns",
+        "uncore.stack_rtt_ns (a remapped MSI's time at its IIO stack: IRTE lookup, drain and the trip to the router; write the old remap_ns + notify_ns)",
+    ),
+    (
+        "iommu.deliver_ns",
+        "uncore.ubox_ns (the socket's interrupt router, per interrupt message)",
+    ),
+    (
+        "iommu.post_ns",
+        "uncore.pid_ns (a posted MSI's atomic update of the posted-interrupt descriptor; write the old remap_ns + post_ns)",
+    ),
+    (
+        "root_ports.*.notify_slots",
+        "nothing: an IIO stack handles one remapped MSI at a time; root ports that share a stack (one DMAR unit) name it in root_ports.N.stack",
+    ),
+];
+
+/// What replaced `key` (a dotted key, array indices as numbers), if it is retired.
+pub fn retired_key(key: &str) -> Option<&'static str> {
+    let parts: Vec<&str> = key.split('.').collect();
+    RETIRED_KEYS.iter().find_map(|(pat, why)| {
+        let p: Vec<&str> = pat.split('.').collect();
+        (p.len() == parts.len()
+            && p.iter()
+                .zip(&parts)
+                .all(|(a, b)| a == b || (*a == "*" && b.parse::<usize>().is_ok())))
+        .then_some(*why)
+    })
 }
 
 /// A PCIe root port: a FIFO of posted writes toward memory, one at a time.
@@ -231,11 +326,18 @@ pub struct RootPort {
     /// Max payload size of one posted TLP, bytes (PCIe MPS).
     #[serde(default = "default_mps_bytes")]
     pub mps_bytes: u64,
-    /// CPU notifications the port may have on their way to the delivery unit before an
-    /// MSI that needs another holds the port's FIFO (strong ordering with DMA). 0: no
-    /// limit.
-    #[serde(default)]
-    pub notify_slots: u32,
+    /// The IIO stack (one DMAR unit) the port belongs to: ports naming the same stack
+    /// share its interrupt handling (a x16 slot bifurcated x4x4x4x4 is four ports on one
+    /// stack). Absent: a stack of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
+}
+
+impl RootPort {
+    /// The name of the port's IIO stack.
+    pub fn stack_name(&self) -> &str {
+        self.stack.as_deref().unwrap_or(&self.name)
+    }
 }
 
 fn default_mps_bytes() -> u64 {
@@ -256,13 +358,28 @@ pub enum DeviceKind {
     /// completion event per arm (ib_req_notify_cq IB_CQ_NEXT_COMP), re-armed by the
     /// handler after it polled; the NIC's CQ moderation (usec, comps) coalesces events.
     Rdma,
+    /// A virtio-blk device of a guest (drivers/block/virtio_blk.c): split virtqueues whose
+    /// host side is the VMM (`[devices.host]`), interrupts injected by the hypervisor
+    /// rather than delivered through a root port (model/virtio.rs).
+    #[serde(rename = "virtio-blk")]
+    VirtioBlk,
 }
 
 impl DeviceKind {
     /// Whether the host acknowledges consumed entries with a write the device sees: the
     /// NVMe CQ head doorbell, or an RDMA CQ's re-arm. A DSA completion record has none.
     pub fn has_cq_doorbell(self) -> bool {
-        !matches!(self, DeviceKind::Dsa)
+        !matches!(self, DeviceKind::Dsa | DeviceKind::VirtioBlk)
+    }
+
+    /// The name platform files use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceKind::Nvme => "nvme",
+            DeviceKind::Dsa => "dsa",
+            DeviceKind::Rdma => "rdma",
+            DeviceKind::VirtioBlk => "virtio-blk",
+        }
     }
 
     /// The message rule of a device that does not name one: NVMe's MSI-X text asks for a
@@ -270,7 +387,8 @@ impl DeviceKind {
     /// Request Completion Interrupt sends its own message.
     pub fn default_msi(self) -> MsiRule {
         match self {
-            DeviceKind::Nvme | DeviceKind::Dsa => MsiRule::PerCompletion,
+            // virtio-blk decides with the ring's event index, not an MSI-X rule.
+            DeviceKind::Nvme | DeviceKind::Dsa | DeviceKind::VirtioBlk => MsiRule::PerCompletion,
             DeviceKind::Rdma => MsiRule::UntilDoorbell,
         }
     }
@@ -303,7 +421,8 @@ pub struct DeviceGroup {
     /// Name prefix; devices are named prefix0, prefix1, ... across groups of one prefix.
     pub prefix: String,
     pub count: usize,
-    /// Root port name.
+    /// Root port name (absent for virtio-blk, whose host writes guest memory itself).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub port: String,
     /// I/O queue pairs (each with its own MSI-X vector); 0 means one per CPU.
     pub queues: usize,
@@ -387,6 +506,12 @@ pub struct DeviceGroup {
     pub write_uncor_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_ns: Option<u64>,
+    /// virtio-blk: the virtqueues as the guest driver negotiated them (crate::guest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtio: Option<crate::guest::VirtioQueues>,
+    /// virtio-blk: the host side that serves the rings (crate::guest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::guest::VirtioHost>,
 }
 
 /// The nvmet-rdma target of an NVMe over RDMA device, modelled as CPUs: each host queue
@@ -508,6 +633,7 @@ impl Platform {
         for (i, d) in self.devices.iter().enumerate() {
             self.check_device(i, d)?;
         }
+        crate::guest::check(self)?;
         let total = self
             .devices
             .iter()
@@ -543,6 +669,7 @@ impl Platform {
         if self.cpu.count == 0 || self.cpu.count > 4096 {
             return Err(format!("cpu.count = {} is not in 1..=4096", self.cpu.count));
         }
+        self.check_topology()?;
         if self.cpu.tick_hz == 0 || self.cpu.tick_hz > 100_000 {
             return Err(format!(
                 "cpu.tick_hz = {} is not in 1..=100000",
@@ -565,6 +692,15 @@ impl Platform {
             ));
         }
         for (i, rp) in self.root_ports.iter().enumerate() {
+            if rp
+                .stack
+                .as_ref()
+                .is_some_and(|s| s.is_empty() || s.len() > 256)
+            {
+                return Err(format!(
+                    "root_ports.{i}.stack: expected the name of the port's IIO stack, 1 to 256 bytes"
+                ));
+            }
             if rp.mps_bytes == 0 || rp.mps_bytes > 4096 {
                 return Err(format!(
                     "root_ports.{i}.mps_bytes = {} is not in 1..=4096",
@@ -581,9 +717,39 @@ impl Platform {
         Ok(())
     }
 
+    /// SMT siblings, the LLC and the NUMA node nest: each a whole number of the one below.
+    fn check_topology(&self) -> Result<(), String> {
+        let c = &self.cpu;
+        if c.threads_per_core == 0 || c.threads_per_core > 8 {
+            return Err(format!(
+                "cpu.threads_per_core = {} is not in 1..=8",
+                c.threads_per_core
+            ));
+        }
+        let llc = if c.llc_cpus == 0 { c.count } else { c.llc_cpus };
+        if c.llc_cpus > c.count || !llc.is_multiple_of(c.threads_per_core) {
+            return Err(format!(
+                "cpu.llc_cpus = {} must be a multiple of cpu.threads_per_core = {} and at most cpu.count = {} (0: every CPU)",
+                c.llc_cpus, c.threads_per_core, c.count
+            ));
+        }
+        let node = if c.node_cpus == 0 {
+            c.count
+        } else {
+            c.node_cpus
+        };
+        if c.node_cpus > c.count || !node.is_multiple_of(llc) {
+            return Err(format!(
+                "cpu.node_cpus = {} must be a multiple of the LLC's {llc} CPUs and at most cpu.count = {} (0: one node)",
+                c.node_cpus, c.count
+            ));
+        }
+        Ok(())
+    }
+
     /// Device group `i`: its port, counts, sizes and rates.
     fn check_device(&self, i: usize, d: &DeviceGroup) -> Result<(), String> {
-        if !self.root_ports.iter().any(|rp| rp.name == d.port) {
+        if d.kind != DeviceKind::VirtioBlk && !self.root_ports.iter().any(|rp| rp.name == d.port) {
             return Err(format!(
                 "devices.{i}.port = \"{}\" names no [[root_ports]] entry",
                 d.port
@@ -720,6 +886,11 @@ fn apply_set(tree: &mut toml::Value, set: &str) -> Result<Option<String>, Platfo
     })?;
     let key = key.trim();
     let raw = raw.trim();
+    if let Some(why) = retired_key(key) {
+        return Err(PlatformError(format!(
+            "--set '{set}': {key} is no longer a platform key; replaced by {why}"
+        )));
+    }
     let mut node = tree;
     let mut walked = String::new();
     let parts: Vec<&str> = key.split('.').collect();

@@ -136,3 +136,38 @@ fn a_queue_of_65536_entries_uses_every_command_id() {
     );
     assert_eq!(r.total_ios(), 200);
 }
+
+#[test]
+fn a_retired_uncore_key_names_what_replaced_it() {
+    // In the file: the error is at the key's line and names the replacement.
+    let text = std::fs::read_to_string(example_path())
+        .unwrap()
+        .replace("[iommu]\n", "[iommu]\ndeliver_ns = 150\n");
+    let e = Platform::from_toml(&text, "old.toml", &[]).unwrap_err().0;
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("deliver_ns"))
+        .unwrap()
+        + 1;
+    assert!(
+        e.starts_with(&format!("old.toml:{line}: iommu.deliver_ns: "))
+            && e.contains("replaced by uncore.ubox_ns"),
+        "{e}"
+    );
+    let text = std::fs::read_to_string(example_path())
+        .unwrap()
+        .replace("msi_ns = {", "notify_slots = 2\nmsi_ns = {");
+    let e = Platform::from_toml(&text, "old.toml", &[]).unwrap_err().0;
+    assert!(
+        e.contains("root_ports.0.notify_slots") && e.contains("root_ports.N.stack"),
+        "{e}"
+    );
+    // As a --set, the same.
+    let e = Platform::load(&example_path(), &["iommu.post_ns=90".to_string()])
+        .unwrap_err()
+        .0;
+    assert!(
+        e.contains("iommu.post_ns is no longer a platform key") && e.contains("uncore.pid_ns"),
+        "{e}"
+    );
+}

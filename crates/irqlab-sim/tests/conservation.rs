@@ -182,3 +182,29 @@ fn batch_completion_after_the_doorbell_conserves_under_every_handler() {
         assert!(rescue > 0, "{delivery:?}: the rescue thread ran");
     }
 }
+
+/// The CPU time the job threads were charged and the CPUs' usr and sys time agree: a
+/// thread's last step before it blocks (the pvsync2 read call) is its own, not the next
+/// thread's or nobody's.
+fn job_time_is_cpu_time(r: &RunReport, what: &str) {
+    let jobs: u64 = r.jobs.iter().map(|j| j.usr_ns + j.sys_ns).sum();
+    let cpus: u64 = r.cpus.iter().map(|c| c.usr_ns + c.sys_ns).sum();
+    let diff = jobs.abs_diff(cpus) as f64;
+    assert!(
+        diff <= 0.01 * cpus as f64,
+        "{what}: jobs charged {jobs} ns of usr+sys, the CPUs ran {cpus} ns"
+    );
+}
+
+#[test]
+fn a_blocking_threads_last_step_is_charged_to_it() {
+    // QD1 pvsync2: every I/O ends in a blocking read call.
+    let qd1 = "[q]\nioengine=pvsync2\nrw=randread\nbs=4k\niodepth=1\nfilename=nvme0n1\ncpus_allowed=0\nruntime=3ms\ntime_based\n";
+    job_time_is_cpu_time(&run(qd1, Policy::default(), &[], 1), "one QD1 job");
+    // Several jobs sharing CPU 0, so that the next thread could take the charge.
+    let shared = "[global]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=4\nruntime=3ms\ntime_based\ncpus_allowed=0\n[a]\nfilename=nvme0n1\n[b]\nfilename=nvme1n1\n[c]\nfilename=nvme2n1\n";
+    job_time_is_cpu_time(
+        &run(shared, Policy::default(), &[], 1),
+        "three jobs on CPU 0",
+    );
+}

@@ -30,13 +30,12 @@ filename=nvme3n1
 cpus_allowed=3
 ";
 
-/// A narrow port whose remapped interrupts go one at a time (one notification slot), on
+/// A narrow port whose remapped interrupts go one at a time (its stack holds each), on
 /// disks that hold their next message until the CQ head doorbell.
-const NARROW: [&str; 5] = [
+const NARROW: [&str; 4] = [
     "devices.0.count=4",
     "root_ports.0.bytes_per_ns=8.0",
-    "iommu.notify_ns=400",
-    "root_ports.0.notify_slots=1",
+    "uncore.stack_rtt_ns=420",
     "devices.0.msi=until_doorbell",
 ];
 

@@ -213,21 +213,37 @@ fn platform_file_errors_name_file_line_and_key() {
     assert!(e.contains("not a regular file"), "{e}");
 }
 
+/// Sets the stop flag at its `after`-th handler run, as a signal would arrive mid-run: the
+/// stop lands after I/O has completed however slowly the host builds the model.
+struct StopAfterHandlers {
+    flag: Arc<AtomicBool>,
+    after: u32,
+}
+
+impl irqlab_sim::Observer for StopAfterHandlers {
+    fn handler(&mut self, _now: u64, _cpu: usize, _vector: usize, _cqes: u32) {
+        self.after = self.after.saturating_sub(1);
+        if self.after == 0 {
+            self.flag.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 #[test]
 fn a_stop_flag_ends_the_run_with_a_report_marked_interrupted() {
     let flag = Arc::new(AtomicBool::new(false));
     let opts = SimOptions::default().stopped_by(StopFlag::new(flag.clone()));
-    let setter = {
-        let flag = flag.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            flag.store(true, Ordering::Relaxed);
-        })
-    };
+    let mut stopper = StopAfterHandlers { flag, after: 50 };
     let long = JOB.replace("runtime=2ms", "time_based\nruntime=300s");
     let t0 = std::time::Instant::now();
-    let r = sim(&long, &[], &opts).unwrap();
-    setter.join().unwrap();
+    let r = irqlab_sim::simulate_observed(
+        &jobs(&long),
+        &platform(&[]),
+        &Policy::default(),
+        &opts,
+        &mut stopper,
+    )
+    .unwrap();
     assert!(t0.elapsed().as_secs() < 60, "stopped promptly");
     assert!(r.flag(irqlab_report::EXTRA_INTERRUPTED));
     assert!(r.end_ns < 300_000_000_000, "stopped before its end");

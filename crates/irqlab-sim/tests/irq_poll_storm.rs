@@ -68,3 +68,35 @@ fn eevdf_run_to_parity_tames_the_storm() {
         cfs.jobs[0].ctx
     );
 }
+
+#[test]
+fn unpinned_jobs_move_off_the_flooded_cpu_that_ksoftirqd_takes() {
+    // The same flood on 8 CPUs with the jobs unpinned (fork puts one on each CPU, the
+    // last on CPU 0 beside the flood): under irq_poll ksoftirqd holds CPU 0 and the job
+    // waiting there is pulled by CPUs that go idle, and woken jobs land on idle CPUs, so
+    // the jobs move (model/placement.rs, model/balance.rs); with the hardirq handler
+    // nothing makes them.
+    let unpinned = STORM.replace("cpus_allowed=0-7\ncpus_allowed_policy=split\n", "");
+    let run_on_8 = |handler| {
+        let sets = [
+            "cpu.count=8",
+            "devices.0.queues=1",
+            "devices.0.max_iops=2000000",
+            "kernel.softirq_defer_to_ksoftirqd=true",
+            "cpu.scheduler=cfs",
+        ];
+        let policy = Policy {
+            handler,
+            ..Policy::default()
+        };
+        run(&unpinned, policy, &sets, 1)
+    };
+    let (hard, poll) = (run_on_8(HandlerStyle::Hardirq), run_on_8(irq_poll()));
+    let moves = |r: &RunReport| r.jobs.iter().filter_map(|j| j.migrations).sum::<u64>();
+    assert_eq!(moves(&hard), 0);
+    assert!(moves(&poll) > 100, "irq_poll: {} moves", moves(&poll));
+    assert!(poll.cpus[0].ksoftirqd_ns > 0);
+    // fio hardly runs on ksoftirqd's CPU any more.
+    let fio0 = poll.cpus[0].usr_ns + poll.cpus[0].sys_ns;
+    assert!(fio0 * 10 < poll.duration_ns, "fio on CPU 0: {fio0} ns");
+}

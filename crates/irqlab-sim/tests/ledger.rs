@@ -56,10 +56,10 @@ softirq_ns = 200
 irq_thread_ns = 500
 hrtimer_ns = 400
 [iommu]
-remap_ns = 20
-notify_ns = 45
-post_ns = { value = 90, source = "fit", pins = ["c1/x"], range = [10, 80] }
 dma_translate_ns = 5
+[uncore]
+stack_rtt_ns = 65
+pid_ns = { value = 90, source = "fit", pins = ["c1/x"], range = [10, 80] }
 [[root_ports]]
 name = "rp0"
 write_ns = 10
@@ -152,7 +152,7 @@ fn values_outside_their_range_are_warned_about() {
     let r = ledger::load(&dir.join("p.toml"), &[]).unwrap();
     assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
     assert!(
-        r.warnings[0].contains("iommu.post_ns = 90 is outside its plausible range 10..80"),
+        r.warnings[0].contains("uncore.pid_ns = 90 is outside its plausible range 10..80"),
         "{}",
         r.warnings[0]
     );
@@ -284,5 +284,59 @@ fn a_resolved_platform_travels_as_plain_text() {
     let p = Platform::load(&dir.join("p.toml"), &[]).unwrap();
     let back = Platform::from_toml(&p.to_toml().unwrap(), "flat", &[]).unwrap();
     assert_eq!(p, back);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_uncore_table_gives_two_machines_one_value() {
+    let dir = scratch("uncore");
+    std::fs::create_dir_all(dir.join("uncores")).unwrap();
+    std::fs::write(
+        dir.join("uncores/mesh-x.toml"),
+        "models = [\"chip-a\", \"chip-b\"]\n[uncore]\n\
+         ubox_ns = { value = 157, source = \"fit\", pins = [\"c1/a\", \"v2/b\"], range = [120, 200] }\n\
+         pid_ns = { value = 135, source = \"estimate\" }\n",
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(dir.join("p.toml"))
+        .unwrap()
+        .replace(
+            "[uncore]\nstack_rtt_ns = 65\npid_ns = { value = 90, source = \"fit\", pins = [\"c1/x\"], range = [10, 80] }",
+            "[uncore]\nmodel = \"chip-b\"\nstack_rtt_ns = { value = 80, source = \"estimate\" }",
+        );
+    std::fs::write(dir.join("p.toml"), &text).unwrap();
+    let r = ledger::load(&dir.join("p.toml"), &[]).unwrap();
+    assert_eq!(r.platform.uncore.ubox_ns, 157);
+    assert_eq!(r.platform.uncore.pid_ns, 135);
+    assert_eq!(r.platform.uncore.stack_rtt_ns, 80);
+    let e = r.ledger.get("uncore.ubox_ns").unwrap();
+    assert_eq!(
+        e.origin,
+        Origin::Table {
+            table: TableKind::Uncore,
+            name: "mesh-x".into()
+        }
+    );
+    assert!(r.tables.iter().any(|t| t.selected_by == "chip-b"));
+    let e = Platform::load(&dir.join("p.toml"), &["uncore.model=chip-z".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("uncore.model = \"chip-z\"") && e.contains("models there: chip-a, chip-b"),
+        "{e}"
+    );
+    // A retired key in a table is refused there, naming its replacement.
+    std::fs::write(
+        dir.join("uncores/mesh-x.toml"),
+        "models = [\"chip-b\"]\n[iommu]\nremap_ns = { value = 20, source = \"estimate\" }\n",
+    )
+    .unwrap();
+    let e = Platform::load(&dir.join("p.toml"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("mesh-x.toml:3: iommu.remap_ns") && e.contains("uncore.stack_rtt_ns"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

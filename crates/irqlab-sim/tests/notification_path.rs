@@ -1,6 +1,7 @@
-//! The notification path (model/delivery.rs): a root port's IOMMU engine, its notification
-//! slots (strong ordering of remapped interrupts with DMA), the socket's shared delivery
-//! unit, and how posted delivery relieves exactly that path.
+//! The notification path (model/delivery.rs): the IIO stack of a root port, which takes
+//! its ports' MSIs one at a time (a remapped one until the router sent it on: strong
+//! ordering with DMA), the socket's shared interrupt router, and how posted delivery
+//! relieves exactly that path.
 
 mod common;
 use common::*;
@@ -73,37 +74,33 @@ fn with(extra_sets: &[&str]) -> Vec<&'static str> {
 }
 
 #[test]
-fn one_slot_per_port_caps_remapped_interrupts_at_the_path_time_and_posted_lifts_it() {
-    // remap 20 + drain 45 + delivery 150 = 215 ns per remapped interrupt: 4.65M/s.
-    let sets = with(&[
-        "root_ports.0.notify_slots=1",
-        "iommu.remap_ns=20",
-        "iommu.notify_ns=45",
-        "iommu.deliver_ns=150",
-    ]);
+fn one_remapped_msi_per_stack_caps_interrupts_at_the_path_time_and_posted_lifts_it() {
+    // The stack's round trip 65 + the router's 150 = 215 ns per remapped interrupt: 4.65M/s.
+    let sets = with(&["uncore.stack_rtt_ns=65", "uncore.ubox_ns=150"]);
     let remapped = run(FOUR_DEEP, Policy::default(), &sets, 1);
     let cap = 1e9 / 215.0;
     let rate = per_sec(&remapped, messages(&remapped));
     assert!(
         (rate - cap).abs() / cap < 0.05,
-        "remapped messages/s {rate:.0} should sit at the one-slot limit {cap:.0}"
+        "remapped messages/s {rate:.0} should sit at the stack's limit {cap:.0}"
     );
     assert!(
         extra(&remapped, "port0_stalled_pct") > 10.0,
-        "the DMA behind a slot-less MSI waits"
+        "the DMA behind an MSI that waits for its stack waits"
     );
     let p = run(FOUR_DEEP, posted(), &sets, 1);
     assert!(
         iops(&p) > 1.3 * iops(&remapped),
-        "posted MSIs take no slot: {:.0} vs {:.0}",
+        "a posted MSI holds its stack only for the PID update: {:.0} vs {:.0}",
         iops(&p),
         iops(&remapped)
     );
-    // Without the slot limit the same disks run past it: the slot, not the disks, limited.
+    // Without the stack's and router's time the same disks run past it: the path, not
+    // the disks, limited.
     let free = run(
         FOUR_DEEP,
         Policy::default(),
-        &with(&["root_ports.0.notify_slots=0", "iommu.deliver_ns=0"]),
+        &with(&["uncore.stack_rtt_ns=0", "uncore.ubox_ns=0"]),
         1,
     );
     assert!(iops(&free) > 1.2 * iops(&remapped));
@@ -115,7 +112,8 @@ fn spr(sets: &[&str]) -> Platform {
     Platform::load(&path, &sets).expect("spr-gen5 loads")
 }
 
-/// Jobs on `disks` disks (nvme0-3 on rp0, nvme4-7 on rp1), six each, one CPU each.
+/// Jobs on `disks` disks (nvme0-3 on x4 ports rp0-3 of stack iio0, nvme4-7 on rp4-7 of
+/// iio1), six each, one CPU each.
 fn spr_job(disks: usize) -> String {
     let mut s = String::from(
         "[global]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=64\niodepth_batch_submit=8\nruntime=3ms\nramp_time=1ms\ntime_based\n",
@@ -143,35 +141,51 @@ fn spr_run(disks: usize, policy: Policy, sets: &[&str]) -> RunReport {
 }
 
 #[test]
-fn every_port_shares_the_sockets_delivery_unit() {
-    // One port is held to its slot; two ports would carry twice that, but the socket's
-    // delivery unit (150 ns a message) serves both.
+fn every_stack_shares_the_sockets_router() {
+    // One stack is held to one remapped MSI at a time; two stacks would carry twice
+    // that, but the socket's router (150 ns a message) serves both.
     let one_port = spr_run(4, Policy::default(), &[]);
     let two_ports = spr_run(8, Policy::default(), &[]);
     let unit_cap = 1e9 / 150.0;
     let n2 = per_sec(&two_ports, two_ports.notifications());
     assert!(
         n2 <= unit_cap * 1.01,
-        "notifications {n2:.0} above the unit's {unit_cap:.0}"
+        "notifications {n2:.0} above the router's {unit_cap:.0}"
     );
-    assert!(extra(&two_ports, "delivery_busy_pct") > 95.0);
+    assert!(extra(&two_ports, "router_busy_pct") > 95.0);
     let n1 = per_sec(&one_port, one_port.notifications());
     assert!(
         n2 < 1.7 * n1,
-        "the second port gains far less than 2x: {n1:.0} -> {n2:.0}"
+        "the second stack gains far less than 2x: {n1:.0} -> {n2:.0}"
     );
     assert!(n2 > 1.2 * n1);
+    // The same eight ports put on one stack are held to that stack's one remapped MSI
+    // at a time (stack_rtt + router + the MSI write per MSI).
+    let one_stack: Vec<String> = (4..8)
+        .map(|p| format!("root_ports.{p}.stack=iio0"))
+        .collect();
+    let sets: Vec<&str> = one_stack.iter().map(String::as_str).collect();
+    let one = spr_run(8, Policy::default(), &sets);
+    let p = spr(&[]);
+    let per_msi = (p.uncore.stack_rtt_ns + p.uncore.ubox_ns + p.root_ports[0].msi_ns) as f64;
+    let cap = 1e9 / per_msi;
+    let m1 = per_sec(&one, messages(&one));
+    assert!(
+        m1 <= cap * 1.01 && m1 > 0.9 * cap,
+        "one stack: {m1:.0} messages/s against its {cap:.0}"
+    );
+    assert!(per_sec(&two_ports, messages(&two_ports)) > 1.25 * m1);
 }
 
 #[test]
-fn a_busy_delivery_unit_keeps_on_set_so_posted_messages_coalesce() {
+fn a_busy_router_keeps_on_set_so_posted_messages_coalesce() {
     let busy = spr_run(8, posted(), &[]);
-    let idle = spr_run(8, posted(), &["iommu.deliver_ns=0"]);
+    let idle = spr_run(8, posted(), &["uncore.ubox_ns=0"]);
     let ratio =
         |r: &RunReport| messages(r) as f64 / r.cpus.iter().map(|c| c.pmn).sum::<u64>() as f64;
     assert!(
         ratio(&busy) > 1.5 * ratio(&idle),
-        "messages per notification: {:.2} with a saturated unit, {:.2} with an instant one",
+        "messages per notification: {:.2} with a saturated router, {:.2} with an instant one",
         ratio(&busy),
         ratio(&idle)
     );

@@ -77,7 +77,7 @@ fn polled_drives_split_and_report_the_same_bytes() {
 #[test]
 fn interrupt_driven_drives_split_when_the_path_is_not_shared() {
     // No delivery unit time: each port's IOMMU engine delivers on its own.
-    let p = c3(&["iommu.deliver_ns=0"]);
+    let p = c3(&["uncore.ubox_ns=0"]);
     for (what, policy) in [
         ("remapped", Policy::default()),
         (

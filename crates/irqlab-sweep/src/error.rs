@@ -33,12 +33,15 @@ pub enum SweepError {
     Portable(String),
     /// A point index outside the grid.
     NoSuchPoint { index: usize, points: usize },
+    /// The base policy is one the platform refuses (posted MSI on a guest).
+    Refused(irqlab_sim::PolicyRefused),
 }
 
 impl fmt::Display for SweepError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SweepError::Input(e) => write!(f, "{e}"),
+            SweepError::Refused(e) => write!(f, "{e}"),
             SweepError::Grid(m) | SweepError::X(m) => f.write_str(m),
             SweepError::Value {
                 key,

@@ -200,8 +200,16 @@ impl Plan {
     }
 
     /// Every value of every key on its own, so a typo fails before hours of simulation
-    /// and the message names the value.
+    /// and the message names the value. A policy the platform refuses (posted MSI on a
+    /// guest) fails here too, with the platform's reason.
     fn check_values(&self) -> Result<(), SweepError> {
+        let platform = Platform::from_toml(&self.platform_text, &self.platform_origin, &[])
+            .map_err(irqlab_inputs::InputError::from)?;
+        if !self.grid.dims.iter().any(|d| d.key == "delivery") {
+            platform
+                .allows(&self.policy.policy())
+                .map_err(SweepError::Refused)?;
+        }
         for d in &self.grid.dims {
             for v in &d.values {
                 let fail = |e: &dyn std::fmt::Display| SweepError::Value {
@@ -211,7 +219,9 @@ impl Plan {
                 };
                 match &d.kind {
                     KeyKind::Policy(k) => {
-                        k.apply(&mut self.policy.clone(), v).map_err(|e| fail(&e))?
+                        let mut policy = self.policy.clone();
+                        k.apply(&mut policy, v).map_err(|e| fail(&e))?;
+                        platform.allows(&policy.policy()).map_err(|e| fail(&e))?;
                     }
                     KeyKind::Seed => {
                         v.parse::<u64>()

@@ -16,8 +16,8 @@ pub struct CalibrateArgs {
     /// The platform file to fit (its other parameters stay as they are).
     #[arg(long)]
     pub platform: PathBuf,
-    /// A parameter to fit and its bounds, e.g. --param iommu.notify_ns=50..400
-    /// (repeatable; any key `--set` accepts). A key alone (--param iommu.deliver_ns)
+    /// A parameter to fit and its bounds, e.g. --param uncore.stack_rtt_ns=50..400
+    /// (repeatable; any key `--set` accepts). A key alone (--param uncore.ubox_ns)
     /// takes the range the platform's ledger gives it.
     #[arg(long = "param", value_name = "KEY=LO..HI", required = true)]
     pub params: Vec<String>,

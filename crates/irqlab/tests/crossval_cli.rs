@@ -14,8 +14,8 @@ fn scratch() -> PathBuf {
     )
     .unwrap();
     let text = example.replace(
-        "notify_ns = { value = 45, source = \"estimate\",",
-        "notify_ns = { value = 45, source = \"fit\", pins = [\"e1/a\", \"e2/b\"], range = [10, 3000],",
+        "stack_rtt_ns = { value = 65, source = \"estimate\",",
+        "stack_rtt_ns = { value = 65, source = \"fit\", pins = [\"e1/a\", \"e2/b\"], range = [10, 3000],",
     );
     assert_ne!(text, example);
     std::fs::write(dir.join("p.toml"), text).unwrap();
@@ -76,11 +76,11 @@ fn one_experiment_left_out_prints_both_tables_and_the_summary() {
         "{text}"
     );
     assert!(
-        lines[2].starts_with("E1") && lines[2].contains("refit: example:iommu.notify_ns="),
+        lines[2].starts_with("E1") && lines[2].contains("refit: example:uncore.stack_rtt_ns="),
         "{text}"
     );
     assert!(
-        text.contains("without E1: example:iommu.notify_ns="),
+        text.contains("without E1: example:uncore.stack_rtt_ns="),
         "{text}"
     );
     let evals: usize = text

@@ -132,7 +132,7 @@ fn option() -> impl Strategy<Value = Vec<String>> {
         "devices.0.max_iops",
         "devices.0.irq_cpu",
         "kernel.cqe_ns",
-        "iommu.deliver_ns",
+        "uncore.ubox_ns",
     ]);
     let choice = prop::sample::select(vec![
         "--delivery posted",

@@ -39,6 +39,18 @@ const DEFAULTS: &[Default] = &[
         "kernel/sched/fair.c (EEVDF since v6.6)",
         "the fair scheduler of kernels since v6.6",
     ),
+    d("cpu.threads_per_core", Estimate, "absent: no SMT siblings"),
+    d(
+        "cpu.llc_cpus",
+        Estimate,
+        "absent: every CPU shares one last-level cache",
+    ),
+    d("cpu.node_cpus", Estimate, "absent: one NUMA node"),
+    d(
+        "kernel.managed_irq_affinity",
+        Estimate,
+        "absent: contiguous CPU ranges per queue, each vector on its range's first CPU",
+    ),
     d(
         "kernel.complete_io_ns",
         Estimate,
@@ -80,9 +92,9 @@ const DEFAULTS: &[Default] = &[
         "absent [engine]: the generic costs of platforms/example.toml",
     ),
     d(
-        "iommu.deliver_ns",
+        "uncore.ubox_ns",
         Estimate,
-        "absent: no delivery unit shared by the ports",
+        "absent: no interrupt router shared by the stacks",
     ),
     d(
         "root_ports.*.credits",
@@ -93,11 +105,6 @@ const DEFAULTS: &[Default] = &[
         "root_ports.*.mps_bytes",
         Estimate,
         "absent: 256 B, the usual max payload size of server root ports",
-    ),
-    d(
-        "root_ports.*.notify_slots",
-        Estimate,
-        "absent: notifications on their way not limited per port",
     ),
     d(
         "devices.*.fetch_busy_ns",
@@ -133,6 +140,26 @@ const DEFAULTS: &[Default] = &[
         "devices.*.submitter.task_work_io_ns",
         Estimate,
         "absent: a kernel submitter has no task_work",
+    ),
+    d(
+        "guest.inject_ns",
+        Estimate,
+        "absent: interrupts are posted to a running vCPU (APICv, AVIC), no exit",
+    ),
+    d(
+        "guest.eoi_exit_ns",
+        Estimate,
+        "absent: the EOI does not exit (PV EOI, APICv, AVIC)",
+    ),
+    d(
+        "guest.msix_trap_ns",
+        Estimate,
+        "absent: masking an MSI-X vector costs no more than on bare metal",
+    ),
+    d(
+        "guest.guest_halt_poll_ns",
+        Estimate,
+        "absent: cpuidle-haltpoll does not poll; an idle vCPU halts at once",
     ),
 ];
 
@@ -187,10 +214,10 @@ softirq_ns = 1
 irq_thread_ns = 1
 hrtimer_ns = 1
 [iommu]
-remap_ns = 1
-notify_ns = 1
-post_ns = 1
 dma_translate_ns = 1
+[uncore]
+stack_rtt_ns = 1
+pid_ns = 1
 [[root_ports]]
 name = "rp0"
 write_ns = 1
@@ -214,6 +241,10 @@ submit_call_ns = 1
 submit_io_ns = 1
 reap_call_ns = 1
 reap_io_ns = 1
+[guest]
+hypervisor = "kvm"
+kick_ns = 1
+vcpu_wake_ns = 1
 "#;
 
     fn leaves(v: &toml::Value, path: &str, out: &mut Vec<String>) {

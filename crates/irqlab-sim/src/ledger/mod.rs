@@ -2,15 +2,15 @@
 //! shared table it names) may be written as an inline table that says so:
 //!
 //! ```toml
-//! deliver_ns = { value = 150, source = "fit", pins = ["c1/remapped-8-disks"], range = [20, 400], note = "..." }
+//! ubox_ns = { value = 157, source = "fit", pins = ["c1/remapped-8-disks", "v2/io_uring-remapped"], range = [120, 200], note = "..." }
 //! irq_entry_ns = { cycles = 285, source = "estimate", note = "..." }   # shared tables: ns = cycles / cpu.ghz
 //! ```
 //!
-//! The loader strips these into [`Entry`]s keyed by the dotted key (`iommu.deliver_ns`,
+//! The loader strips these into [`Entry`]s keyed by the dotted key (`uncore.ubox_ns`,
 //! `devices.0.max_iops`) before it deserialises the [`Platform`](crate::Platform), so the
 //! model never sees them. A bare value is accepted and is "unsourced". Shared tables
-//! (`cpus/*.toml`, named by `cpu.model`; `kernels/*.toml`, named by `kernel.version`) sit
-//! beside the platform file; resolution is table < platform file < `--set`. Every
+//! (`cpus/*.toml`, named by `cpu.model`; `kernels/*.toml`, named by `kernel.version`;
+//! `uncores/*.toml`, named by `uncore.model`) sit beside the platform file; resolution is table < platform file < `--set`. Every
 //! default the platform structs fill in has its provenance in [`defaults`].
 
 pub mod defaults;
@@ -46,7 +46,7 @@ pub enum SourceKind {
     Kernel,
     /// A prior with no specific measurement behind it.
     Estimate,
-    /// Fitted to published figures (`pins`).
+    /// Fitted to published figures (`pins`), or with `machine` to that machine's runs.
     Fit,
 }
 
@@ -165,7 +165,8 @@ impl Range {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Provenance {
     pub source: SourceKind,
-    /// The machine a `measured` value was measured on.
+    /// The machine a `measured` value was measured on, or whose own runs pin a `fit`
+    /// (then `pins` name that machine's capture runs, `RUN:METRIC`, not scenarios).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
     /// The figures a `fit` is pinned by.
@@ -394,7 +395,8 @@ pub fn is_structural(key: &str) -> bool {
         ["name"]
             | ["cpu", "model"]
             | ["kernel", "version"]
-            | ["root_ports", _, "name"]
+            | ["uncore", "model"]
+            | ["root_ports", _, "name" | "stack"]
             | ["devices", _, "kind" | "prefix" | "port"]
     )
 }

@@ -149,8 +149,12 @@ fn common(t: &toml::Table, source: SourceKind) -> Result<Provenance, String> {
                 "source = \"measured\" needs machine = \"...\": the machine measured".into(),
             );
         }
-        (s, Some(_)) if s != SourceKind::Measured => {
-            return Err(format!("machine is for source = \"measured\", not \"{s}\""));
+        // A fit with a machine is fitted to that machine's own runs (a capture's, see
+        // `irqlab platform --from-capture`): its pins name the runs, not scenarios.
+        (s, Some(_)) if s != SourceKind::Measured && s != SourceKind::Fit => {
+            return Err(format!(
+                "machine is for source = \"measured\" (the machine measured) or \"fit\" (the machine whose runs pin it), not \"{s}\""
+            ));
         }
         _ => {}
     }
@@ -204,11 +208,20 @@ fn entry(t: &toml::Table, key: &str, line: Option<usize>) -> Result<Raw, String>
         };
         for x in list {
             let s = x.as_str().unwrap_or_default();
-            p.pins.push(Pin::parse(s).ok_or_else(|| {
-                format!(
+            let pin = Pin::parse(s).ok_or_else(|| match &p.machine {
+                Some(m) => format!(
+                    "pins: '{s}' is not a run of {m}'s capture with its metric (RUN:METRIC, e.g. \"qd1-psync:clat_mean_us\")"
+                ),
+                None => format!(
                     "pins: '{s}' is not a scenario id (its path under scenarios/ without .toml, e.g. \"c1/remapped-8-disks\" or \"c1/remapped-8-disks:iops_per_disk\")"
-                )
-            })?);
+                ),
+            })?;
+            if p.machine.is_some() && pin.metric.is_none() {
+                return Err(format!(
+                    "pins: '{s}' names a run without its metric; a fit to a machine's runs names each figure as RUN:METRIC"
+                ));
+            }
+            p.pins.push(pin);
         }
     }
     if let Some(r) = t.get("range") {
@@ -267,11 +280,11 @@ mod tests {
 
     #[test]
     fn inline_tables_become_values_and_entries() {
-        let text = "name = \"x\"\n[iommu]\nremap_ns = 20\ndeliver_ns = { value = 150, source = \"fit\", pins = [\"c1/r8\"], range = [20, 400] }\n[cpu]\nirq_entry_ns = { cycles = 285, source = \"estimate\" }\n";
+        let text = "name = \"x\"\n[uncore]\nstack_rtt_ns = 20\nubox_ns = { value = 150, source = \"fit\", pins = [\"c1/r8\"], range = [20, 400] }\n[cpu]\nirq_entry_ns = { cycles = 285, source = \"estimate\" }\n";
         let (t, raws) = strip_text(text).unwrap();
-        assert_eq!(t["iommu"]["deliver_ns"].as_integer(), Some(150));
+        assert_eq!(t["uncore"]["ubox_ns"].as_integer(), Some(150));
         assert_eq!(t["cpu"]["irq_entry_ns"].as_integer(), Some(0));
-        let d = raws.iter().find(|r| r.key == "iommu.deliver_ns").unwrap();
+        let d = raws.iter().find(|r| r.key == "uncore.ubox_ns").unwrap();
         let p = d.provenance.as_ref().unwrap();
         assert_eq!(p.source, SourceKind::Fit);
         assert_eq!(p.pins[0].scenario, "c1/r8");
@@ -283,7 +296,10 @@ mod tests {
             })
         );
         assert_eq!(d.line, Some(4));
-        let r = raws.iter().find(|r| r.key == "iommu.remap_ns").unwrap();
+        let r = raws
+            .iter()
+            .find(|r| r.key == "uncore.stack_rtt_ns")
+            .unwrap();
         assert!(r.provenance.is_none());
         let c = raws.iter().find(|r| r.key == "cpu.irq_entry_ns").unwrap();
         assert_eq!(c.cycles, Some(285));
@@ -291,12 +307,12 @@ mod tests {
 
     #[test]
     fn table_form_and_dotted_keys_find_their_lines() {
-        let text = "[iommu]\nremap_ns.value = 20\nremap_ns.source = \"estimate\"\n[iommu.post_ns]\nvalue = 90\nsource = \"physics\"\n";
+        let text = "[uncore]\nstack_rtt_ns.value = 20\nstack_rtt_ns.source = \"estimate\"\n[uncore.pid_ns]\nvalue = 90\nsource = \"physics\"\n";
         let (t, raws) = strip_text(text).unwrap();
-        assert_eq!(t["iommu"]["post_ns"].as_integer(), Some(90));
+        assert_eq!(t["uncore"]["pid_ns"].as_integer(), Some(90));
         let line = |k: &str| raws.iter().find(|r| r.key == k).unwrap().line;
-        assert_eq!(line("iommu.remap_ns"), Some(2));
-        assert_eq!(line("iommu.post_ns"), Some(5));
+        assert_eq!(line("uncore.stack_rtt_ns"), Some(2));
+        assert_eq!(line("uncore.pid_ns"), Some(5));
     }
 
     #[test]
@@ -316,6 +332,10 @@ mod tests {
             (
                 "{ value = 1, source = \"paper\", machine = \"m\" }",
                 "machine is for",
+            ),
+            (
+                "{ value = 1, source = \"estimate\", machine = \"m\" }",
+                "not \"estimate\"",
             ),
             (
                 "{ value = 1, source = \"paper\", pins = [\"c1/x\"] }",
@@ -350,16 +370,27 @@ mod tests {
                 "range is for numbers",
             ),
         ] {
-            let text = format!("[iommu]\nnotify_ns = {body}\n");
+            let text = format!("[uncore]\nstack_rtt_ns = {body}\n");
             let e = strip_text(&text).unwrap_err();
             assert!(
-                e.starts_with("p.toml:2: iommu.notify_ns: ") && e.contains(says),
+                e.starts_with("p.toml:2: uncore.stack_rtt_ns: ") && e.contains(says),
                 "{body}: {e}"
             );
         }
         let e =
             strip_text("[devices.x]\ncount = { cycles = 3, source = \"physics\" }\n").unwrap_err();
         assert!(e.contains("cycles are for times in ns"), "{e}");
+    }
+
+    #[test]
+    fn a_fit_to_a_machine_names_its_runs_with_their_metrics() {
+        let text = "[devices.0]\nread_ns = { value = 9000, source = \"fit\", machine = \"vm\", pins = [\"qd1-psync:clat_mean_us\", \"qd1-psync:iops\"], range = [1000, 90000] }\n";
+        let (_, raws) = strip_text(text).unwrap();
+        let p = raws[0].provenance.as_ref().unwrap();
+        assert_eq!(p.machine.as_deref(), Some("vm"));
+        assert_eq!(p.pins[1].to_string(), "qd1-psync:iops");
+        let e = strip_text(&text.replace(":iops", "")).unwrap_err();
+        assert!(e.contains("without its metric"), "{e}");
     }
 
     #[test]

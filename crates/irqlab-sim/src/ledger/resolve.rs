@@ -37,7 +37,22 @@ pub struct Resolved {
 }
 
 /// Keys read before the tables are resolved: they choose the tables and scale them.
-const SELECTORS: [&str; 3] = ["cpu.model", "cpu.ghz", "kernel.version"];
+const SELECTORS: [&str; 4] = ["cpu.model", "cpu.ghz", "kernel.version", "uncore.model"];
+
+/// A key the stack model replaced (platform.rs `RETIRED_KEYS`) is an error at its line
+/// that names what replaces it.
+fn refuse_retired(raws: &[Raw], origin: &str) -> Result<(), PlatformError> {
+    for r in raws {
+        if let Some(why) = crate::platform::retired_key(&r.key) {
+            return Err(PlatformError(at_line(
+                origin,
+                r.line,
+                &format!("{}: no longer a platform key; replaced by {why}", r.key),
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// Reads and resolves the platform file at `path`; its tables are looked up beside it.
 pub fn load(path: &Path, sets: &[String]) -> Result<Resolved, PlatformError> {
@@ -78,6 +93,7 @@ pub fn from_text(
     // here at its line, before anything re-encodes the platform.
     let mut tree = toml::from_str::<toml::Table>(text).map_err(fail)?;
     let mut raws = strip(&mut tree, text, origin).map_err(PlatformError)?;
+    refuse_retired(&raws, origin)?;
     let (selector_sets, other_sets): (Vec<&String>, Vec<&String>) = sets
         .iter()
         .partition(|s| SELECTORS.contains(&s.split_once('=').map_or("", |(k, _)| k.trim())));
@@ -99,6 +115,7 @@ pub fn from_text(
     for (kind, name) in [
         (TableKind::Cpu, &sel.model),
         (TableKind::Kernel, &sel.version),
+        (TableKind::Uncore, &sel.uncore),
     ] {
         let Some(name) = name else { continue };
         let line = raw_line(&raws, kind.selector());
@@ -114,6 +131,7 @@ pub fn from_text(
         })?;
         let t =
             tables::find(dir, kind, name).map_err(|e| PlatformError(at_line(origin, line, &e)))?;
+        refuse_retired(&t.raws, &t.path.display().to_string())?;
         used.push(t);
     }
     // Cycles become ns at the platform's frequency, in the file and in its tables (a
@@ -178,6 +196,7 @@ pub fn from_text(
                 selected_by: match t.kind {
                     TableKind::Cpu => sel.model.clone().unwrap_or_default(),
                     TableKind::Kernel => sel.version.clone().unwrap_or_default(),
+                    TableKind::Uncore => sel.uncore.clone().unwrap_or_default(),
                 },
                 path: t.path.clone(),
             })
@@ -203,11 +222,15 @@ struct Selectors {
     model: Option<String>,
     ghz: Option<f64>,
     version: Option<String>,
+    uncore: Option<String>,
 }
 
 impl Selectors {
     fn is_empty(&self) -> bool {
-        self.model.is_none() && self.ghz.is_none() && self.version.is_none()
+        self.model.is_none()
+            && self.ghz.is_none()
+            && self.version.is_none()
+            && self.uncore.is_none()
     }
 
     fn take(tree: &mut toml::Table, text: &str, origin: &str) -> Result<Selectors, PlatformError> {
@@ -243,6 +266,15 @@ impl Selectors {
             s.version = Some(
                 v.as_str()
                     .ok_or_else(|| bad("kernel.version", "text in quotes, e.g. \"6.8\""))?
+                    .to_string(),
+            );
+        }
+        if let Some(toml::Value::Table(u)) = tree.get_mut("uncore")
+            && let Some(v) = u.remove("model")
+        {
+            s.uncore = Some(
+                v.as_str()
+                    .ok_or_else(|| bad("uncore.model", "text in quotes, e.g. \"sapphire-rapids\""))?
                     .to_string(),
             );
         }

@@ -1,7 +1,9 @@
 //! Shared tables beside the platform files: `cpus/*.toml` hold a core's costs (named by
 //! the platform's `cpu.model`, which the table lists in `models`), `kernels/*.toml` a
-//! kernel version's path costs and constants (named by `kernel.version`, the file stem).
-//! A table holds `[cpu]`, `[kernel]`, `[engine.*]` or `[iommu]` keys, each a ledger entry;
+//! kernel version's path costs and constants (named by `kernel.version`, the file stem),
+//! `uncores/*.toml` a socket design's interrupt path (named by `uncore.model`, listed in
+//! the table's `models`). A table holds `[cpu]`, `[kernel]`, `[engine.*]`, `[iommu]` or
+//! `[uncore]` keys, each a ledger entry;
 //! core-bound work is written in cycles and becomes ns at the platform's `cpu.ghz`.
 
 use super::parse::{Raw, strip};
@@ -15,16 +17,18 @@ use std::path::{Path, PathBuf};
 pub enum TableKind {
     Cpu,
     Kernel,
+    Uncore,
 }
 
 impl TableKind {
-    pub const ALL: [TableKind; 2] = [TableKind::Cpu, TableKind::Kernel];
+    pub const ALL: [TableKind; 3] = [TableKind::Cpu, TableKind::Kernel, TableKind::Uncore];
 
     /// The directory beside the platform files.
     pub fn dir(self) -> &'static str {
         match self {
             TableKind::Cpu => "cpus",
             TableKind::Kernel => "kernels",
+            TableKind::Uncore => "uncores",
         }
     }
 
@@ -33,12 +37,13 @@ impl TableKind {
         match self {
             TableKind::Cpu => "cpu.model",
             TableKind::Kernel => "kernel.version",
+            TableKind::Uncore => "uncore.model",
         }
     }
 }
 
 /// The sections a table may hold (arrays of parts are the platform's own).
-const SECTIONS: [&str; 4] = ["cpu", "kernel", "engine", "iommu"];
+const SECTIONS: [&str; 5] = ["cpu", "kernel", "engine", "iommu", "uncore"];
 
 /// One table read and stripped.
 #[derive(Clone, Debug)]
@@ -92,7 +97,7 @@ fn read(path: &Path) -> Result<(String, toml::Table), String> {
     Ok((text, t))
 }
 
-/// The `models` a cpus/ table lists.
+/// The `models` a cpus/ or uncores/ table lists.
 fn models(t: &toml::Table) -> Vec<String> {
     t.get("models")
         .and_then(|m| m.as_array())
@@ -109,7 +114,7 @@ fn models(t: &toml::Table) -> Vec<String> {
 pub(crate) fn find(dir: &Path, kind: TableKind, name: &str) -> Result<Table, String> {
     let sub = dir.join(kind.dir());
     let path = match kind {
-        TableKind::Cpu => {
+        TableKind::Cpu | TableKind::Uncore => {
             let mut hits = Vec::new();
             let mut known = Vec::new();
             for p in toml_files(&sub) {
@@ -124,7 +129,8 @@ pub(crate) fn find(dir: &Path, kind: TableKind, name: &str) -> Result<Table, Str
                 1 => hits.remove(0),
                 0 => {
                     return Err(format!(
-                        "cpu.model = \"{name}\": no table in {} lists it in models{}",
+                        "{} = \"{name}\": no table in {} lists it in models{}",
+                        kind.selector(),
                         sub.display(),
                         if known.is_empty() {
                             String::new()
@@ -135,7 +141,8 @@ pub(crate) fn find(dir: &Path, kind: TableKind, name: &str) -> Result<Table, Str
                 }
                 _ => {
                     return Err(format!(
-                        "cpu.model = \"{name}\" is listed by more than one table: {}",
+                        "{} = \"{name}\" is listed by more than one table: {}",
+                        kind.selector(),
                         hits.iter()
                             .map(|p| p.display().to_string())
                             .collect::<Vec<_>>()
@@ -181,7 +188,7 @@ pub(crate) fn load(path: &Path, kind: TableKind) -> Result<Table, String> {
         None => format!("{origin}: {why}"),
     };
     match kind {
-        TableKind::Cpu => {
+        TableKind::Cpu | TableKind::Uncore => {
             let ok = tree
                 .get("models")
                 .and_then(|m| m.as_array())
@@ -189,7 +196,10 @@ pub(crate) fn load(path: &Path, kind: TableKind) -> Result<Table, String> {
             if !ok {
                 return Err(at(
                     "models",
-                    "a cpus/ table needs models = [\"...\"], the CPU models it describes".into(),
+                    format!(
+                        "a {}/ table needs models = [\"...\"], the CPU models it describes",
+                        kind.dir()
+                    ),
                 ));
             }
             tree.remove("models");
@@ -207,7 +217,7 @@ pub(crate) fn load(path: &Path, kind: TableKind) -> Result<Table, String> {
             ));
         }
     }
-    for sel in ["cpu.model", "cpu.ghz", "kernel.version"] {
+    for sel in ["cpu.model", "cpu.ghz", "kernel.version", "uncore.model"] {
         let (s, k) = sel.split_once('.').unwrap_or_default();
         if tree.get(s).and_then(|t| t.get(k)).is_some() {
             return Err(at(

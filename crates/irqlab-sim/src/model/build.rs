@@ -4,11 +4,11 @@
 //! job threads, ksoftirqd and irq threads, and checks every request against the machine.
 
 use super::fio_job::{DiskAcct, FioJob, FioRun};
-use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, ThreadId, VectorId};
+use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, StackId, ThreadId, VectorId};
 use super::state::*;
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
-use crate::platform::Platform;
+use crate::platform::{ManagedAffinity, Platform};
 use crate::rng::{ServiceTime, Stream};
 use crate::{SimError, SimOptions};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
@@ -38,7 +38,12 @@ pub(crate) fn device_names(p: &Platform) -> Vec<String> {
             }
         };
         for _ in 0..g.count {
-            names.push(format!("{}{}", g.prefix, *next));
+            // virtio_blk names its disks vda, vdb, ... (virtblk_name_format).
+            names.push(if g.kind == crate::platform::DeviceKind::VirtioBlk {
+                format!("{}{}", g.prefix, super::virtio::disk_letters(*next))
+            } else {
+                format!("{}{}", g.prefix, *next)
+            });
             *next += 1;
         }
     }
@@ -116,10 +121,12 @@ const FILE_OPTIONS: &[&str] = &[
 fn costs(p: &Platform) -> Costs {
     let c = &p.cpu;
     let k = &p.kernel;
+    // A guest's exits and injections on top of the native costs (crate::guest).
+    let g = p.guest_adds();
     Costs {
-        irq_entry: c.irq_entry_ns,
+        irq_entry: c.irq_entry_ns + g.irq_entry,
         irq_exit: c.irq_exit_ns,
-        eoi: c.eoi_ns,
+        eoi: c.eoi_ns + g.eoi,
         idle_exit: c.idle_exit_ns,
         ctx_switch: c.ctx_switch_ns,
         wakeup: c.wakeup_ns,
@@ -140,12 +147,15 @@ fn costs(p: &Platform) -> Costs {
         irq_thread: k.irq_thread_ns,
         hrtimer: k.hrtimer_ns,
         moderation_program: k.moderation_program_ns,
-        irq_mask: k.irq_mask_ns,
+        irq_mask: k.irq_mask_ns + g.irq_mask,
         usr_io: p.engine.usr_io_ns,
-        remap: p.iommu.remap_ns,
-        notify: p.iommu.notify_ns,
-        post: p.iommu.post_ns,
+        stack_rtt: p.uncore.stack_rtt_ns,
+        pid: p.uncore.pid_ns,
         dma_translate: p.iommu.dma_translate_ns,
+        vcpu_wake: g.vcpu_wake,
+        guest_halt_poll: g.guest_halt_poll,
+        kick: g.kick,
+        has_virtio: super::virtio::any(p),
     }
 }
 
@@ -214,6 +224,11 @@ pub(crate) fn new_cpu(
         soft_reaping: Vec::with_capacity(256),
         ipi_inflight: false,
         hrtimer_wake: Vec::new(),
+        blk_done: Vec::new(),
+        idle_wakee: Wakee::default(),
+        // Idle since boot.
+        idle_stamp: 1,
+        avg_idle: super::placement::AVG_IDLE_MAX,
         stats: CpuStats::default(),
     }
 }
@@ -236,6 +251,8 @@ pub(crate) struct Machine {
     pub devices: Vec<Device>,
     pub queues: Vec<Queue>,
     pub vectors: Vec<Vector>,
+    /// Managed vectors activated on each CPU so far (the vector matrix).
+    pub managed: Vec<u32>,
 }
 
 /// The platform's costs of `engine` (None for fio's null engine, which makes no syscall).
@@ -257,6 +274,9 @@ struct JobClone {
     cpu: usize,
     devices: Vec<usize>,
     polled: bool,
+    /// cpus_allowed given: the clone runs on `cpu` only. Without it the scheduler
+    /// places it (model/placement.rs).
+    pinned: bool,
     /// init.c add_job: the reporting group (stonewall and new_group start one).
     groupid: u32,
     /// backend.c run_threads: a stonewall job waits for every job above it.
@@ -275,7 +295,9 @@ pub(crate) fn build<'a, O: Observer>(
     obs: &'a mut O,
 ) -> Result<Sim<'a, O>, SimError> {
     p.validate().map_err(SimError::Platform)?;
+    p.allows(policy).map_err(SimError::Refused)?;
     check_policy(policy)?;
+    super::virtio::check_policy(p, policy)?;
     if specs.is_empty() {
         return Err(SimError::Config("the job file defines no jobs".into()));
     }
@@ -303,18 +325,29 @@ pub(crate) fn build<'a, O: Observer>(
         cpus: (0..p.cpu.count)
             .map(|c| new_cpu(c, p, &inp.costs, policy.delivery, gsim.as_ref()))
             .collect(),
+        managed: vec![0; p.cpu.count],
         ..Machine::default()
     };
     let queue_of = add_devices(&inp, &clones, &mut m)?;
     super::target::add_targets(&inp, gsim.as_ref(), &mut m)?;
     let (jobs, waves) = add_jobs(specs, &inp, &clones, &queue_of, window_start, &mut m)?;
-    check_queue_depths(&jobs, &inp, &m)?;
+    super::virtio::check_depths(&jobs, &inp, &m)?;
+    check_queue_depths(&jobs, &clones, &inp, &m)?;
     add_ksoftirqds(&mut m);
     let stop_at = stop_at(&waves, &jobs);
     let mut fio = fio_run(specs, &clones, waves, m.devices.len());
     // Helper threads, flows, wait_for, steady state, commands (model/fio_build.rs).
     let mut jobs = jobs;
     super::fio_build::complete(specs, p, &inp.names, &mut jobs, &mut m, &mut fio)?;
+    let topo = super::topo::Topology::new(&p.cpu);
+    // Placement is on when a job may move; a run of pinned jobs keeps no such state.
+    let place = clones.iter().any(|c| !c.pinned).then(|| {
+        let llcs = p.cpu.count.div_ceil(topo.llc_size(0));
+        Box::new(super::placement::Placement::new(
+            super::placement::Rules::of(p.cpu.scheduler),
+            llcs,
+        ))
+    });
     Ok(Sim {
         now: 0,
         q: EventQueue::new(),
@@ -331,8 +364,13 @@ pub(crate) fn build<'a, O: Observer>(
         devices: m.devices,
         queues: m.queues,
         vectors: m.vectors,
-        ports: p.root_ports.iter().map(new_port).collect(),
-        delivery: DeliveryUnit::idle(p.iommu.deliver_ns),
+        ports: p
+            .root_ports
+            .iter()
+            .map(|rp| new_port(rp, stack_of(p, rp)))
+            .collect(),
+        stacks: (0..stack_count(p)).map(|_| Stack::default()).collect(),
+        router: Router::idle(p.uncore.ubox_ns),
         ios: Vec::with_capacity(4096),
         free_ios: Vec::new(),
         draining: false,
@@ -347,6 +385,9 @@ pub(crate) fn build<'a, O: Observer>(
         merged_events: 0,
         gsim,
         fio,
+        topo,
+        place,
+        queue_map: queue_of,
         obs,
     })
 }
@@ -376,6 +417,7 @@ fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimE
                 .or(per_clone.first())
                 .cloned()
                 .unwrap_or_default();
+            let pinned = s.clone_cpus(k).is_some();
             let cpu = match s.clone_cpus(k) {
                 Some(set) => set[k as usize % set.len()],
                 None => {
@@ -389,6 +431,7 @@ fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimE
                 cpu,
                 devices: devices.clone(),
                 polled,
+                pinned,
                 groupid: groups[si],
                 wave: waves[si],
             });
@@ -598,6 +641,7 @@ fn add_jobs(
         }
         m.threads.push(Thread {
             start_runnable: starts_now,
+            pinned: c.pinned,
             ..Thread::new(ThreadKind::Job(JobId::new(ji)), CpuId::new(c.cpu))
         });
         let thread = ThreadId::new(m.threads.len() - 1);
@@ -645,6 +689,7 @@ fn new_job(
         submitter,
         usr_io,
         queues,
+        devices: c.devices.iter().map(|&d| DeviceId::new(d)).collect(),
         next_file: 0,
         iodepth,
         batch_submit: batch_submit.max(1),
@@ -674,15 +719,26 @@ fn new_job(
         usr: 0,
         sys: 0,
         ctx: 0,
+        migrations: 0,
         depth_level: [0; 7],
         fio: Box::new(fio),
     }
 }
 
-/// Every queue has room for what its jobs may have in flight (one entry stays free).
-fn check_queue_depths(jobs: &[Job], inp: &Inputs<'_>, m: &Machine) -> Result<(), SimError> {
+/// Every queue has room for what its pinned jobs may have in flight (one entry stays
+/// free). A job the scheduler moves may find a queue's tags taken and sleeps for one
+/// (job.rs, blk_mq_get_tag).
+fn check_queue_depths(
+    jobs: &[Job],
+    clones: &[JobClone],
+    inp: &Inputs<'_>,
+    m: &Machine,
+) -> Result<(), SimError> {
     let mut depth = vec![0u64; m.queues.len()];
-    for job in jobs {
+    for (job, c) in jobs.iter().zip(clones) {
+        if !c.pinned {
+            continue;
+        }
         for &q in &job.queues {
             depth[q.ix()] += u64::from(job.iodepth);
         }
@@ -766,8 +822,32 @@ fn device_group(p: &Platform, d: usize) -> &crate::platform::DeviceGroup {
     panic!("device {d} is not on the platform")
 }
 
-/// A root port with an empty FIFO and an idle IOMMU engine.
-fn new_port(rp: &crate::platform::RootPort) -> Port {
+/// The IIO stack of root port `rp`: stacks are numbered in the order their first port
+/// appears.
+fn stack_of(p: &Platform, rp: &crate::platform::RootPort) -> StackId {
+    let mut names: Vec<&str> = Vec::new();
+    for r in &p.root_ports {
+        if !names.contains(&r.stack_name()) {
+            names.push(r.stack_name());
+        }
+    }
+    let ix = names
+        .iter()
+        .position(|n| *n == rp.stack_name())
+        .expect("the port's stack is among the ports' stacks");
+    StackId::new(ix)
+}
+
+/// How many IIO stacks the root ports name.
+fn stack_count(p: &Platform) -> usize {
+    let mut names: Vec<&str> = p.root_ports.iter().map(|r| r.stack_name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.len()
+}
+
+/// A root port with an empty FIFO, on stack `stack`.
+fn new_port(rp: &crate::platform::RootPort, stack: StackId) -> Port {
     Port {
         fifo: VecDeque::new(),
         busy: false,
@@ -778,11 +858,8 @@ fn new_port(rp: &crate::platform::RootPort) -> Port {
         used: 0,
         mps: rp.mps_bytes,
         blocked: VecDeque::new(),
-        notify_slots: rp.notify_slots,
-        notify_inflight: 0,
-        notify_stalled: false,
-        engine_msi: None,
-        engine_stalled: false,
+        stack,
+        waits_for_stack: false,
         busy_ns: 0,
         stalled_ns: 0,
         stalled_since: 0,
@@ -801,11 +878,15 @@ fn add_devices(
     let p = inp.p;
     let mut queue_of = Vec::new();
     for g in &p.devices {
-        let port = p
-            .root_ports
-            .iter()
-            .position(|rp| rp.name == g.port)
-            .expect("validated port");
+        // A virtio-blk device has no root port: its completions never enter one.
+        let port = if g.kind == crate::platform::DeviceKind::VirtioBlk {
+            0
+        } else {
+            p.root_ports
+                .iter()
+                .position(|rp| rp.name == g.port)
+                .expect("validated port")
+        };
         for _ in 0..g.count {
             let d = m.devices.len();
             m.devices.push(new_device(
@@ -867,12 +948,13 @@ fn new_device(
         writes_data: g.writes_data,
         response_ns: 0,
         command_time: None,
+        virtio: None,
     }
 }
 
 /// One set of device `d`'s queues (set 0: interrupt-driven, each with its MSI-X
-/// vector; set 1: polled, none), mapped as blk_mq_map_queues does: CPU c uses queue
-/// c × nq / ncpu, contiguous ranges. Returns each CPU's queue.
+/// vector; set 1: polled, none), each CPU mapped to one and each vector given its CPU
+/// by `kernel.managed_irq_affinity` (model/affinity.rs). Returns each CPU's queue.
 fn add_queue_set(
     inp: &Inputs<'_>,
     g: &crate::platform::DeviceGroup,
@@ -880,6 +962,9 @@ fn add_queue_set(
     set: usize,
     m: &mut Machine,
 ) -> Result<Vec<QueueId>, SimError> {
+    if g.kind == crate::platform::DeviceKind::VirtioBlk {
+        return super::virtio::add_queue_set(inp, g, d, set, m);
+    }
     let (p, policy) = (inp.p, inp.policy);
     let ncpu = p.cpu.count;
     let nq = if g.queues == 0 {
@@ -889,16 +974,23 @@ fn add_queue_set(
     };
     let name = &inp.names[d];
     let first_q = m.queues.len();
+    // Polled queues have no vectors: blk_mq_map_queues' ranges.
+    let layout = match (set, p.kernel.managed_irq_affinity) {
+        (0, ManagedAffinity::Spread) => {
+            super::affinity::spread(g, ncpu, nq, p.cpu.node_cpus, &mut m.managed)
+        }
+        _ => super::affinity::contiguous(g, ncpu, nq),
+    };
     for q in 0..nq {
         let qid = (set * nq + q + 1) as u16;
         let qp = QueuePair::new(qid, qid, g.queue_depth)
             .map_err(|e| SimError::Platform(format!("device {name}: {e}")))?;
-        let cpus_here = (0..ncpu).filter(|&c| c * nq / ncpu == q).count();
+        let cpus_here = layout.cpu_queue.iter().filter(|&&x| x == q).count();
         let vector = if set == 0 {
             let spec = VectorSpec {
                 name: format!("{name}q{}", q + 1),
                 queue: QueueId::new(first_q + q),
-                cpu: irq_cpu(g, q, nq, ncpu),
+                cpu: layout.vector_cpu[q],
                 rule: g.msi_rule(),
                 group: g,
                 rescue_thread: policy.flood_detection && cpus_here > 1,
@@ -922,21 +1014,11 @@ fn add_queue_set(
             )
         });
     }
-    Ok((0..ncpu)
-        .map(|c| QueueId::new(first_q + c * nq / ncpu))
+    Ok(layout
+        .cpu_queue
+        .iter()
+        .map(|&q| QueueId::new(first_q + q))
         .collect())
-}
-
-/// Managed affinity: a queue's vector goes to the first CPU of its range; with
-/// vectors_per_cpu = k, to that of the first queue of its group of k (or the group's
-/// fixed irq_cpu).
-fn irq_cpu(g: &crate::platform::DeviceGroup, q: usize, nq: usize, ncpu: usize) -> usize {
-    let home = match g.vectors_per_cpu {
-        0 => q,
-        k => q / k * k,
-    };
-    g.irq_cpu
-        .unwrap_or_else(|| (0..ncpu).find(|&c| c * nq / ncpu == home).unwrap_or(0))
 }
 
 // ---------------------------------------------------------------- vectors
@@ -973,8 +1055,10 @@ pub(crate) fn add_vector(
     }
     cpu_s.next_idt += 1;
     cpu_s.vec_of_idt[idt as usize] = Some(v);
+    // idxd registers a threaded handler for kernel work queues whatever the policy.
+    let idxd = spec.group.kind == crate::platform::DeviceKind::Dsa;
     let iop = match policy.handler {
-        HandlerStyle::IrqPoll { weight, .. } => {
+        HandlerStyle::IrqPoll { weight, .. } if !idxd => {
             let id = cpu_s
                 .irq_poll
                 .init(weight)
@@ -985,7 +1069,7 @@ pub(crate) fn add_vector(
         _ => None,
     };
     // Threaded handlers, and flood detection's rescue thread.
-    let wants_thread = policy.handler == HandlerStyle::Threaded || spec.rescue_thread;
+    let wants_thread = policy.handler == HandlerStyle::Threaded || spec.rescue_thread || idxd;
     let thread = wants_thread.then(|| {
         m.threads
             .push(Thread::new(ThreadKind::IrqThread(v), CpuId::new(cpu)));
@@ -1006,6 +1090,7 @@ pub(crate) fn add_vector(
         iop,
         thread,
         thread_pending: false,
+        default_primary: idxd,
         messages: 0,
         per_cpu: vec![0; m.cpus.len()],
         device_coalesced: 0,

@@ -25,14 +25,18 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// A step boundary: the time since the last one is owed to the CPU's kind of slice
-    /// and to the thread that owns it now. Owed time is charged (`settle`) only when the
-    /// kind or the owner changes, or before someone reads the charges (the scheduler's
-    /// vruntimes, GSIM's hardirq time, the window's edges): the sums are what charging
-    /// at every step gives.
+    /// and to the thread that owned the CPU during it (`owed_to`: the owner at the last
+    /// boundary; a thread that blocks, exits, yields or is preempted at the end of its
+    /// step gives the CPU up before the next boundary, and that step is still its own).
+    /// Owed time is charged (`settle`) only when the kind or the owner changes, or before
+    /// someone reads the charges (the scheduler's vruntimes, GSIM's hardirq time, the
+    /// window's edges): the sums are what charging at every step gives.
     #[inline(always)]
     fn mark(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
         if cpu.owed_to != cpu.current {
+            // The step that just ended was the previous owner's.
+            cpu.acct_mark = self.now;
             self.settle(c);
             let cpu = &mut self.cpus[c];
             cpu.owed_to = cpu.current;
@@ -246,10 +250,11 @@ impl<O: Observer> Sim<'_, O> {
             }
             _ => {}
         }
-        if was_idle && self.costs.idle_exit > 0 {
+        let exit = if was_idle { self.idle_exit_ns(c) } else { 0 };
+        let cpu = &mut self.cpus[c];
+        if exit > 0 {
             cpu.mode = Mode::IdleExit;
-            let ns = self.costs.idle_exit;
-            self.step(c, ns, SliceKind::Idle);
+            self.step(c, exit, SliceKind::Idle);
         } else {
             cpu.mode = Mode::HardIrq;
             let ns = self.costs.irq_entry;
@@ -295,6 +300,7 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::Wakeups => match self.cpus[c].irq.after_wakeups {
                 IrqPhase::Reap => self.reap_more(c),
                 IrqPhase::Complete => self.batch_done(c),
+                IrqPhase::VirtioDrain => self.virtio_drain(c),
                 _ => self.vector_done(c),
             },
             IrqPhase::Complete => {
@@ -313,6 +319,7 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::PirRound => self.dispatch_next(c),
             IrqPhase::Mask => self.vector_done(c),
             IrqPhase::Exit => self.irq_exit(c),
+            IrqPhase::VirtioDrain => self.virtio_drained(c),
         }
     }
 
@@ -337,12 +344,13 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// A threaded vector's primary handler checked its CQ: with entries pending it
-    /// returns IRQ_WAKE_THREAD (__irq_wake_thread sets RUNTHREAD and wakes the thread).
+    /// returns IRQ_WAKE_THREAD (__irq_wake_thread sets RUNTHREAD and wakes the thread);
+    /// irq_default_primary_handler returns it always (kernel/irq/manage.c).
     fn primary_handler_returned(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue.ix();
         let mut woke = false;
-        if self.queues[q].qp.cqe_pending() {
+        if self.vectors[v].default_primary || self.queues[q].qp.cqe_pending() {
             self.vectors[v].thread_pending = true;
             if let Some(t) = self.vectors[v].thread
                 && self.threads[t.ix()].state == TState::Blocked
@@ -386,6 +394,12 @@ impl<O: Observer> Sim<'_, O> {
             && self.vectors[v].thread.is_some()
             && self.cpus[c].flood.placement(true) == HandlerPlacement::RescueThread;
         match self.policy.handler {
+            _ if self.vectors[v].default_primary => {
+                // irq_default_primary_handler: its few instructions are part of the
+                // entry's vector dispatch (irq_entry_ns).
+                self.obs.handler(self.now, c, v, 0);
+                self.hard(c, IrqPhase::Primary, 0);
+            }
             _ if rescue => {
                 self.obs.handler(self.now, c, v, 0);
                 self.hard(c, IrqPhase::Primary, self.costs.poll_check);
@@ -397,6 +411,10 @@ impl<O: Observer> Sim<'_, O> {
             }
             _ => {
                 let q = self.vectors[v].queue.ix();
+                if self.costs.has_virtio && self.queues[q].virtio.is_some() {
+                    self.virtblk_done(c, v);
+                    return;
+                }
                 self.queues[q].cq_locked = true;
                 self.reap_more(c);
             }
@@ -415,7 +433,7 @@ impl<O: Observer> Sim<'_, O> {
         };
         if budget_left > 0 && self.queues[q].qp.cqe_pending() {
             let mut list = std::mem::take(&mut self.cpus[c].reaping);
-            let n = self.poll_queue(q, budget_left, &mut list);
+            let n = self.poll_queue(c, q, budget_left, &mut list);
             self.cpus[c].reaping = list;
             self.cpus[c].irq.reaped += n;
             let ns = self.handler_work_ns(q, n);
@@ -663,7 +681,12 @@ impl<O: Observer> Sim<'_, O> {
                     return Some(unmask);
                 }
             }
-            SoftPhase::Begin => {}
+            SoftPhase::Block => {
+                if let Some(ns) = self.block_softirq_done(c) {
+                    return Some(ns);
+                }
+            }
+            SoftPhase::Begin | SoftPhase::BlockWakeups => {}
         }
         self.cpus[c].soft_phase = SoftPhase::Begin;
         loop {
@@ -685,6 +708,7 @@ impl<O: Observer> Sim<'_, O> {
                 SoftirqStep::Run(SoftirqVec::IrqPoll) => {
                     let _ = cpu.irq_poll.start_softirq(j);
                 }
+                SoftirqStep::Run(SoftirqVec::Block) => return Some(self.block_softirq(c)),
                 SoftirqStep::Run(_) => {}
                 SoftirqStep::Done => return None,
                 SoftirqStep::WakeKsoftirqd => {
@@ -700,7 +724,7 @@ impl<O: Observer> Sim<'_, O> {
     fn irq_poll_call(&mut self, c: usize, v: VectorId, weight: u32) -> u64 {
         let q = self.vectors[v.ix()].queue.ix();
         let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
-        let n = self.poll_queue(q, weight, &mut list);
+        let n = self.poll_queue(c, q, weight, &mut list);
         self.cpus[c].soft_reaping = list;
         self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
         let has_db = self.queues[q].doorbell;
@@ -754,9 +778,16 @@ impl<O: Observer> Sim<'_, O> {
 
     // ---------------------------------------------------------------- reaping
 
-    /// nvme_poll_cq on queue `q` with a budget: pops visible CQEs (phase tags), frees their
-    /// tags, and appends the I/Os to `out`. Returns how many.
-    pub(crate) fn poll_queue(&mut self, q: usize, budget: u32, out: &mut Vec<IoId>) -> u32 {
+    /// nvme_poll_cq on queue `q` by CPU `c` with a budget: pops visible CQEs (phase tags),
+    /// frees their tags (waking a job asleep for one), and appends the I/Os to `out`.
+    /// Returns how many.
+    pub(crate) fn poll_queue(
+        &mut self,
+        c: usize,
+        q: usize,
+        budget: u32,
+        out: &mut Vec<IoId>,
+    ) -> u32 {
         let queue = &mut self.queues[q];
         let tags = &mut queue.tags;
         let free = &mut queue.free_tags;
@@ -768,6 +799,13 @@ impl<O: Observer> Sim<'_, O> {
             out.push(io);
         });
         queue.completions += u64::from(n);
+        if n > 0 && !self.queues[q].tag_waiters.is_empty() {
+            // blk_mq_put_tag → sbitmap_queue_clear wakes the tag's waiters.
+            let waiters = std::mem::take(&mut self.queues[q].tag_waiters);
+            for t in waiters {
+                self.wake_thread(t.ix(), Some(c));
+            }
+        }
         n
     }
 
@@ -987,8 +1025,9 @@ impl<O: Observer> Sim<'_, O> {
         ThreadStep::Block
     }
 
-    /// irq_thread: while RUNTHREAD is set, run nvme_irq as the thread function (poll
-    /// every pending CQE, ring the CQ doorbell once, complete the batch), then sleep.
+    /// irq_thread: while RUNTHREAD is set, run the thread function, then sleep: nvme_irq
+    /// (poll every pending CQE, ring the CQ doorbell once, complete the batch) or
+    /// idxd_wq_thread (drivers/dma/idxd/irq.c: complete every record found done).
     pub(crate) fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
         let q = self.vectors[v].queue.ix();
         let inline = self.queues[q].complete_ns.is_none();
@@ -1014,7 +1053,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         if self.queues[q].qp.cqe_pending() {
             let mut list = std::mem::take(&mut self.threads[t].reaping);
-            let n = self.poll_queue(q, u32::MAX, &mut list);
+            let n = self.poll_queue(c, q, u32::MAX, &mut list);
             self.threads[t].reaping = list;
             self.threads[t].wakeups += n;
             return ThreadStep::Run {
@@ -1022,7 +1061,8 @@ impl<O: Observer> Sim<'_, O> {
                 kind: SliceKind::IrqThread,
             };
         }
-        if self.threads[t].wakeups > 0 {
+        // idxd's thread has completed its records already and rings no doorbell.
+        if self.threads[t].wakeups > 0 && (self.queues[q].doorbell || !inline) {
             self.threads[t].wakeups = 0;
             self.ring_cq_doorbell(q);
             // nvme_pci_complete_batch runs after the doorbell.
@@ -1033,6 +1073,7 @@ impl<O: Observer> Sim<'_, O> {
                 kind: SliceKind::IrqThread,
             };
         }
+        self.threads[t].wakeups = 0;
         ThreadStep::Block
     }
 }

@@ -1,53 +1,56 @@
-//! The notification path: from a root port's IOMMU to a CPU's local APIC.
+//! The interrupt path in the uncore (mechanism P of docs/calibration.md, "The uncore"):
+//! from a root port's FIFO through its IIO stack's DMAR unit and the socket's interrupt
+//! router to a CPU's local APIC.
 //!
-//! Every root port has an IOMMU interrupt engine (on Xeon, the DMAR unit of its PCIe
-//! stack) that handles the port's MSIs one at a time, in order. The FIFO pays only the
-//! MSI write itself (`root_ports.N.msi_ns`); the next MSI at the FIFO head waits for the
-//! engine, while data writes keep flowing.
+//! Root ports belong to IIO stacks, one DMAR unit each (VT-d §5.1: interrupt remapping
+//! is "co-located with the remapping hardware units"). A stack handles the MSIs of all
+//! its ports one at a time, in arrival order; the FIFO pays only the MSI write itself
+//! (`root_ports.N.msi_ns`), and the MSI at a FIFO head that finds its stack busy waits
+//! there with every write behind it (PCIe ordering rule A2a).
 //!
-//! - Remapped: the engine looks up the IRTE (`iommu.remap_ns`) and waits for the port's
-//!   earlier writes to drain (`iommu.notify_ns`: "step #3 is also expensive and requires
-//!   strong ordering w.r.t DMA. As a result, slower IRQ rates can become a limiting factor
-//!   for DMA I/O performance", Jacob Pan's posted MSI cover letter), then hands the
-//!   notification to the socket's delivery unit. It holds one of the port's
-//!   `notify_slots` until the message is delivered; an MSI that finds no slot holds the
-//!   FIFO, and the DMA behind it waits (Luigi Rizzo, GSIM: "some internal block (in the
-//!   PCIe root port, or in the IOMMU block) applies excessive serialization around MSI-X
-//!   writes").
-//! - Posted: the engine looks up the IRTE and updates the posted-interrupt descriptor with
-//!   an atomic read-modify-write of its line (`iommu.post_ns`); when ON was clear, the
-//!   notification, ordered by that update, goes to the delivery unit without a slot.
+//! - Remapped: the stack drains its earlier writes to their commit point, looks up the
+//!   IRTE and sends the interrupt to the router (`uncore.stack_rtt_ns`), and holds it
+//!   until the router has sent it on ("step #3 is also expensive and requires strong
+//!   ordering w.r.t DMA", Jacob Pan's posted MSI cover letter; VT-d §5.2.4: an interrupt
+//!   is not seen before the DMA writes ahead of it are committed).
+//! - Posted: the stack updates the CPU's posted-interrupt descriptor with an atomic
+//!   read-modify-write of its line (`uncore.pid_ns`, VT-d §5.2.3); when ON was clear, the
+//!   notification leaves for the router without holding the stack ("Ordering between
+//!   distinct interrupt requests does not need to be maintained within the
+//!   interrupt-posting hardware", §5.2.4).
 //!
-//! The delivery unit (`iommu.deliver_ns` per message) serves every port of the socket, one
-//! notification at a time. A posted notification waiting there keeps ON set, so the
-//! IOMMU's later posts to that CPU only set PIR bits: a busy path coalesces.
+//! The router (`uncore.ubox_ns` per message) serves every stack of the socket, one message
+//! at a time. A posted notification waiting there keeps ON set, so the stacks' later
+//! posts to that CPU only set PIR bits: a busy router coalesces.
 
-use super::ids::{PortId, VectorId};
+use super::ids::{PortId, StackId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
 
 impl<O: Observer> Sim<'_, O> {
-    /// The MSI of vector `v` at port `p`'s FIFO head goes to the port's engine. False: the
-    /// engine or every notification slot is busy, and the FIFO waits.
-    pub(crate) fn engine_take(&mut self, p: usize, v: usize) -> bool {
-        if self.ports[p].engine_msi.is_some() {
-            self.ports[p].engine_stalled = true;
+    /// The MSI of vector `v` at port `p`'s FIFO head goes to the port's stack. False: the
+    /// stack is busy, the port waits in its queue, and the FIFO with it.
+    pub(crate) fn stack_take(&mut self, p: usize, v: usize) -> bool {
+        let s = self.ports[p].stack.ix();
+        if self.stacks[s].held.is_some() {
+            if !std::mem::replace(&mut self.ports[p].waits_for_stack, true) {
+                self.stacks[s].waiting.push_back(PortId::new(p));
+            }
             return false;
         }
-        let posted = self.posted_vector(v);
-        if !posted && !self.take_notify_slot(p) {
-            self.ports[p].notify_stalled = true;
-            return false;
-        }
-        let (notify, work) = if posted {
-            (self.post_msi(v), self.costs.remap + self.costs.post)
+        let remapped = !self.posted_vector(v);
+        let (notify, work) = if remapped {
+            (true, self.costs.stack_rtt)
         } else {
-            (true, self.costs.remap + self.costs.notify)
+            (self.post_msi(v), self.costs.pid)
         };
-        let port = &mut self.ports[p];
-        port.engine_msi = Some((VectorId::new(v), notify));
-        let at = self.now + port.msi_ns + work;
+        self.stacks[s].held = Some(HeldMsi {
+            vector: VectorId::new(v),
+            remapped,
+            notify,
+        });
+        let at = self.now + self.ports[p].msi_ns + work;
         self.q.push(
             at.max(self.now + 1),
             Event::EngineDone {
@@ -57,28 +60,40 @@ impl<O: Observer> Sim<'_, O> {
         true
     }
 
-    /// The engine finished the port's MSI: its notification, if any, leaves for the
-    /// delivery unit, and an MSI waiting at the FIFO head may start.
+    /// Port `p`'s stack finished its part of the MSI it holds: the notification, if any,
+    /// leaves for the router; a posted MSI frees the stack now, a remapped one once the
+    /// router has sent it on.
     pub(crate) fn engine_done(&mut self, p: usize) {
-        let port = &mut self.ports[p];
-        let (v, notify) = port.engine_msi.take().expect("the engine holds an MSI");
-        let resume = std::mem::take(&mut port.engine_stalled);
-        if notify {
-            let v = v.ix();
-            let posted = self.posted_vector(v);
-            let idt = if posted {
-                POSTED_MSI_NOTIFICATION_VECTOR
-            } else {
+        let s = self.ports[p].stack;
+        let held = self.stacks[s.ix()].held.expect("the stack holds an MSI");
+        let v = held.vector.ix();
+        if held.notify {
+            let idt = if held.remapped {
                 self.vectors[v].idt
+            } else {
+                POSTED_MSI_NOTIFICATION_VECTOR
             };
             self.send_notification(Notification {
-                port: PortId::new(p),
                 cpu: self.vectors[v].cpu,
                 idt,
-                holds_slot: !posted,
+                holds: held.remapped.then_some(s),
             });
         }
-        if resume && !self.ports[p].busy {
+        if !held.remapped || !held.notify {
+            self.free_stack(s);
+        }
+    }
+
+    /// The stack is idle again: the port that waited longest starts its MSI.
+    fn free_stack(&mut self, s: StackId) {
+        let stack = &mut self.stacks[s.ix()];
+        stack.held = None;
+        let Some(p) = stack.waiting.pop_front() else {
+            return;
+        };
+        let p = p.ix();
+        self.ports[p].waits_for_stack = false;
+        if !self.ports[p].busy {
             self.port_start(p);
         }
     }
@@ -100,68 +115,52 @@ impl<O: Observer> Sim<'_, O> {
         self.cpus[self.vectors[v].cpu.ix()].path.is_posted()
     }
 
-    /// Takes one of port `p`'s notification slots; false when all are in use.
-    fn take_notify_slot(&mut self, p: usize) -> bool {
-        let port = &mut self.ports[p];
-        if port.notify_slots > 0 && port.notify_inflight >= port.notify_slots {
-            return false;
-        }
-        port.notify_inflight += 1;
-        true
-    }
-
-    /// A notification leaves its port's engine for the delivery unit.
+    /// A notification leaves its stack for the router.
     fn send_notification(&mut self, n: Notification) {
-        if self.delivery.service_ns == 0 {
+        if self.router.service_ns == 0 {
             self.deliver(n);
             return;
         }
-        self.delivery.queue.push_back(n);
-        if !self.delivery.busy {
-            self.start_delivery();
+        self.router.queue.push_back(n);
+        if !self.router.busy {
+            self.start_routing();
         }
     }
 
-    fn start_delivery(&mut self) {
-        if self.delivery.queue.is_empty() {
+    fn start_routing(&mut self) {
+        if self.router.queue.is_empty() {
             return;
         }
-        let unit = &mut self.delivery;
-        unit.busy = true;
-        unit.busy_since = self.now;
-        let at = self.now + unit.service_ns;
+        let r = &mut self.router;
+        r.busy = true;
+        r.busy_since = self.now;
+        let at = self.now + r.service_ns;
         self.q.push(at, Event::Delivered);
     }
 
-    /// The delivery unit sent the notification at its head to the CPU.
+    /// The router sent the message at its head to the CPU.
     pub(crate) fn delivered(&mut self) {
-        let unit = &mut self.delivery;
-        unit.busy = false;
+        let r = &mut self.router;
+        r.busy = false;
         if self.measuring {
-            unit.delivered += 1;
-            unit.busy_ns += self.now - unit.busy_since.max(self.window_start);
+            r.delivered += 1;
+            r.busy_ns += self.now - r.busy_since.max(self.window_start);
         }
-        let Some(n) = unit.queue.pop_front() else {
+        let Some(n) = r.queue.pop_front() else {
             return;
         };
         self.deliver(n);
-        self.start_delivery();
+        self.start_routing();
     }
 
-    /// The interrupt message reaches the CPU, and a remapped one frees its port's slot.
+    /// The interrupt message reaches the CPU, and a remapped one frees its stack.
     fn deliver(&mut self, n: Notification) {
         let c = n.cpu.ix();
         self.obs
             .notification(self.now, c, n.idt == POSTED_MSI_NOTIFICATION_VECTOR);
-        let p = n.port.ix();
-        let resume = n.holds_slot && {
-            let port = &mut self.ports[p];
-            port.notify_inflight -= 1;
-            std::mem::take(&mut port.notify_stalled)
-        };
         self.notify(c, n.idt);
-        if resume && !self.ports[p].busy {
-            self.port_start(p);
+        if let Some(s) = n.holds {
+            self.free_stack(s);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The device side: NVMe controller (SQ fetch, internal parallelism, media service), its
 //! per-vector interrupt policy (core `DeviceIrq` coalescing and the `VectorGate` rule of
 //! one outstanding message until the CQ head doorbell), the root port's ordered FIFO of
-//! posted writes, and the IOMMU's remapped or posted handling of each MSI.
+//! posted writes; model/delivery.rs takes each MSI through the port's IIO stack.
 
 use super::ids::{DeviceId, IoId, PortId, VectorId};
 use super::state::*;
@@ -29,7 +29,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// A fetched command goes to the media: any free unit (a shared pool), or on striped
     /// media the unit its LBA maps to (uniform for random I/O), FIFO behind that unit.
-    fn media_take(&mut self, d: usize, io: IoId) {
+    pub(crate) fn media_take(&mut self, d: usize, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         if let Some(tq) = self.queues[q].target {
             // NVMe over RDMA: the command capsule reached the target's CPUs.
@@ -108,6 +108,11 @@ impl<O: Observer> Sim<'_, O> {
             if let Some(next) = dev.unit_wait[u].pop_front() {
                 self.start_service(d, next);
             }
+        }
+        if self.costs.has_virtio && self.devices[d].virtio.is_some() {
+            // A virtio-blk backend's read: its host thread takes the completion.
+            self.backend_done(d, io);
+            return;
         }
         self.deliver_completion(io);
     }
@@ -407,8 +412,8 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// The write at the head of the FIFO starts. An MSI costs the FIFO only its own write;
-    /// the port's IOMMU engine then handles it (model/delivery.rs), one MSI at a time, so
-    /// the next MSI waits for the engine, and a remapped one also for a notification slot.
+    /// the port's IIO stack then handles it (model/delivery.rs), one MSI of its ports at a
+    /// time, so an MSI that finds the stack busy waits at the head, and the FIFO with it.
     pub(crate) fn port_start(&mut self, p: usize) {
         let Some(&item) = self.ports[p].fifo.front() else {
             return;
@@ -416,7 +421,7 @@ impl<O: Observer> Sim<'_, O> {
         let dur = match item {
             PortItem::Completion { io, .. } => self.completion_write_ns(p, io),
             PortItem::Msi { vector } => {
-                if !self.engine_take(p, vector.ix()) {
+                if !self.stack_take(p, vector.ix()) {
                     let port = &mut self.ports[p];
                     if port.stalled_since == 0 {
                         port.stalled_since = self.now.max(1);

@@ -228,6 +228,7 @@ fn helper_job(
         submitter: None,
         usr_io: 0,
         queues,
+        devices: p.devices.clone(),
         next_file: 0,
         iodepth: 1,
         batch_submit: 1,
@@ -252,6 +253,7 @@ fn helper_job(
         usr: 0,
         sys: 0,
         ctx: 0,
+        migrations: 0,
         depth_level: [0; 7],
         fio: Box::new(fio),
     };

@@ -39,12 +39,16 @@ pub(crate) enum FioPhase {
     SqTaskWork,
     /// The SQPOLL thread reaped its polled queues (io_do_iopoll).
     SqReap,
+    /// The SQPOLL thread's virtio notify exit after its submission (model/virtio.rs).
+    SqKick,
     /// Flow control holds the job: it spins in fio's loop until the flow lets it on.
     FlowSpin,
     /// A synchronous command (a trim through an ioctl, engines' do_io_u_trim) is in
     /// the kernel: the job blocks until it completes.
     SyncSubmit,
     SyncIssue,
+    /// The synchronous command's virtio notify exit (model/virtio.rs).
+    SyncKick,
     SyncWait,
     SyncReap,
     /// cpuio burnt a cycle; it sleeps the rest of its load period.

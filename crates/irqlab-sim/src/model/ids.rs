@@ -1,5 +1,5 @@
 //! Typed ids of the model's components. Each is an index into its arena in `Sim`
-//! (`cpus`, `threads`, `jobs`, `devices`, `queues`, `vectors`, `ports`, `ios`), so a
+//! (`cpus`, `threads`, `jobs`, `devices`, `queues`, `vectors`, `ports`, `stacks`, `ios`), so a
 //! stored reference or an event payload cannot mix up a queue and a vector.
 //!
 //! An id is a `u32`, so events stay small and `ix` costs nothing; an absent reference is
@@ -63,6 +63,10 @@ id!(
 id!(
     /// A root port (`Sim::ports`).
     PortId
+);
+id!(
+    /// An IIO stack (`Sim::stacks`): the DMAR unit its root ports share.
+    StackId
 );
 id!(
     /// An I/O in flight (`Sim::ios`).

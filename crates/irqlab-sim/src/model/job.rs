@@ -77,7 +77,7 @@ impl<O: Observer> Sim<'_, O> {
                     let doorbell = match self.jobs[j].engine {
                         IoEngine::Null | IoEngine::PosixAio => 0,
                         _ if dev == 0 => 0,
-                        _ => self.costs.sq_doorbell,
+                        _ => self.sq_doorbell_ns(j),
                     };
                     let call = if dev == 0 { 0 } else { submit_call };
                     let ns = call + u64::from(dev) * submit_io + doorbell;
@@ -87,8 +87,25 @@ impl<O: Observer> Sim<'_, O> {
                     }
                     Some(ThreadStep::sys(ns))
                 }
-                JobPhase::Submit { k } => {
-                    self.submit_batch(j, k);
+                JobPhase::Submit { k } | JobPhase::TagWait { k } => {
+                    let sent = self.submit_batch(j, k);
+                    if sent < k {
+                        // blk_mq_get_tag: no tag free on the next queue; sleep until
+                        // one is (a job the scheduler moved may find its new queue full).
+                        // What went was committed (blk_mq_commit_rqs), kicked if asked.
+                        if let Some(ns) = self.kick_step(j) {
+                            self.kick_done(j);
+                            self.jobs[j].phase = JobPhase::TagWait { k: k - sent };
+                            return ThreadStep::sys(ns);
+                        }
+                        self.jobs[j].phase = JobPhase::TagWait { k: k - sent };
+                        return ThreadStep::Block;
+                    }
+                    // virtio-blk: the notify exit, when the batch asked for a kick.
+                    if let Some(ns) = self.kick_step(j) {
+                        self.jobs[j].phase = JobPhase::Kick;
+                        return ThreadStep::sys(ns);
+                    }
                     // Ming Lei's 2019 patch: after bd->last on a queue shared by several
                     // CPUs, spin_trylock the CQ lock and reap what is there.
                     let (n, reap_ns) = if self.policy.reap_after_submit && !self.jobs[j].polled {
@@ -131,6 +148,10 @@ impl<O: Observer> Sim<'_, O> {
                 JobPhase::Pause => {
                     self.jobs[j].phase = JobPhase::Start;
                     None
+                }
+                JobPhase::Kick => {
+                    self.kick_done(j);
+                    self.decide(j, reap_call)
                 }
                 JobPhase::Collect { n } => {
                     let woke = self.collect(j, n);
@@ -177,6 +198,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             FioPhase::SyncSubmit => self.sync_submit(j),
             FioPhase::SyncIssue => self.sync_issue(j),
+            FioPhase::SyncKick => self.sync_kicked(j),
             FioPhase::SyncWait => {
                 // Woken: the command completed (reap.rs complete_io).
                 self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncReap);
@@ -194,6 +216,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             FioPhase::SqLoop
             | FioPhase::SqSubmit { .. }
+            | FioPhase::SqKick
             | FioPhase::SqTaskWork
             | FioPhase::SqReap => unreachable!("the SQPOLL thread's phases are its own"),
         }
@@ -472,6 +495,7 @@ impl<O: Observer> Sim<'_, O> {
         job.usr = 0;
         job.sys = 0;
         job.ctx = 0;
+        job.migrations = 0;
         job.depth_level = [0; 7];
         job.fio.reset_window(now);
     }

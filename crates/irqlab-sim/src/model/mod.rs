@@ -4,11 +4,15 @@
 //! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
 //!   per-CPU scheduler and the threads' steps.
 //! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
-//!   port's IOMMU engine and the socket's delivery unit; `target`: NVMe over RDMA targets.
+//!   port's IIO stack and the socket's interrupt router; `target`: NVMe over RDMA targets;
+//!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
+//!   serves them; `guest`: vCPU wakes.
 //! - `job`: the fio job loop; `fio_job`: fio's per-job and run-wide state.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
 
+mod affinity;
+mod balance;
 mod budget;
 mod build;
 mod commands;
@@ -20,10 +24,13 @@ mod fio_build;
 mod fio_ctl;
 mod fio_job;
 mod flow;
+mod guest;
 pub(crate) mod ids;
 mod job;
 mod offload;
 mod parts;
+mod pelt;
+mod placement;
 mod reap;
 mod report;
 mod run_control;
@@ -33,6 +40,9 @@ mod state;
 mod steadystate;
 mod submit;
 mod target;
+mod topo;
+mod virtio;
+mod virtio_host;
 mod zbd;
 
 pub(crate) use budget::estimate;
@@ -214,6 +224,7 @@ impl<O: Observer> Sim<'_, O> {
             Event::JobRampEnd { job } => self.job_ramp_end(job.ix()),
             Event::JobTimer { job, epoch } => self.job_timer(job.ix(), epoch),
             Event::SteadyCheck => self.steadystate_check(),
+            Event::VirtioHost { device, epoch } => self.host_step(device.ix(), epoch),
         }
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! Two components interact when one can change the other's state: a thread and its CPU,
 //! a job and its queues, a queue and its device, vector and target queue, a vector and
-//! its CPU and irq thread, a device and its root port, and every port whose MSIs go
-//! through the socket's delivery unit. Components joined that way form a part; parts
+//! its CPU and irq thread, a device and its root port, a root port and its IIO stack, and
+//! every stack whose MSIs go through the socket's interrupt router. Components joined that way form a part; parts
 //! share nothing, so each one's events happen in the same order whether it runs alone
 //! or beside the others, and its components end in the same state. The run then merges
 //! the parts' components into one machine and reports it as if it had run whole.
@@ -93,8 +93,9 @@ pub(crate) struct Partition {
     queue: Vec<u32>,
     vector: Vec<u32>,
     port: Vec<u32>,
-    /// The part holding the delivery unit (the one whose MSIs use it).
-    delivery: u32,
+    stack: Vec<u32>,
+    /// The part holding the interrupt router (the one whose MSIs use it).
+    router: u32,
     parts: u32,
 }
 
@@ -113,14 +114,23 @@ impl Partition {
     }
 
     /// Splits `sim`'s machine into parts; None when it does not split (one part, a
-    /// global mechanism such as GSIM, or stonewall waves that start jobs across parts).
+    /// global mechanism such as GSIM, stonewall waves that start jobs across parts, jobs
+    /// fio couples (flows, exitall, wait_for, ...), or jobs the scheduler may move to any
+    /// CPU).
     pub fn of<O: Observer>(sim: &Sim<'_, O>) -> Option<Partition> {
-        if sim.gsim.is_some() || sim.fio.waves.len() > 1 || sim.fio.couples_jobs(&sim.jobs) {
+        // A virtio-blk host thread serves all its queues' jobs, and placement moves jobs
+        // between CPUs: such a machine runs whole.
+        if sim.gsim.is_some()
+            || sim.fio.waves.len() > 1
+            || sim.fio.couples_jobs(&sim.jobs)
+            || sim.place.is_some()
+            || sim.devices.iter().any(|d| d.virtio.is_some())
+        {
             return None;
         }
         let n = Nodes::new(sim);
         let mut uf = connect(sim, &n);
-        let uses_unit = sim.delivery.service_ns > 0;
+        let uses_router = sim.router.service_ns > 0;
         // Parts are numbered in order of their first component, so the numbering (and
         // the merge) does not depend on the union order.
         let roots: Vec<usize> = (0..n.total).map(|x| uf.find(x)).collect();
@@ -144,9 +154,9 @@ impl Partition {
         let map = |r: &std::ops::Range<usize>| r.clone().map(part).collect::<Vec<u32>>();
         let (cpu, thread, job) = (map(&n.cpus), map(&n.threads), map(&n.jobs));
         let (device, queue) = (map(&n.devices), map(&n.queues));
-        let (vector, port) = (map(&n.vectors), map(&n.ports));
-        // An unused unit (no delivery time) is nobody's: every part's copy is untouched.
-        let delivery = if uses_unit { part(n.delivery) } else { 0 };
+        let (vector, port, stack) = (map(&n.vectors), map(&n.ports), map(&n.stacks));
+        // An unused router (no service time) is nobody's: every part's copy is untouched.
+        let router = if uses_router { part(n.router) } else { 0 };
         Some(Partition {
             cpu,
             thread,
@@ -155,7 +165,8 @@ impl Partition {
             queue,
             vector,
             port,
-            delivery,
+            stack,
+            router,
             parts,
         })
     }
@@ -183,8 +194,9 @@ impl Partition {
         take(&self.queue, k, &mut into.queues, &mut from.queues);
         take(&self.vector, k, &mut into.vectors, &mut from.vectors);
         take(&self.port, k, &mut into.ports, &mut from.ports);
-        if self.delivery == k {
-            std::mem::swap(&mut into.delivery, &mut from.delivery);
+        take(&self.stack, k, &mut into.stacks, &mut from.stacks);
+        if self.router == k {
+            std::mem::swap(&mut into.router, &mut from.router);
         }
         let (a, b) = (&mut into.totals, &from.totals);
         a.submitted += b.submitted;
@@ -200,8 +212,8 @@ impl Partition {
 
 /// Joins every two components of `sim` that can change each other's state: a thread and
 /// its CPU, a job and its thread and queues, and along each queue a job uses its device,
-/// target queue, spinners, vector, the vector's CPU and irq thread, and the delivery
-/// unit its MSIs go through; each device and its root port.
+/// target queue, spinners, vector, the vector's CPU and irq thread, and the router its
+/// MSIs go through; each device and its root port; each root port and its IIO stack.
 fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
     let mut uf = UnionFind::new(n.total);
     for (t, th) in sim.threads.iter().enumerate() {
@@ -224,7 +236,7 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
             }
         }
     }
-    let uses_unit = sim.delivery.service_ns > 0;
+    let uses_router = sim.router.service_ns > 0;
     for (q, queue) in sim.queues.iter().enumerate() {
         if !used[q] {
             continue;
@@ -245,13 +257,17 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
         if let Some(t) = vec.thread {
             uf.union(n.vector(v), n.thread(t.ix()));
         }
-        if uses_unit && queue.local_irq_ns.is_none() {
-            // Its MSIs leave through the port's IOMMU for the shared delivery unit.
-            uf.union(n.vector(v), n.delivery);
+        if uses_router && queue.local_irq_ns.is_none() {
+            // Its MSIs leave through the port's stack for the socket's router.
+            uf.union(n.vector(v), n.router);
         }
     }
     for (d, dev) in sim.devices.iter().enumerate() {
         uf.union(n.device(d), n.port(dev.port.ix()));
+    }
+    for (p, port) in sim.ports.iter().enumerate() {
+        // The stack serves its ports' MSIs in one queue.
+        uf.union(n.port(p), n.stack(port.stack.ix()));
     }
     uf
 }
@@ -265,7 +281,8 @@ struct Nodes {
     queues: std::ops::Range<usize>,
     vectors: std::ops::Range<usize>,
     ports: std::ops::Range<usize>,
-    delivery: usize,
+    stacks: std::ops::Range<usize>,
+    router: usize,
     total: usize,
 }
 
@@ -284,7 +301,8 @@ impl Nodes {
         let queues = range(sim.queues.len());
         let vectors = range(sim.vectors.len());
         let ports = range(sim.ports.len());
-        let delivery = range(1).start;
+        let stacks = range(sim.stacks.len());
+        let router = range(1).start;
         Nodes {
             cpus,
             threads,
@@ -293,7 +311,8 @@ impl Nodes {
             queues,
             vectors,
             ports,
-            delivery,
+            stacks,
+            router,
             total: at,
         }
     }
@@ -317,6 +336,9 @@ impl Nodes {
     }
     fn port(&self, i: usize) -> usize {
         self.ports.start + i
+    }
+    fn stack(&self, i: usize) -> usize {
+        self.stacks.start + i
     }
 }
 

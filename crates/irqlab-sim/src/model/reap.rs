@@ -27,7 +27,8 @@ impl<O: Observer> Sim<'_, O> {
             if locked_out || !queue.qp.cqe_pending() {
                 continue;
             }
-            let got = self.poll_queue(q, u32::MAX, &mut list);
+            let c = self.threads[t].cpu.ix();
+            let got = self.poll_queue(c, q, u32::MAX, &mut list);
             n += got;
             ns += u64::from(got) * self.queues[q].reap_ns();
             self.ring_cq_doorbell(q);

@@ -4,8 +4,8 @@ use super::state::*;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::moderator::Moderator;
 use irqlab_report::{
-    CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine, JobReport,
-    Latency, ModerationReport, RunReport, VectorReport, pci_address,
+    CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine,
+    JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
 
 /// A vector's moderator as the report shows it: its final level, programs and time at
@@ -33,6 +33,7 @@ impl<O: Observer> Sim<'_, O> {
             job.usr = 0;
             job.sys = 0;
             job.ctx = 0;
+            job.migrations = 0;
             job.depth_level = [0; 7];
             job.fio.reset_window(now);
         }
@@ -52,8 +53,8 @@ impl<O: Observer> Sim<'_, O> {
         for q in &mut self.queues {
             q.completions = 0;
         }
-        self.delivery.delivered = 0;
-        self.delivery.busy_ns = 0;
+        self.router.delivered = 0;
+        self.router.busy_ns = 0;
         for port in &mut self.ports {
             port.busy_ns = 0;
             port.stalled_ns = 0;
@@ -120,12 +121,14 @@ impl<O: Observer> Sim<'_, O> {
         };
         let window_start = self.window_start;
         let window_end = self.window_end;
+        let threads = &self.threads;
         let jobs: Vec<JobReport> = self
             .jobs
             .iter_mut()
             // Offload workers and SQPOLL threads are not jobs of the file.
             .filter(|j| j.fio.ctl.role == super::fio_ctl::Role::Main)
             .map(|j| {
+                let movable = !threads[j.thread.ix()].pinned;
                 // A job still running when the run was stopped (Ctrl-C, the time limit)
                 // ran until the window closed.
                 let end = if j.finished_at == 0 && j.fio.started {
@@ -158,6 +161,7 @@ impl<O: Observer> Sim<'_, O> {
                     usr_ns: j.usr,
                     sys_ns: j.sys,
                     ctx: j.ctx,
+                    migrations: movable.then_some(j.migrations),
                     runtime_ns,
                     iodepth_level: j.depth_level,
                     iodepth_submit: f.submit_hist,
@@ -241,7 +245,9 @@ impl<O: Observer> Sim<'_, O> {
             .map(|(i, v)| VectorReport {
                 name: v.name.clone(),
                 // The IRTE's format: posted or remapped (the chip /proc/interrupts names).
-                chip: if self.posted_vector(i) {
+                chip: if self.queues[v.queue.ix()].virtio.is_some() {
+                    CHIP_INJECTED
+                } else if self.posted_vector(i) {
                     CHIP_POSTED
                 } else {
                     CHIP_REMAPPED
@@ -301,7 +307,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// The model's own counters: events, conservation totals, merged and withheld
-    /// messages, the delivery unit, softirq and irq_poll, the busy root ports.
+    /// messages, the interrupt router, softirq and irq_poll, the busy root ports.
     fn extra_counters(&self, duration_ns: u64) -> Vec<(String, f64)> {
         let pct = |ns: u64| {
             if duration_ns > 0 {
@@ -326,9 +332,9 @@ impl<O: Observer> Sim<'_, O> {
             ("msi_withheld".to_string(), sum(&|v| v.withheld) as f64),
             (
                 "notifications_delivered".to_string(),
-                self.delivery.delivered as f64,
+                self.router.delivered as f64,
             ),
-            ("delivery_busy_pct".to_string(), pct(self.delivery.busy_ns)),
+            ("router_busy_pct".to_string(), pct(self.router.busy_ns)),
             ("simulated_ns".to_string(), self.now as f64),
             (
                 irqlab_report::EXTRA_CUT_SHORT.to_string(),
@@ -344,6 +350,11 @@ impl<O: Observer> Sim<'_, O> {
         };
         if self.interrupted {
             extra.push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
+        }
+        if self.place.is_some() {
+            // Moves of the jobs the scheduler places (perf's cpu-migrations of fio).
+            let moved: u64 = self.jobs.iter().map(|j| j.migrations).sum();
+            extra.push(("migrations".into(), moved as f64));
         }
         extra.push(("softirq_invocations".into(), soft(&|s| s.invocations)));
         extra.push(("softirq_restarts".into(), soft(&|s| s.restarts)));

@@ -36,7 +36,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The fair class's min_vruntime on CPU `c`: the smallest vruntime of its running and
     /// runnable SCHED_OTHER threads, never moving back.
-    fn min_vruntime(&mut self, c: usize) -> u64 {
+    pub(crate) fn min_vruntime(&mut self, c: usize) -> u64 {
         self.settle(c);
         let cpu = &self.cpus[c];
         let running = cpu
@@ -66,6 +66,19 @@ impl<O: Observer> Sim<'_, O> {
         if th.state == TState::Runnable || th.state == TState::Running {
             return;
         }
+        if self.place.is_some() {
+            if from.is_none() {
+                // wake_up_new_task: a forked job starts with a full load.
+                self.threads[t].pelt = super::pelt::Pelt::forked(self.now);
+            }
+            let th = &self.threads[t];
+            // select_task_rq (model/placement.rs), then ttwu_do_wakeup's avg_idle.
+            if !th.pinned && !th.fifo {
+                self.place_waking(t, from);
+            }
+            self.idle_period_ends(self.threads[t].cpu.ix());
+        }
+        let th = &self.threads[t];
         let c = th.cpu.ix();
         let fifo = th.fifo;
         if !fifo {
@@ -76,7 +89,7 @@ impl<O: Observer> Sim<'_, O> {
             let th = &mut self.threads[t];
             th.vruntime = th.vruntime.max(floor);
         }
-        self.threads[t].state = TState::Runnable;
+        self.set_state(t, TState::Runnable);
         let cpu = &mut self.cpus[c];
         if fifo {
             cpu.runq.push_front(ThreadId::new(t));
@@ -118,6 +131,13 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
+    /// An idle CPU was given a task from outside (a load-balancing pull): the kick IPI.
+    pub(crate) fn kick_idle(&mut self, c: usize) {
+        if self.cpus[c].mode == Mode::Idle {
+            self.send_resched_ipi(c);
+        }
+    }
+
     fn send_resched_ipi(&mut self, c: usize) {
         if self.cpus[c].ipi_inflight {
             return;
@@ -137,6 +157,8 @@ impl<O: Observer> Sim<'_, O> {
     /// ahead of the leftmost waiter, yields (check_preempt_tick; EEVDF: update_deadline).
     /// A busy-polling thread yields to any waiter (the polling loops stop on need_resched).
     pub(crate) fn tick_work(&mut self, c: usize) {
+        // trigger_load_balance → nohz_balancer_kick (model/balance.rs).
+        self.nohz_kick(c);
         let cpu = &self.cpus[c];
         let Some(t) = cpu.current else {
             return;
@@ -215,7 +237,7 @@ impl<O: Observer> Sim<'_, O> {
     /// An involuntary switch: the owner goes back to the run queue (perf sched's prev_state
     /// R), counted as a context switch of its job.
     fn preempt(&mut self, c: usize, t: usize) {
-        self.threads[t].state = TState::Runnable;
+        self.set_state(t, TState::Runnable);
         self.cpus[c].runq.push_back(ThreadId::new(t));
         if let ThreadKind::Job(j) = self.threads[t].kind
             && self.measuring
@@ -253,7 +275,7 @@ impl<O: Observer> Sim<'_, O> {
             self.settle(c);
         }
         let cpu = &self.cpus[c];
-        let pick = cpu
+        let mut pick = cpu
             .runq
             .iter()
             .position(|&n| self.threads[n.ix()].fifo)
@@ -264,11 +286,16 @@ impl<O: Observer> Sim<'_, O> {
                     .min_by_key(|&(i, &n)| (self.threads[n.ix()].vruntime, i))
                     .map(|(i, _)| i)
             });
+        if pick.is_none() && self.place.is_some() && self.newidle_pull(c) {
+            // idle_balance pulled a waiting task (model/balance.rs).
+            pick = Some(0);
+        }
         let Some(n) = pick.and_then(|i| self.cpus[c].runq.remove(i)) else {
             let cpu = &mut self.cpus[c];
             cpu.current = None;
             cpu.mode = Mode::Idle;
             self.set_kind(c, SliceKind::Idle);
+            self.cpu_goes_idle(c);
             return;
         };
         let cpu = &mut self.cpus[c];
@@ -278,7 +305,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.measuring {
             cpu.stats.ctx_switches += 1;
         }
-        self.threads[n.ix()].state = TState::Running;
+        self.set_state(n.ix(), TState::Running);
         let ns = self.costs.ctx_switch.max(1);
         let kind = match self.threads[n.ix()].kind {
             ThreadKind::Job(_) => SliceKind::Sys,
@@ -336,7 +363,7 @@ impl<O: Observer> Sim<'_, O> {
                         },
                     );
                 }
-                self.threads[t].state = TState::Blocked;
+                self.set_state(t, TState::Blocked);
                 if let ThreadKind::Job(j) = self.threads[t].kind
                     && self.measuring
                 {
@@ -346,13 +373,13 @@ impl<O: Observer> Sim<'_, O> {
                 self.resume(c);
             }
             ThreadStep::Yield => {
-                self.threads[t].state = TState::Runnable;
+                self.set_state(t, TState::Runnable);
                 self.cpus[c].runq.push_back(ThreadId::new(t));
                 self.cpus[c].current = None;
                 self.resume(c);
             }
             ThreadStep::Exit => {
-                self.threads[t].state = TState::Exited;
+                self.set_state(t, TState::Exited);
                 self.cpus[c].current = None;
                 self.resume(c);
             }

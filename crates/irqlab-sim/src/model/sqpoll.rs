@@ -55,7 +55,15 @@ impl<O: Observer> Sim<'_, O> {
         loop {
             match self.jobs[j].phase {
                 JobPhase::Done => return ThreadStep::Exit,
-                JobPhase::Fio(FioPhase::SqSubmit { k }) => self.sq_submitted(j, owner, k),
+                JobPhase::Fio(FioPhase::SqSubmit { k }) => {
+                    self.sq_submitted(j, owner, k);
+                    // virtio-blk: the notify exit, when the SQEs asked for a kick.
+                    if let Some(ns) = self.kick_step(j) {
+                        self.jobs[j].phase = JobPhase::Fio(FioPhase::SqKick);
+                        return ThreadStep::sys(ns);
+                    }
+                }
+                JobPhase::Fio(FioPhase::SqKick) => self.kick_done(j),
                 JobPhase::Fio(FioPhase::SqTaskWork) => self.sq_posted(j, owner),
                 JobPhase::Fio(FioPhase::SqReap) => {
                     self.finish_thread_reap(c, j);
@@ -89,7 +97,7 @@ impl<O: Observer> Sim<'_, O> {
         if pending > 0 {
             // io_submit_sqes: every SQE the ring holds (one ring per thread: no cap).
             self.jobs[j].phase = JobPhase::Fio(FioPhase::SqSubmit { k: pending });
-            let ns = u64::from(pending) * uring.submit_io_ns + self.costs.sq_doorbell;
+            let ns = u64::from(pending) * uring.submit_io_ns + self.sq_doorbell_ns(j);
             return Some(ThreadStep::sys(ns.max(1)));
         }
         let tw = self.jobs[j].ready.len() as u64;
@@ -121,13 +129,18 @@ impl<O: Observer> Sim<'_, O> {
             .expect("a SQPOLL ring");
         r.timer_epoch = r.timer_epoch.wrapping_add(1);
         let epoch = r.timer_epoch;
-        self.q.push(
-            last_work + SQ_THREAD_IDLE_NS,
-            Event::JobTimer {
-                job: JobId::new(j),
-                epoch,
-            },
-        );
+        let at = last_work + SQ_THREAD_IDLE_NS;
+        // A timer past the run's bound would never fire, only outlive the run and read as
+        // work still going (a cut-short run); the thread spins until the end instead.
+        if at <= self.stop_at {
+            self.q.push(
+                at,
+                Event::JobTimer {
+                    job: JobId::new(j),
+                    epoch,
+                },
+            );
+        }
         Some(ThreadStep::Spin)
     }
 

@@ -1,7 +1,7 @@
 //! The model's state, in flat arenas indexed by typed ids (model/ids.rs): no allocation
 //! per event.
 
-use super::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
+use super::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, StackId, ThreadId, VectorId};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::rng::{ServiceTime, Stream};
@@ -42,10 +42,18 @@ pub(crate) struct Costs {
     pub moderation_program: u64,
     pub irq_mask: u64,
     pub usr_io: u64,
-    pub remap: u64,
-    pub notify: u64,
-    pub post: u64,
+    /// A remapped MSI's time at its IIO stack before the router (uncore.stack_rtt_ns).
+    pub stack_rtt: u64,
+    /// A posted MSI's atomic update of the posted-interrupt descriptor (uncore.pid_ns).
+    pub pid: u64,
     pub dma_translate: u64,
+    /// A guest's halted-vCPU wake, added to `idle_exit` after `guest_halt_poll` (model/guest.rs).
+    pub vcpu_wake: u64,
+    pub guest_halt_poll: u64,
+    /// A guest's virtio notify exit (model/virtio.rs).
+    pub kick: u64,
+    /// The platform has a virtio-blk device: the hot path's one test before its hooks.
+    pub has_virtio: bool,
 }
 
 /// IDT vectors of the system interrupts the model raises (arch/x86/include/asm/irq_vectors.h).
@@ -100,6 +108,8 @@ pub(crate) enum IrqPhase {
     Wakeups,
     /// apic_eoi and irq_exit (with the doorbell before them after a remapped handler).
     Exit,
+    /// virtblk_done took used entries (model/virtio.rs).
+    VirtioDrain,
 }
 
 /// One hardirq in progress.
@@ -148,9 +158,19 @@ pub(crate) enum SoftPhase {
     /// Entry cost of handle_softirqs.
     Begin,
     /// An irq_poll poll call is running on `vector` (CQEs in the `reaping` list).
-    Poll { vector: VectorId, work: u32 },
+    Poll {
+        vector: VectorId,
+        work: u32,
+    },
     /// Waker cost after a poll call's completions.
-    Wakeups { vector: VectorId, work: u32 },
+    Wakeups {
+        vector: VectorId,
+        work: u32,
+    },
+    /// BLOCK_SOFTIRQ completes the CPU's list (in `soft_reaping`), then its wake-ups'
+    /// cost (model/virtio.rs).
+    Block,
+    BlockWakeups,
 }
 
 /// Time accounting buckets of one CPU, ns, and its counters.
@@ -251,6 +271,13 @@ pub(crate) struct Cpu {
     pub ipi_inflight: bool,
     /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
     pub hrtimer_wake: Vec<ThreadId>,
+    /// blk-mq's per-CPU blk_cpu_done list: requests BLOCK_SOFTIRQ will complete.
+    pub blk_done: Vec<IoId>,
+    /// The idle task's record_wakee state (it is `current` of an idle CPU's interrupts).
+    pub idle_wakee: Wakee,
+    /// rq->idle_stamp (when the CPU last went idle; 0: busy since) and rq->avg_idle.
+    pub idle_stamp: u64,
+    pub avg_idle: u64,
     pub stats: CpuStats,
 }
 
@@ -323,7 +350,12 @@ pub(crate) enum TState {
 
 pub(crate) struct Thread {
     pub kind: ThreadKind,
+    /// Where it runs or last ran (task_cpu).
     pub cpu: CpuId,
+    /// nr_cpus_allowed == 1: kernel threads, and jobs with cpus_allowed (each clone on
+    /// one CPU). A job without cpus_allowed may run on any CPU, placed by
+    /// select_task_rq_fair (model/placement.rs).
+    pub pinned: bool,
     pub state: TState,
     /// Virtual run time (nice 0: run time itself), ns.
     pub vruntime: u64,
@@ -341,6 +373,23 @@ pub(crate) struct Thread {
     pub wakeups: u32,
     /// irq thread: the step running is the batch completion after the doorbell.
     pub completing: bool,
+    /// Its load and utilisation (kept only while some thread can move).
+    pub pelt: super::pelt::Pelt,
+    /// The wake-up partners it has had (record_wakee), and p->recent_used_cpu.
+    pub wakee: Wakee,
+    /// When it last ran (se.exec_start as task_hot reads it), while placement is on.
+    pub ran_at: u64,
+}
+
+/// What record_wakee keeps in a task (kernel/sched/fair.c): how often the task, as
+/// `current`, woke a different task than the last one, halved once a second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Wakee {
+    pub flips: u32,
+    pub decay_ts: u64,
+    pub last: Option<ThreadId>,
+    /// p->recent_used_cpu.
+    pub recent_used_cpu: usize,
 }
 
 impl Thread {
@@ -355,6 +404,7 @@ impl Thread {
         Thread {
             kind,
             cpu,
+            pinned: true,
             state: TState::Blocked,
             vruntime: 0,
             left: 0,
@@ -366,6 +416,9 @@ impl Thread {
             reaping: Vec::new(),
             wakeups: 0,
             completing: false,
+            pelt: super::pelt::Pelt::steady(false),
+            wakee: Wakee::default(),
+            ran_at: 0,
         }
     }
 }
@@ -421,6 +474,10 @@ pub(crate) enum JobPhase {
     Poll,
     PollReap,
     HybridSleep,
+    /// Asleep in blk_mq_get_tag with `k` I/Os of its batch still to submit.
+    TagWait {
+        k: u32,
+    },
     /// thinktime_spin: burning CPU, then sleeping `sleep_ns`.
     ThinkSpin {
         sleep_ns: u64,
@@ -429,6 +486,8 @@ pub(crate) enum JobPhase {
     Pause,
     /// A phase of what fio does besides submitting and reaping (model/fio_ctl.rs).
     Fio(super::fio_ctl::FioPhase),
+    /// A virtio notify's exit inside the submit call (model/virtio.rs).
+    Kick,
     Done,
 }
 
@@ -465,8 +524,10 @@ pub(crate) struct Job {
     /// work per I/O (0 with a device submitter).
     pub submitter: Option<crate::platform::SyscallCosts>,
     pub usr_io: u64,
-    /// Queues the job's files map to (round robin per I/O).
+    /// Queues the job's files map to from its CPU (round robin per I/O).
     pub queues: Vec<QueueId>,
+    /// The devices its files name, in order (a moved job's queues are remapped).
+    pub devices: Vec<DeviceId>,
     pub next_file: usize,
     pub iodepth: u32,
     pub batch_submit: u32,
@@ -495,6 +556,8 @@ pub(crate) struct Job {
     pub usr: u64,
     pub sys: u64,
     pub ctx: u64,
+    /// Times its thread moved to another CPU (perf's migrations; fio has no field).
+    pub migrations: u64,
     pub depth_level: [u64; 7],
     /// fio's job state beyond the queue (model/fio_job.rs).
     pub fio: Box<super::fio_job::FioJob>,
@@ -552,6 +615,8 @@ pub(crate) struct Device {
     /// target's CPU time per command (spread by the device's service_cv).
     pub response_ns: u64,
     pub command_time: Option<ServiceTime>,
+    /// virtio-blk: the host thread that serves the virtqueues (model/virtio.rs).
+    pub virtio: Option<Box<super::virtio_host::Host>>,
 }
 
 pub(crate) struct Queue {
@@ -577,12 +642,16 @@ pub(crate) struct Queue {
     pub cq_locked: bool,
     /// Threads spinning on this queue.
     pub spinners: Vec<ThreadId>,
+    /// Jobs asleep in blk_mq_get_tag until one of this queue's tags is freed.
+    pub tag_waiters: Vec<ThreadId>,
     /// NVMe over RDMA, host side: the target CQ this queue's commands arrive on.
     pub target: Option<QueueId>,
     /// Target side: a completed entry is a command to answer (model/target.rs), and the
     /// CQ's interrupts reach its CPU after this latency, not through the host's ports.
     pub local_irq_ns: Option<u64>,
     pub completions: u64,
+    /// virtio-blk: the virtqueue's ring state (model/virtio.rs).
+    pub virtio: Option<Box<super::virtio::Vq>>,
 }
 
 impl Queue {
@@ -604,9 +673,11 @@ impl Queue {
             shared: false,
             cq_locked: false,
             spinners: Vec::new(),
+            tag_waiters: Vec::new(),
             target: None,
             local_irq_ns: None,
             completions: 0,
+            virtio: None,
         }
     }
 
@@ -635,6 +706,10 @@ pub(crate) struct Vector {
     pub iop: Option<IrqPollId>,
     pub thread: Option<ThreadId>,
     pub thread_pending: bool,
+    /// Requested with no primary handler (idxd's kernel work queues,
+    /// drivers/dma/idxd/device.c: request_threaded_irq(vector, NULL, idxd_wq_thread, ...)):
+    /// irq_default_primary_handler wakes the thread on every interrupt.
+    pub default_primary: bool,
     /// The adaptive moderator reprogramming this vector's coalescing (lib/dim, irq-am).
     pub moderator: Option<irqlab_core::moderator::Moderator>,
     /// Bytes of the completions reaped since the moderator was last fed.
@@ -662,34 +737,35 @@ pub(crate) enum PortItem {
     Msi { vector: VectorId },
 }
 
-/// A CPU notification on its way from a root port through the delivery unit.
+/// A CPU notification on its way from an IIO stack through the socket's router.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Notification {
-    pub port: PortId,
     pub cpu: CpuId,
     /// The IDT vector the CPU receives (a device vector, or the posted notification vector).
     pub idt: u16,
-    /// A remapped interrupt holds one of its port's notification slots until delivered.
-    pub holds_slot: bool,
+    /// A remapped interrupt holds its stack until the router has sent it on.
+    pub holds: Option<StackId>,
 }
 
-/// The socket's interrupt delivery unit: it turns the IOMMU's notifications into interrupt
-/// messages to the CPUs' local APICs one at a time, for every root port of the socket.
-pub(crate) struct DeliveryUnit {
-    /// Service time per notification, ns (0: instant, no shared limit).
+/// The socket's interrupt router (the UBox, "the intermediary for interrupt traffic,
+/// receiving interrupts from the system and dispatching interrupts to the appropriate
+/// core", Intel's uncore manuals): one interrupt message at a time, first come first
+/// served, for every stack of the socket.
+pub(crate) struct Router {
+    /// Service time per message, ns (0: instant, no shared limit).
     pub service_ns: u64,
     pub busy: bool,
     pub queue: VecDeque<Notification>,
-    /// Statistics over the window: notifications delivered and time busy.
+    /// Statistics over the window: messages sent on and time busy.
     pub delivered: u64,
     pub busy_ns: u64,
     pub busy_since: u64,
 }
 
-impl DeliveryUnit {
-    /// An idle unit taking `service_ns` per notification.
-    pub fn idle(service_ns: u64) -> DeliveryUnit {
-        DeliveryUnit {
+impl Router {
+    /// An idle router taking `service_ns` per message.
+    pub fn idle(service_ns: u64) -> Router {
+        Router {
             service_ns,
             busy: false,
             queue: VecDeque::new(),
@@ -698,6 +774,26 @@ impl DeliveryUnit {
             busy_since: 0,
         }
     }
+}
+
+/// What an IIO stack's DMAR unit is handling.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeldMsi {
+    pub vector: VectorId,
+    /// Remapped (held until the router sent it on), or posted (held for the PID update).
+    pub remapped: bool,
+    /// A CPU notification is due when the stack's work ends.
+    pub notify: bool,
+}
+
+/// An IIO stack: its DMAR unit handles the MSIs of all its root ports one at a time, in
+/// arrival order (drivers/iommu/intel/irq_remapping.c: one IR domain per DMAR unit).
+#[derive(Default)]
+pub(crate) struct Stack {
+    /// The MSI it handles (None: idle).
+    pub held: Option<HeldMsi>,
+    /// Its ports whose FIFO head is an MSI waiting for the stack, in arrival order.
+    pub waiting: VecDeque<PortId>,
 }
 
 pub(crate) struct Port {
@@ -713,19 +809,12 @@ pub(crate) struct Port {
     pub mps: u64,
     /// Devices holding writes until credits return, served in turn.
     pub blocked: VecDeque<DeviceId>,
-    /// Notifications the port may have on their way before an MSI needing another one
-    /// holds its FIFO (strong ordering with DMA); 0: no limit.
-    pub notify_slots: u32,
-    pub notify_inflight: u32,
-    /// The MSI at the FIFO head waits for a notification slot.
-    pub notify_stalled: bool,
-    /// The port's IOMMU interrupt engine (its DMAR unit) handles one MSI at a time: the
-    /// vector of the MSI it holds and whether that one needs a CPU notification (None:
-    /// the engine is idle).
-    pub engine_msi: Option<(VectorId, bool)>,
-    /// The MSI at the FIFO head waits for the engine.
-    pub engine_stalled: bool,
-    /// Time the FIFO spent writing, and stalled on its engine or slots, in the window (ns).
+    /// The port's IIO stack (its DMAR unit).
+    pub stack: StackId,
+    /// The MSI at the FIFO head waits in its stack's queue, and the writes behind it wait
+    /// too (PCIe ordering rule A2a: a posted write does not pass another).
+    pub waits_for_stack: bool,
+    /// Time the FIFO spent writing, and stalled on its stack, in the window (ns).
     pub busy_ns: u64,
     pub stalled_ns: u64,
     pub stalled_since: u64,
@@ -759,7 +848,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub queues: Vec<Queue>,
     pub vectors: Vec<Vector>,
     pub ports: Vec<Port>,
-    pub delivery: DeliveryUnit,
+    pub stacks: Vec<Stack>,
+    pub router: Router,
     pub ios: Vec<Io>,
     pub free_ios: Vec<IoId>,
     pub jobs_live: usize,
@@ -782,6 +872,12 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub gsim: Option<irqlab_core::gsim::GsimGlobal>,
     /// Stonewall waves, disk accounting and global options (model/fio_job.rs).
     pub fio: super::fio_job::FioRun,
+    /// The sched domains (model/topo.rs).
+    pub topo: super::topo::Topology,
+    /// Task placement's state (model/placement.rs), when some job may move.
+    pub place: Option<Box<super::placement::Placement>>,
+    /// Per device, per queue set (interrupt-driven, polled): each CPU's queue.
+    pub queue_map: Vec<[Vec<QueueId>; 2]>,
     pub obs: &'a mut O,
 }
 

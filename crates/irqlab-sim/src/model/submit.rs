@@ -175,39 +175,80 @@ impl<O: Observer> Sim<'_, O> {
         let (call, per_io) = super::build::syscall_costs(&self.engine, IoEngine::Pvsync2)
             .map_or((0, 0), |c| (c.submit_call_ns, c.submit_io_ns));
         self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncIssue);
-        Some(ThreadStep::sys(call + per_io + self.costs.sq_doorbell))
+        Some(ThreadStep::sys(call + per_io + self.sq_doorbell_ns(j)))
     }
 
-    /// The ioctl's work is done: the command goes out and the job waits for it.
+    /// The ioctl's work is done: the command goes out and the job waits for it (after
+    /// a virtio kick's exit, when the request asked for one). With no tag free on its
+    /// queue it sleeps for one and issues again (blk_mq_get_tag).
     pub(crate) fn sync_issue(&mut self, j: usize) -> Option<ThreadStep> {
         self.jobs[j].fio.ctl.sync_cmd.done = false;
-        self.submit_batch(j, 1);
+        if self.submit_batch(j, 1) == 0 {
+            return Some(ThreadStep::Block);
+        }
+        if let Some(ns) = self.kick_step(j) {
+            self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncKick);
+            return Some(ThreadStep::sys(ns));
+        }
         self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncWait);
         Some(ThreadStep::Block)
     }
 
+    /// The kick's exit is over: the job waits for the command, unless the host already
+    /// completed it (a polling host thread needs no kick to see the request).
+    pub(crate) fn sync_kicked(&mut self, j: usize) -> Option<ThreadStep> {
+        self.kick_done(j);
+        self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncWait);
+        if self.jobs[j].fio.ctl.sync_cmd.done {
+            return None;
+        }
+        Some(ThreadStep::Block)
+    }
+
     /// The submit call ends: the SQEs are in the SQ and the doorbell is written
-    /// (bd->last), so the controller fetches them after the MMIO flight.
-    pub(crate) fn submit_batch(&mut self, j: usize, k: u32) {
+    /// (bd->last), so the controller fetches them after the MMIO flight. Returns how
+    /// many of the batch's `k` went; the rest wait for a tag of their queue.
+    pub(crate) fn submit_batch(&mut self, j: usize, k: u32) -> u32 {
         if self.jobs[j].engine == IoEngine::Null {
             self.complete_null(j, k);
-            return;
+            return k;
         }
         // The queues this batch rang, and how many SQEs each fetch brings.
         let mut touched: [(Option<QueueId>, u32); 4] = [(None, 0); 4];
         let sync = self.jobs[j].fio.ctl.sync_trims;
+        let mut sent = 0;
         for i in 0..k {
             let planned = self.jobs[j].fio.batch[i as usize];
             if planned.local {
                 self.complete_local(j, planned);
+                sent += 1;
                 continue;
             }
-            let job = &mut self.jobs[j];
+            let job = &self.jobs[j];
             let q = job.queues[job.next_file];
+            // The tag set holds one entry less than the ring (nvme: q_depth - 1).
+            if self.queues[q.ix()].free_tags.len() <= 1 {
+                let t = self.jobs[j].thread;
+                self.queues[q.ix()].tag_waiters.push(t);
+                break;
+            }
+            let job = &mut self.jobs[j];
             job.next_file = (job.next_file + 1) % job.queues.len();
             let next_q = job.queues[job.next_file];
-            // Each POSIX aio helper thread's pread is a submission of its own.
-            let last = i + 1 == k || next_q != q || job.engine == IoEngine::PosixAio;
+            // Each POSIX aio helper thread's pread is a submission of its own. A request
+            // after which the next finds no tag ends the dispatch too: blk-mq then calls
+            // the driver's commit_rqs (virtio_commit_rqs kicks), as bd->last would.
+            let next_starved = i + 1 < k && {
+                let taken = usize::from(next_q == q);
+                self.queues[next_q.ix()]
+                    .free_tags
+                    .len()
+                    .saturating_sub(taken)
+                    <= 1
+            };
+            let last =
+                i + 1 == k || next_q != q || job.engine == IoEngine::PosixAio || next_starved;
+            sent += 1;
             let Some(io) = self.queue_command(j, q, planned, last) else {
                 continue;
             };
@@ -226,7 +267,12 @@ impl<O: Observer> Sim<'_, O> {
                 self.schedule_fetch(q, n);
             }
         }
-        self.count_submitted(j, k, true);
+        if sent < k {
+            // What is left of the batch goes when a tag is free.
+            self.jobs[j].fio.batch.drain(..sent as usize);
+        }
+        self.count_submitted(j, sent, true);
+        sent
     }
 
     /// fio's accounting of a submitted batch of `k` (the depth it reached, the submit
@@ -364,12 +410,19 @@ impl<O: Observer> Sim<'_, O> {
             },
             last,
         );
+        if self.costs.has_virtio && queue.virtio.is_some() {
+            self.virtio_queue_rq(j, q.ix(), last);
+        }
         Some(io)
     }
 
     /// The SQ tail doorbell reaches the device; its fetch engine serves doorbells in
     /// arrival order, one at a time when it has an occupancy (`fetch_busy_ns`).
     pub(crate) fn schedule_fetch(&mut self, q: QueueId, count: u32) {
+        if self.costs.has_virtio && self.queues[q.ix()].virtio.is_some() {
+            // The host thread pops the avail ring itself (model/virtio.rs).
+            return;
+        }
         let d = self.queues[q.ix()].device.ix();
         let dev = &mut self.devices[d];
         let arrival = self.now + self.costs.mmio_flight;
