@@ -1,6 +1,6 @@
 //! irq-am (Sagi Grimberg's 2018 RFC) wired as the RFC does, into the RDMA CQs of both the
 //! nvme-rdma host and the nvmet-rdma target (platforms/nvmeof-rdma-cx5.toml): under a
-//! steady load it leaves level 0 and raises throughput, and at QD1, where every event
+//! steady load some vectors leave level 0 and save interrupts, and at QD1, where every event
 //! carries one completion, it stays out of the way.
 
 mod common;
@@ -86,13 +86,15 @@ fn irq_am_leaves_level_zero_under_steady_load_and_gains() {
         "irq-am reached level {} only",
         levels.top
     );
+    // No throughput gain is asserted: fed two work completions per I/O, the RFC's rule
+    // finds no window 20% better at level 0 under a steady load on most vectors
+    // (docs/calibration.md finding 6); the vectors that climb still save interrupts.
     assert!(
-        am.total_ios() as f64 > 1.05 * none.total_ios() as f64,
-        "irq-am {} vs none {}",
-        am.total_ios(),
-        none.total_ios()
+        am.vector_interrupts() < none.vector_interrupts(),
+        "interrupts: irq-am {} vs none {}",
+        am.vector_interrupts(),
+        none.vector_interrupts()
     );
-    assert!(am.vector_interrupts() < none.vector_interrupts());
 }
 
 #[test]
