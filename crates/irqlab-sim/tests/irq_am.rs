@@ -102,8 +102,29 @@ fn irq_am_costs_little_latency_at_qd1() {
     let (none, _) = run_rig(QD1, ModeratorKind::None);
     let (am, _) = run_rig(QD1, ModeratorKind::IrqAm);
     let (a, b) = (clat_mean(&am), clat_mean(&none));
+    // The RFC: "up to 2%". Each window's program is a kworker's work on the I/O's CPU
+    // (wake, firmware command, the switch back), so the cost is small but not zero.
     assert!(
-        a < 1.05 * b,
+        a > b && a < 1.02 * b,
         "QD1 clat with irq-am {a:.0} ns vs {b:.0} ns without"
+    );
+}
+
+#[test]
+fn at_qd1_irq_am_stays_at_level_zero_and_reprograms_every_window() {
+    // Every event carries one work completion (the SEND's and the RECV come apart), so
+    // nothing is gained by moderating and the rates do not move 20%: the level stays at
+    // 0, and the edge rule (irq_am_decision: `changed` includes irq_am_on_edge) programs
+    // it again at the end of every 64-event window.
+    let (am, _) = run_rig(QD1, ModeratorKind::IrqAm);
+    let v = &am.vectors[0];
+    let m = v.moderation.as_ref().expect("irq-am's course");
+    assert!(m.level_pct(0) > 99.0, "level histogram {:?}", m.level_ns);
+    let windows = v.messages / 64;
+    assert!(
+        m.programs * 2 >= windows && m.programs <= windows + 2,
+        "{} programs for {} windows of 64 events",
+        m.programs,
+        windows
     );
 }
