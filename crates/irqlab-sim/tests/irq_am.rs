@@ -128,3 +128,84 @@ fn at_qd1_irq_am_stays_at_level_zero_and_reprograms_every_window() {
         windows
     );
 }
+
+/// Every level program of the target's vectors, as (time, vector index, level).
+#[derive(Default)]
+struct Course {
+    programs: Vec<(u64, usize, f64)>,
+}
+
+impl Observer for Course {
+    fn wants_counters(&self) -> bool {
+        true
+    }
+    fn counter(&mut self, now: u64, name: &str, index: usize, value: f64) {
+        if name == "moderation_level" {
+            self.programs.push((now, index, value));
+        }
+    }
+}
+
+#[test]
+fn after_the_load_drops_the_target_comes_back_to_level_zero() {
+    // One libaio job at depth 64 for 10 ms, then the same CPU at QD1 (stonewall). The
+    // target's CQ climbs under the load; at QD1 each event carries one work completion
+    // (the command's RECV and the response's SEND come a round trip apart), and the
+    // RFC's `cpe == 1` rule calls a step down better, so it walks back to level 0.
+    const DROP: &str = "\
+[global]
+rw=randread
+bs=512
+filename=/dev/nvme0n1
+cpus_allowed=0
+time_based
+[heavy]
+ioengine=libaio
+iodepth=64
+iodepth_batch_submit=16
+runtime=10ms
+[light]
+stonewall
+ioengine=pvsync2
+runtime=10ms
+";
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../platforms/nvmeof-rdma-cx5.toml");
+    let platform = Platform::load(&path, &[]).expect("platform");
+    let policy = Policy {
+        moderator: ModeratorKind::IrqAm,
+        ..Policy::default()
+    };
+    let mut course = Course::default();
+    let r = simulate_observed(
+        &jobs(DROP),
+        &platform,
+        &policy,
+        &SimOptions::with_seed(1),
+        &mut course,
+    )
+    .expect("runs");
+    let target = r
+        .vectors
+        .iter()
+        .position(|v| v.name.contains("-target") && v.completions > 0)
+        .expect("the target's busy vector");
+    let mine: Vec<(u64, f64)> = course
+        .programs
+        .iter()
+        .filter(|p| p.1 == target)
+        .map(|p| (p.0, p.2))
+        .collect();
+    let drop_ns = 10_000_000;
+    let top = mine
+        .iter()
+        .filter(|p| p.0 < drop_ns)
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    assert!(
+        top >= 2.0,
+        "the target reached level {top} under load: {mine:?}"
+    );
+    let last = mine.last().expect("programs").1;
+    assert_eq!(last, 0.0, "after the drop: {mine:?}");
+}
