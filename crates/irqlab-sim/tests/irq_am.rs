@@ -208,4 +208,12 @@ runtime=10ms
     );
     let last = mine.last().expect("programs").1;
     assert_eq!(last, 0.0, "after the drop: {mine:?}");
+    // The host's kworker programs every window (the edge rule at level 0) even beside a
+    // busy fio: it wakes with a sleeper's credit, not a CFS slice later.
+    let host = course
+        .programs
+        .iter()
+        .filter(|p| p.1 == 0 && p.0 < drop_ns)
+        .count();
+    assert!(host >= 10, "{host} host programs under load");
 }

@@ -196,7 +196,7 @@ pub(crate) fn new_cpu(
         owed_job: None,
         current: None,
         runq: VecDeque::new(),
-        min_vruntime: 0,
+        min_vruntime: VRUNTIME_AT_START,
         need_resched: false,
         slice_start: 0,
         irr: [0; 4],

@@ -66,6 +66,10 @@ pub(crate) const POSTED_MSI_NOTIFICATION_VECTOR: u16 =
 pub(crate) const HRTIMER_VECTOR: u16 = 0xee;
 /// First vector given to device MSI-X entries (FIRST_EXTERNAL_VECTOR + 1).
 pub(crate) const FIRST_DEVICE_VECTOR: u16 = 0x21;
+/// Every CPU's min_vruntime, and its threads' vruntime, when the run starts: the machine
+/// has been up a while (kernel/sched/fair.c place_entity's floor, min_vruntime minus half a
+/// latency period, is then never clamped at 0).
+pub(crate) const VRUNTIME_AT_START: u64 = 1_000_000_000;
 /// drivers/infiniband/core/cq.c: an IB_POLL_SOFTIRQ CQ's irq_poll weight.
 pub(crate) const IB_POLL_BUDGET_IRQ: u32 = 256;
 /// The `result` a SEND work completion's CQE carries in the model (RECV: 0).
@@ -436,7 +440,14 @@ impl Thread {
             cpu,
             pinned: true,
             state: TState::Blocked,
-            vruntime: 0,
+            // A kworker runs a moderation item now and then, so it wakes with
+            // place_entity's whole sleeper credit, its first time too; the other threads
+            // start level with min_vruntime.
+            vruntime: if matches!(kind, ThreadKind::Kworker(_)) {
+                0
+            } else {
+                VRUNTIME_AT_START
+            },
             left: 0,
             step_kind,
             spinning: false,
