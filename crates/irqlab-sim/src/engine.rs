@@ -16,6 +16,9 @@ pub enum Event {
     ServiceDone { io: IoId },
     /// An NVMe over RDMA target's response (RDMA WRITE and SEND) reached the host NIC.
     TargetResponse { io: IoId },
+    /// The RC acknowledgement of a signalled SEND reached its NIC: the SEND's work
+    /// completion is written into `queue`'s CQ (for command id `tag`).
+    SendWc { queue: QueueId, tag: u16 },
     /// The write at the head of a root port's FIFO finished.
     PortDone { port: PortId },
     /// An interrupt message reaches a CPU's local APIC (`vec` is the IDT vector).
@@ -34,8 +37,6 @@ pub enum Event {
     EngineDone { port: PortId },
     /// The delivery unit finished sending the notification at the head of its queue.
     Delivered,
-    /// A moderator's requested level reaches the device (after the work item).
-    ModeratorProgram { vector: VectorId },
     /// The ramp time is over: statistics start.
     RampEnd,
     /// A job's startdelay passed or its stonewall wave began.
