@@ -3,10 +3,12 @@
 //! The simulator calls them with virtual time, the real-thread runtime with the monotonic
 //! clock, so each mechanism is written once.
 
+pub mod delivery;
 pub mod dim;
 pub mod flood;
 pub mod gsim;
 pub mod hybrid;
+pub mod irq;
 pub mod irq_poll;
 pub mod moderator;
 pub mod napi_defer;

@@ -33,17 +33,17 @@ const NOT_IN_RT: &[(&str, &str)] = &[
 ];
 
 /// The first option of `jobs` the runtime would not carry out, as FILE:LINE: why.
-pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
+pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), crate::RtError> {
     for job in jobs {
         for o in &job.options {
             if let Some((_, why)) = NOT_IN_RT.iter().find(|(name, _)| *name == o.name) {
-                return Err(format!(
+                return Err(crate::RtError::Refused(format!(
                     "{}:{}: job '{}': {} is not carried out by irqlab rt ({why}); expected the option removed, or irqlab run to simulate it",
                     o.file.display(),
                     o.line,
                     job.name,
                     o.name
-                ));
+                )));
             }
         }
     }
@@ -53,7 +53,10 @@ pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
 /// Engines the runtime does not carry out (its job loop drives the kernel's engines),
 /// and a polled policy for an engine that cannot poll, refused as `irqlab run` refuses it
 /// ([`irqlab_fio::IoEngine::NO_POLL`]), at the ioengine line.
-pub fn refuse_engines(jobs: &[JobSpec], policy: &irqlab_core::Policy) -> Result<(), String> {
+pub fn refuse_engines(
+    jobs: &[JobSpec],
+    policy: &irqlab_core::Policy,
+) -> Result<(), crate::RtError> {
     let polled_run = matches!(
         policy.delivery,
         irqlab_core::Delivery::Polled | irqlab_core::Delivery::Hybrid
@@ -64,21 +67,21 @@ pub fn refuse_engines(jobs: &[JobSpec], policy: &irqlab_core::Policy) -> Result<
             .unwrap_or((job.file.as_path(), job.line));
         let engine = job.ioengine;
         if !engine.has_device() || engine == irqlab_fio::IoEngine::PosixAio {
-            return Err(format!(
+            return Err(crate::RtError::Refused(format!(
                 "{}:{line}: job '{}': ioengine={} is not carried out by irqlab rt (its job loop drives libaio, io_uring, pvsync2 and psync); expected one of those, or irqlab run to simulate it",
                 file.display(),
                 job.name,
                 engine.name()
-            ));
+            )));
         }
         if (polled_run || job.hipri) && !engine.can_poll() {
-            return Err(format!(
+            return Err(crate::RtError::Refused(format!(
                 "{}:{line}: job '{}': {} {}",
                 file.display(),
                 job.name,
                 engine.name(),
                 irqlab_fio::IoEngine::NO_POLL
-            ));
+            )));
         }
     }
     Ok(())
@@ -86,7 +89,7 @@ pub fn refuse_engines(jobs: &[JobSpec], policy: &irqlab_core::Policy) -> Result<
 
 /// A job whose runtime plus ramp_time does not fit the runtime's ns clock (584 years) is
 /// refused at the line that set the longer one, rather than wrapped into a run of no time.
-pub fn refuse_unfit_times(jobs: &[JobSpec]) -> Result<(), String> {
+pub fn refuse_unfit_times(jobs: &[JobSpec]) -> Result<(), crate::RtError> {
     for job in jobs {
         let Some(runtime) = job.runtime_ns else {
             continue;
@@ -107,11 +110,11 @@ pub fn refuse_unfit_times(jobs: &[JobSpec]) -> Result<(), String> {
             .map_or((job.file.as_path(), job.line), |o| {
                 (o.file.as_path(), o.line)
             });
-        return Err(format!(
+        return Err(crate::RtError::Refused(format!(
             "{}:{line}: job '{}': runtime + ramp_time is over 584 years, more than the runtime's clock holds; expected a shorter {longer}",
             file.display(),
             job.name
-        ));
+        )));
     }
     Ok(())
 }
@@ -127,7 +130,7 @@ mod tests {
             "r.fio".as_ref(),
         )
         .unwrap();
-        let e = refuse_unmodelled(&jobs).unwrap_err();
+        let e = refuse_unmodelled(&jobs).unwrap_err().to_string();
         assert!(
             e.starts_with("r.fio:5: job 'a': rate_iops is not carried out by irqlab rt"),
             "{e}"
@@ -147,7 +150,7 @@ mod tests {
             "t.fio".as_ref(),
         )
         .unwrap();
-        let e = refuse_unfit_times(&jobs).unwrap_err();
+        let e = refuse_unfit_times(&jobs).unwrap_err().to_string();
         assert!(
             e.starts_with("t.fio:4: job 'a': runtime + ramp_time is over 584 years"),
             "{e}"
@@ -157,7 +160,7 @@ mod tests {
             "t.fio".as_ref(),
         )
         .unwrap();
-        let e = refuse_unfit_times(&jobs).unwrap_err();
+        let e = refuse_unfit_times(&jobs).unwrap_err().to_string();
         assert!(e.starts_with("t.fio:4: "), "{e}");
         assert!(e.ends_with("expected a shorter ramp_time"), "{e}");
         let ok = irqlab_fio::parse_str(
