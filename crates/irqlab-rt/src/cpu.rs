@@ -243,6 +243,10 @@ pub struct CpuThread {
     pub(crate) res: CpuResult,
 }
 
+/// How often a CPU thread whose jobs have ended, and which still takes another CPU's
+/// moved vector, looks whether that CPU's jobs have ended too.
+const SERVE_RECHECK_NS: u64 = 1_000_000;
+
 impl CpuThread {
     pub fn new(
         all: Arc<Cpus>,
@@ -453,7 +457,15 @@ impl CpuThread {
             let (progress, all_done) =
                 self.step_jobs(&mut finished, &mut ends, &mut blocked_polled);
             if all_done {
-                break;
+                self.shared.set_jobs_done();
+                // A kernel CPU takes interrupts whether or not it has tasks: while a
+                // vector of another CPU's running jobs was moved here, serve it, looking
+                // again every SERVE_RECHECK_NS for that CPU's end.
+                if !self.shared.serves_running_cpu(&self.all) {
+                    break;
+                }
+                self.halt(abort, Some(now_ns() + SERVE_RECHECK_NS));
+                continue;
             }
             if progress {
                 continue;

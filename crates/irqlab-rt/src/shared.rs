@@ -142,6 +142,9 @@ pub struct CpuShared {
     pub inbox: Inbox,
     /// Online (cleared by `--event offline`: no tick, no interrupt comes here after).
     online: AtomicBool,
+    /// Its jobs have not all ended yet (a CPU whose queue's vector moved elsewhere needs
+    /// that CPU to keep taking its interrupts until then).
+    jobs_running: AtomicBool,
     /// Old vectors of interrupts that moved away, for __vector_cleanup on this CPU.
     cleanups: Mutex<Vec<u8>>,
     has_cleanups: AtomicBool,
@@ -182,6 +185,7 @@ impl CpuShared {
             queues,
             inbox: Inbox::default(),
             online: AtomicBool::new(true),
+            jobs_running: AtomicBool::new(true),
             cleanups: Mutex::new(Vec::new()),
             has_cleanups: AtomicBool::new(false),
             // Replaced by the CPU thread when its jobs start.
@@ -261,6 +265,27 @@ impl CpuShared {
 
     pub(crate) fn set_offline(&self) {
         self.online.store(false, Release);
+    }
+
+    /// Whether some of its jobs are still running.
+    pub fn jobs_running(&self) -> bool {
+        self.jobs_running.load(Acquire)
+    }
+
+    pub(crate) fn set_jobs_done(&self) {
+        self.jobs_running.store(false, Release);
+    }
+
+    /// Whether a queue of another CPU thread whose jobs still run has its vector here
+    /// (moved by `--event`): this CPU must go on taking that vector's interrupts.
+    pub fn serves_running_cpu(&self, all: &Cpus) -> bool {
+        all.iter().enumerate().any(|(o, c)| {
+            o != self.index
+                && c.jobs_running()
+                && c.queues
+                    .iter()
+                    .any(|q| !q.plan.polled && q.irte.route().cpu as usize == self.index)
+        })
     }
 
     /// Device vectors allocated on this CPU end below this.

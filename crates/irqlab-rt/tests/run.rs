@@ -513,3 +513,61 @@ fn a_virtio_blk_disk_is_refused_with_where_it_runs() {
         "{e}"
     );
 }
+
+#[test]
+fn vectors_moved_and_a_cpu_taken_offline_lose_no_completion() {
+    use irqlab_core::delivery::{AffinityChange, AffinityEvent};
+    // Two CPU threads, a queue each; at the start nvme0q1 moves to CPU 1, then CPU 1 goes
+    // offline and takes every vector it holds back to CPU 0 (fixup_irqs). 20000 I/Os at
+    // the model's 400K IOPS last at least 50 ms, so both events fall inside the run.
+    let jobs = irqlab_fio::parse_str(
+        "[global]\nioengine=io_uring\nrw=randread\nbs=4k\niodepth=16\nnumber_ios=10000\n\
+         [a]\nfilename=/dev/nvme0n1\nnumjobs=2\n",
+        Path::new("t.fio"),
+    )
+    .unwrap();
+    let events = vec![
+        AffinityEvent {
+            at_ns: 0,
+            change: AffinityChange::Migrate {
+                queue: "nvme0q1".into(),
+                cpu: 1,
+            },
+        },
+        AffinityEvent {
+            at_ns: 2_000_000,
+            change: AffinityChange::Offline { cpu: 1 },
+        },
+    ];
+    let c = RtConfig {
+        cpu_threads: 2,
+        pin: false,
+        events,
+        ..cfg()
+    };
+    for delivery in [Delivery::Remapped, Delivery::Posted { max_loop: 3 }] {
+        let r = run(&jobs, &policy(delivery), &c).unwrap_or_else(|e| panic!("{delivery:?}: {e}"));
+        check_exact(&r, 20_000);
+        assert_eq!(extra(&r, "cpus_offlined"), 1.0, "{delivery:?}");
+        // nvme0q1 to CPU 1, then both queues' vectors from CPU 1 back to CPU 0.
+        assert_eq!(extra(&r, "irq_migrations"), 3.0, "{delivery:?}");
+    }
+    // An event naming a queue the run lacks is refused, naming the queues it has.
+    let bad = RtConfig {
+        events: vec![AffinityEvent {
+            at_ns: 0,
+            change: AffinityChange::Migrate {
+                queue: "nvme7q1".into(),
+                cpu: 1,
+            },
+        }],
+        ..c
+    };
+    let e = run(&jobs, &policy(Delivery::Remapped), &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no queue nvme7q1") && e.contains("nvme0q1"),
+        "{e}"
+    );
+}
