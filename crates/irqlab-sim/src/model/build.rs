@@ -195,7 +195,7 @@ pub(crate) fn new_cpu(
         min_vruntime: 0,
         need_resched: false,
         slice_start: 0,
-        irr: [0; 4],
+        irr: irqlab_core::irq::Irr::default(),
         tick_due: 0,
         irq: IrqFrame::new(0),
         soft_active: false,

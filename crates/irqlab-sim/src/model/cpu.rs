@@ -9,7 +9,7 @@ use crate::observer::{Observer, SliceKind};
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
 use irqlab_core::irq_poll::jiffies;
-use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP, vector_bit};
+use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
 use irqlab_core::{Delivery, HandlerStyle};
 use irqlab_report::Latency;
@@ -168,7 +168,7 @@ impl<O: Observer> Sim<'_, O> {
 
     #[inline]
     pub(crate) fn irr_pending(&self, c: usize) -> bool {
-        self.cpus[c].irr.iter().any(|&w| w != 0)
+        self.cpus[c].irr.any()
     }
 
     /// An interrupt message reaches CPU `c` with IDT vector `vec`.
@@ -176,16 +176,14 @@ impl<O: Observer> Sim<'_, O> {
         if vec == RESCHEDULE_VECTOR {
             self.cpus[c].ipi_inflight = false;
         }
-        let (w, b) = vector_bit(vec as u8);
         let cpu = &mut self.cpus[c];
-        if cpu.irr[w] & b != 0 {
+        if !cpu.irr.set(vec as u8) {
             // Already pending in the IRR: the two messages become one interrupt.
             if let Some(v) = cpu.vec_of_idt[vec as usize] {
                 self.vectors[v.ix()].merged += 1;
             }
             return;
         }
-        cpu.irr[w] |= b;
         self.interrupt_if_enabled(c);
     }
 
@@ -213,12 +211,10 @@ impl<O: Observer> Sim<'_, O> {
     /// Enters the highest-priority pending vector.
     pub(crate) fn take_interrupt(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let Some(w) = (0..4).rev().find(|&w| cpu.irr[w] != 0) else {
+        let Some(v) = cpu.irr.take_highest() else {
             return;
         };
-        let bit = 63 - cpu.irr[w].leading_zeros();
-        cpu.irr[w] &= !(1u64 << bit);
-        let idt = (w as u16) * 64 + bit as u16;
+        let idt = u16::from(v);
         let was_idle = cpu.mode == Mode::Idle;
         cpu.irq = IrqFrame::new(idt);
         let measuring = self.measuring;
@@ -875,8 +871,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         // The tick hrtimer's expiry stays at the first missed period until its handler
         // runs (hrtimer_forward is called there), so lateness counts from that tick.
-        let (w, b) = vector_bit(LOCAL_TIMER_VECTOR as u8);
-        if self.cpus[c].irr[w] & b == 0 {
+        if !self.cpus[c].irr.is_set(LOCAL_TIMER_VECTOR as u8) {
             self.cpus[c].tick_due = self.now;
         }
         self.notify(c, LOCAL_TIMER_VECTOR);

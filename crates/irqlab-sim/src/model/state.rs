@@ -6,6 +6,7 @@ use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::rng::{ServiceTime, Stream};
 use irqlab_core::Policy;
+use irqlab_core::irq::Irr;
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
 use irqlab_core::nvme::{MsixVector, QueuePair};
 use irqlab_core::posted::{Demux, NR_PIR_WORDS, PirSnapshot, vector_bit};
@@ -228,8 +229,8 @@ pub(crate) struct Cpu {
     pub need_resched: bool,
     /// When `current` last got the CPU (for the CFS slice at ticks).
     pub slice_start: u64,
-    /// Pending interrupt vectors (the local APIC IRR).
-    pub irr: [u64; 4],
+    /// Pending interrupt vectors (the local APIC IRR, core's: highest vector first).
+    pub irr: Irr,
     pub tick_due: u64,
     pub irq: IrqFrame,
     /// The inline softirq was interrupted by a hardirq and resumes after it.
