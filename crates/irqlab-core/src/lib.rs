@@ -15,7 +15,6 @@ pub mod napi_defer;
 pub mod nvme;
 pub mod policy;
 pub mod posted;
-pub mod remapped;
 pub mod softirq;
 mod stop;
 mod sync;

@@ -15,7 +15,7 @@ use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
 use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::moderator::Moderator;
 use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, MsixVector, QueuePair};
-use irqlab_core::remapped::{DeliveryPath, RemappedTarget};
+use irqlab_core::delivery::{DeliveryPath, RemappedTarget};
 use irqlab_core::softirq::{SoftirqConfig, SoftirqCpu};
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::{IoEngine, JobSpec};

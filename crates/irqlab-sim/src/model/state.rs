@@ -10,7 +10,7 @@ use irqlab_core::irq::Irr;
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
 use irqlab_core::nvme::{MsixVector, QueuePair};
 use irqlab_core::posted::{Demux, NR_PIR_WORDS, PirSnapshot, vector_bit};
-use irqlab_core::remapped::DeliveryPath;
+use irqlab_core::delivery::DeliveryPath;
 use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
 use std::collections::VecDeque;
@@ -242,7 +242,7 @@ pub(crate) struct Cpu {
     pub vec_of_idt: Vec<Option<VectorId>>,
     pub next_idt: u16,
     /// How MSIs reach this CPU: an IRTE in remapped format, or the posted-interrupt
-    /// descriptor the IOMMU updates (irqlab-core remapped::DeliveryPath).
+    /// descriptor the IOMMU updates (irqlab-core delivery::DeliveryPath).
     pub path: DeliveryPath,
     /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
     pub pir_shadow: [u64; NR_PIR_WORDS],
