@@ -176,6 +176,37 @@ fn nvme_coalescing_reduces_interrupts() {
 }
 
 #[test]
+fn feature_09h_turns_aggregation_off_on_the_listed_vectors_only() {
+    // Jobs on CPUs 0-3 use queues q1-q4 (interrupt vectors 1-4); CD on vectors 1 and 3.
+    let mut cd = irqlab_core::nvme::CoalescingDisable::default();
+    cd.insert(1).unwrap();
+    cd.insert(3).unwrap();
+    let r = run(
+        FOUR_DISKS,
+        Policy {
+            coalescing: DeviceCoalescing::Nvme {
+                thr: 7,
+                time_100us: 1,
+            },
+            coalescing_disable: cd,
+            ..Policy::default()
+        },
+        &[],
+        1,
+    );
+    let busy: Vec<_> = r.vectors.iter().filter(|v| v.completions > 0).collect();
+    assert_eq!(busy.len(), 4, "{:?}", r.vectors);
+    for v in busy {
+        let iv: u16 = v.name.rsplit_once('q').unwrap().1.parse().unwrap();
+        if cd.contains(iv) {
+            assert_eq!(v.device_coalesced, 0, "{}: CD set", v.name);
+        } else {
+            assert!(v.device_coalesced > 0, "{}: aggregated", v.name);
+        }
+    }
+}
+
+#[test]
 fn budgeted_handler_hands_a_flood_to_ksoftirqd() {
     let sets = ["devices.0.queues=1", "devices.0.max_iops=4000000"];
     let stock = run(SHARED_QUEUE, Policy::default(), &sets, 1);

@@ -11,11 +11,11 @@ use crate::observer::{Observer, SliceKind};
 use crate::platform::{ManagedAffinity, Platform};
 use crate::rng::{ServiceTime, Stream};
 use crate::{SimError, SimOptions};
+use irqlab_core::delivery::{DeliveryPath, RemappedTarget};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
 use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::moderator::Moderator;
 use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, MsixVector, QueuePair};
-use irqlab_core::delivery::{DeliveryPath, RemappedTarget};
 use irqlab_core::softirq::{SoftirqConfig, SoftirqCpu};
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::{IoEngine, JobSpec};
@@ -985,6 +985,7 @@ fn add_queue_set(
                 rule: g.msi_rule(),
                 group: g,
                 rescue_thread: policy.flood_detection && cpus_here > 1,
+                iv: Some(qid),
             };
             Some(add_vector(spec, m, policy, p)?)
         } else {
@@ -1023,6 +1024,9 @@ pub(crate) struct VectorSpec<'g> {
     pub group: &'g crate::platform::DeviceGroup,
     /// Flood detection's rescue thread (vectors whose affinity spans several CPUs).
     pub rescue_thread: bool,
+    /// The NVMe interrupt vector number feature 09h addresses (nvme-pci: I/O queue N
+    /// interrupts on vector N); None for the other device kinds.
+    pub iv: Option<u16>,
 }
 
 /// Adds queue `spec.queue`'s MSI-X vector on CPU `spec.cpu`: the next free IDT vector
@@ -1066,7 +1070,11 @@ pub(crate) fn add_vector(
             .push(Thread::new(ThreadKind::IrqThread(v), CpuId::new(cpu)));
         ThreadId::new(m.threads.len() - 1)
     });
-    let (irq, moderator) = vector_irq(policy, p, spec.group)?;
+    let (mut irq, moderator) = vector_irq(policy, p, spec.group)?;
+    // Feature 09h: Coalescing Disable on this vector turns 08h aggregation off.
+    if let (Some(iv), DeviceIrq::Nvme(n)) = (spec.iv, &mut irq) {
+        n.set_vector_config(policy.coalescing_disable.config(iv));
+    }
     m.vectors.push(Vector {
         name: spec.name,
         queue: spec.queue,
@@ -1148,9 +1156,6 @@ fn not_simulated(policy: &Policy) -> Option<String> {
     }
     if policy.irq_poll_until != irqlab_core::irq_poll::IrqPollUntil::Budget {
         return Some(format!("--irq-poll-until {}", policy.irq_poll_until));
-    }
-    if !policy.coalescing_disable.is_empty() {
-        return Some(format!("--coalesce-disable {}", policy.coalescing_disable));
     }
     None
 }

@@ -143,6 +143,7 @@ fn add_target(
             rule: MsiRule::UntilDoorbell,
             group: g,
             rescue_thread: false,
+            iv: None,
         };
         let v = add_vector(spec, m, policy, p)?;
         m.queues.push(Queue {

@@ -132,6 +132,7 @@ pub(crate) fn add_queue_set(
                 rule: MsiRule::PerCompletion,
                 group: g,
                 rescue_thread: false,
+                iv: None,
             };
             Some(add_vector(spec, m, inp.policy, p)?)
         } else {
