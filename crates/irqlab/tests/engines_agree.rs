@@ -189,3 +189,39 @@ fn under_gsim_every_interrupt_that_found_the_vector_disabled_is_resent_in_both_e
     assert_eq!(extra(&s, "msi_pended"), extra(&s, "irq_resent"));
     assert_eq!(extra(&r, "irq_pended"), extra(&r, "irq_resent"));
 }
+
+#[test]
+fn feature_09h_stops_aggregation_on_its_vector_in_both_engines() {
+    // Feature 08h aggregation (8 completions or 100 µs) on one queue at depth 32: both
+    // engines aggregate; with Coalescing Disable on the queue's vector (1) neither does.
+    let job = irqlab_fio::parse_str(
+        "[q]\nioengine=libaio\nrw=randread\nbs=4k\ndirect=1\niodepth=32\n\
+         filename=/dev/nvme0n1\ncpus_allowed=0\nnumber_ios=4000\n",
+        Path::new("q.fio"),
+    )
+    .unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/example.toml");
+    let platform = Platform::load(&path, &[]).unwrap();
+    let mut cd = irqlab_core::nvme::CoalescingDisable::default();
+    cd.insert(1).unwrap();
+    let coalesced = |r: &RunReport| r.vectors.iter().map(|v| v.device_coalesced).sum::<u64>();
+    for coalescing_disable in [Default::default(), cd] {
+        let p = Policy {
+            coalescing: irqlab_core::DeviceCoalescing::Nvme {
+                thr: 7,
+                time_100us: 1,
+            },
+            coalescing_disable,
+            ..Policy::default()
+        };
+        let s = irqlab_sim::simulate(&job, &platform, &p, &SimOptions::default()).unwrap();
+        let r = irqlab_rt::run(&job, &p, &irqlab_rt::RtConfig::default()).unwrap();
+        assert_eq!((s.total_ios(), r.total_ios()), (4000, 4000));
+        let (cs, cr) = (coalesced(&s), coalesced(&r));
+        if coalescing_disable.is_empty() {
+            assert!(cs > 0 && cr > 0, "08h aggregates: sim {cs}, rt {cr}");
+        } else {
+            assert_eq!((cs, cr), (0, 0), "09h CD on vector 1");
+        }
+    }
+}
