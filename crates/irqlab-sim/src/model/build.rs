@@ -323,7 +323,12 @@ pub(crate) fn build<'a, O: Observer>(
         .map_err(|e| SimError::Config(format!("gsim: {e}")))?;
     let mut m = Machine {
         cpus: (0..p.cpu.count)
-            .map(|c| new_cpu(c, p, &inp.costs, policy.delivery, gsim.as_ref()))
+            .map(|c| {
+                let mut cpu = new_cpu(c, p, &inp.costs, policy.delivery, gsim.as_ref());
+                // --irq-poll-until: the IRQ_POLL softirq's stop rule.
+                cpu.irq_poll = IrqPollCpu::with_until(policy.irq_poll_until);
+                cpu
+            })
             .collect(),
         managed: vec![0; p.cpu.count],
         ..Machine::default()
@@ -1153,9 +1158,6 @@ fn not_simulated(policy: &Policy) -> Option<String> {
     }
     if matches!(policy.handler, HandlerStyle::NapiDefer { .. }) {
         return Some("--handler napi-defer".into());
-    }
-    if policy.irq_poll_until != irqlab_core::irq_poll::IrqPollUntil::Budget {
-        return Some(format!("--irq-poll-until {}", policy.irq_poll_until));
     }
     None
 }

@@ -688,8 +688,10 @@ impl<O: Observer> Sim<'_, O> {
         loop {
             let j = self.jiffies();
             let cpu = &mut self.cpus[c];
-            // Inside the IRQ_POLL action: irq_poll_softirq's loop.
-            if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll(j) {
+            // Inside the IRQ_POLL action: irq_poll_softirq's loop (Sagi's variant stops on
+            // need_resched, the kernel's on the budget and the jiffy).
+            let resched = cpu.need_resched || !cpu.runq.is_empty() && cpu.current.is_none();
+            if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll_checked(j, resched) {
                 let v = cpu.iop_vector[id.0];
                 return Some(self.irq_poll_call(c, v, weight));
             }
