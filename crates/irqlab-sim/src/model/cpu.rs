@@ -233,7 +233,7 @@ impl<O: Observer> Sim<'_, O> {
                     .record(self.now - cpu.tick_due);
             }
             LOCAL_TIMER_VECTOR => {}
-            POSTED_MSI_NOTIFICATION_VECTOR => {
+            idt if cpu.path.is_notification(idt as u8) => {
                 if measuring {
                     cpu.stats.pmn += 1;
                 }
@@ -331,7 +331,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.cpus[c].need_resched = true;
                 self.eoi_and_exit(c);
             }
-            POSTED_MSI_NOTIFICATION_VECTOR => self.pir_round(c),
+            idt if self.cpus[c].path.is_notification(idt as u8) => self.pir_round(c),
             _ => match self.cpus[c].vec_of_idt[idt as usize] {
                 Some(v) => self.start_vector(c, v.ix()),
                 None => self.eoi_and_exit(c),
@@ -454,7 +454,7 @@ impl<O: Observer> Sim<'_, O> {
             self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
             let n = self.cpus[c].reaping.len() as u64;
             self.hard(c, IrqPhase::Complete, self.costs.cq_doorbell + n * per);
-        } else if reaped > 0 && self.cpus[c].irq.idt != POSTED_MSI_NOTIFICATION_VECTOR {
+        } else if reaped > 0 && !self.in_notification(c) {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
             // the doorbell leaving the CPU first.
             self.queues[q].cq_locked = false;
@@ -526,8 +526,15 @@ impl<O: Observer> Sim<'_, O> {
         self.hard(c, IrqPhase::Exit, ns);
     }
 
+    /// Whether CPU `c`'s interrupt in progress is its delivery path's posted notification
+    /// (the demux dispatches the vectors; a device vector's own handler is over at EOI).
+    fn in_notification(&self, c: usize) -> bool {
+        let cpu = &self.cpus[c];
+        cpu.path.is_notification(cpu.irq.idt as u8)
+    }
+
     fn vector_done(&mut self, c: usize) {
-        if self.cpus[c].irq.idt == POSTED_MSI_NOTIFICATION_VECTOR {
+        if self.in_notification(c) {
             self.dispatch_next(c);
         } else {
             self.eoi_and_exit(c);
