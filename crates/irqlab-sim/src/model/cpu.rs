@@ -795,12 +795,10 @@ impl<O: Observer> Sim<'_, O> {
     ) -> u32 {
         let queue = &mut self.queues[q];
         let tags = &mut queue.tags;
-        let free = &mut queue.free_tags;
         let n = queue.qp.poll_cq(budget, |cqe| {
-            let io = tags[cqe.command_id as usize]
-                .take()
+            let io = tags
+                .complete(cqe.command_id)
                 .expect("a CQE's command id names a request in flight");
-            free.push(cqe.command_id);
             out.push(io);
         });
         queue.completions += u64::from(n);

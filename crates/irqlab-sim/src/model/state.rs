@@ -9,7 +9,7 @@ use irqlab_core::Policy;
 use irqlab_core::delivery::DeliveryPath;
 use irqlab_core::irq::Irr;
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
-use irqlab_core::nvme::{MsixVector, QueuePair};
+use irqlab_core::nvme::{MsixVector, QueuePair, TagSet};
 use irqlab_core::posted::{Demux, NR_PIR_WORDS, PirSnapshot, vector_bit};
 use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
@@ -628,9 +628,8 @@ pub(crate) struct Queue {
     /// doorbell. None: the handler completes each entry as it polls it (idxd, ib_cq).
     pub complete_ns: Option<u64>,
     pub qp: QueuePair,
-    /// Request by NVMe command_id (tag), while the tag is in use.
-    pub tags: Vec<Option<IoId>>,
-    pub free_tags: Vec<u16>,
+    /// Request by NVMe command_id (tag), while the tag is in use (core's blk-mq tag set).
+    pub tags: TagSet<IoId>,
     /// CQE writes in the root port FIFO, not yet in the CQ (the device's view counts them).
     pub cqes_in_flight: u32,
     /// CPUs whose submissions map here (more than one: a shared queue).
@@ -663,9 +662,8 @@ impl Queue {
             cqe_ns,
             complete_ns: None,
             qp,
-            tags: vec![None; depth as usize],
             // Command ids 0..depth (65536 entries use every u16).
-            free_tags: (0..depth).rev().map(|t| t as u16).collect(),
+            tags: TagSet::new(depth),
             cqes_in_flight: 0,
             shared: false,
             cq_locked: false,

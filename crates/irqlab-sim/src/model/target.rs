@@ -26,11 +26,10 @@ impl<O: Observer> Sim<'_, O> {
     /// the target's CQ, and the CQ's interrupt rule decides about a message.
     pub(crate) fn target_receive(&mut self, tq: usize, io: IoId) {
         let queue = &mut self.queues[tq];
-        let Some(tag) = queue.free_tags.pop() else {
+        let Some(tag) = queue.tags.alloc(io) else {
             debug_assert!(false, "target queue full: the depth check failed");
             return;
         };
-        queue.tags[tag as usize] = Some(io);
         // The NIC fills the receive queue and its CQ; the SQ side is the host's.
         let _ = queue.qp.submit(
             Sqe {
