@@ -194,6 +194,12 @@ fn check_entry(e: &Entry, pins: &mut Pins<'_>, out: &mut Vec<Problem>) {
             "a fit without range = [LO, HI] to refit it within".to_string(),
         );
     }
+    if p.machine.is_some() {
+        // Fitted to a machine's own runs (platform --from-capture): its pins are that
+        // capture's RUN:METRIC figures, not scenarios; what tests it is the runs held out
+        // of the fit (--runs), not a second figure.
+        return;
+    }
     let (figs, bad) = pins.figures(e);
     for b in bad {
         problem(ProblemKind::UnknownPin, b);
@@ -413,6 +419,23 @@ mod tests {
             );
             let _ = std::fs::remove_dir_all(&dir);
         }
+        // A fit to a machine's own runs names them, not scenarios (held-out runs test it).
+        let dir = scratch(
+            "machine",
+            "source = \"fit\", machine = \"vm\", pins = [\"qd1:iops\"], range = [1, 99],",
+        );
+        assert_eq!(problems(&dir), vec![]);
+        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch(
+            "machine0",
+            "source = \"fit\", machine = \"vm\", range = [1, 99],",
+        );
+        let got = problems(&dir);
+        assert!(
+            got.len() == 1 && got[0].kind == ProblemKind::FitWithoutPins,
+            "{got:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
         // An independent source lifts the single-figure rule.
         let dir = scratch(
             "also",

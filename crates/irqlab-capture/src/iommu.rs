@@ -35,6 +35,18 @@ fn hex_bit(text: &str, bit: u32) -> Option<bool> {
     Some(v >> bit & 1 == 1)
 }
 
+/// What a snapshot alone says: remapping in use (IR- chips) and the PMN row.
+pub fn from_snapshot(s: &Snapshot) -> Iommu {
+    Iommu {
+        remapping_in_use: s
+            .rows
+            .iter()
+            .any(|r| r.irq().is_some() && r.chip.starts_with("IR-")),
+        posted_msi_row: s.row("PMN").is_some(),
+        ..Iommu::default()
+    }
+}
+
 pub fn read(p: &Probe, at_rest: Option<&Snapshot>) -> Iommu {
     let units = p
         .list("/sys/class/iommu")
@@ -54,12 +66,8 @@ pub fn read(p: &Probe, at_rest: Option<&Snapshot>) -> Iommu {
         .map(|t| t.to_string())
         .collect();
     let (remapping_in_use, posted_msi_row) = at_rest.map_or((false, false), |s| {
-        (
-            s.rows
-                .iter()
-                .any(|r| r.irq().is_some() && r.chip.starts_with("IR-")),
-            s.row("PMN").is_some(),
-        )
+        let i = from_snapshot(s);
+        (i.remapping_in_use, i.posted_msi_row)
     });
     Iommu {
         units,

@@ -164,9 +164,48 @@ fn inferred_devices(snap: &Snapshot) -> Vec<crate::devices::BlockDevice> {
         .collect()
 }
 
-/// The device of a hand-made run: the NVMe controller of a disk fio names, or the only
-/// device there is.
-fn hand_device(host: &Host, fio: &crate::fio_json::FioOutput) -> Option<String> {
+/// The kernel of a hand-made capture, from its optional `uname.txt` (`uname -r`, or
+/// `uname -a`, whose third word is the release) and `cmdline.txt` (/proc/cmdline).
+fn hand_kernel(dir: &Path) -> Result<crate::kernel::Kernel, CaptureError> {
+    let mut k = crate::kernel::Kernel::default();
+    let uname = dir.join("uname.txt");
+    if uname.exists() {
+        let text = read(&uname, "uname -r (the kernel release)", MAX_TEXT_BYTES)?;
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let release = match words.as_slice() {
+            [r] => *r,
+            ["Linux", _, r, ..] => *r,
+            _ => {
+                return Err(CaptureError::malformed(
+                    &uname,
+                    "expected the output of uname -r (e.g. 6.8.0-45-generic) or uname -a",
+                ));
+            }
+        };
+        if !release.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(CaptureError::malformed(
+                &uname,
+                format!(
+                    "'{release}' is not a kernel release; expected the output of uname -r (e.g. 6.8.0-45-generic)"
+                ),
+            ));
+        }
+        k.release = Some(release.to_string());
+    }
+    let cmdline = dir.join("cmdline.txt");
+    if cmdline.exists() {
+        let text = read(&cmdline, "/proc/cmdline", MAX_TEXT_BYTES)?;
+        let line = text.trim().to_string();
+        k.options = crate::kernel::options(&line);
+        k.cmdline = Some(line);
+    }
+    Ok(k)
+}
+
+/// The devices of a hand-made run: the NVMe controllers of the disks fio names (every
+/// one of them: a job may use several), or the only device there is.
+fn hand_devices(host: &Host, fio: &crate::fio_json::FioOutput) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
     for u in &fio.disk_util {
         let ctrl: String = if u.name.starts_with("nvme") {
             let digits: String = u.name[4..]
@@ -177,11 +216,14 @@ fn hand_device(host: &Host, fio: &crate::fio_json::FioOutput) -> Option<String> 
         } else {
             u.name.clone()
         };
-        if host.device(&ctrl).is_some() {
-            return Some(ctrl);
+        if host.device(&ctrl).is_some() && !found.contains(&ctrl) {
+            found.push(ctrl);
         }
     }
-    (host.devices.len() == 1).then(|| host.devices[0].name.clone())
+    if found.is_empty() && host.devices.len() == 1 {
+        found.push(host.devices[0].name.clone());
+    }
+    found
 }
 
 impl Capture {
@@ -210,6 +252,7 @@ impl Capture {
                     crate::lscpu::parse(&text).map_err(|e| CaptureError::malformed(&lscpu, e))?;
                 let host = Host {
                     topology,
+                    kernel: hand_kernel(dir)?,
                     ..Host::default()
                 };
                 let rest = dir
@@ -256,7 +299,9 @@ impl Capture {
             let (b, a) = (dir.join(&e.irq_before), dir.join(&e.irq_after));
             let (before, after) = (snapshot(&b, &e.name)?, snapshot(&a, &e.name)?);
             if manifest.is_none() && host.devices.is_empty() {
-                host.devices = inferred_devices(at_rest.as_ref().unwrap_or(&before));
+                let snap = at_rest.as_ref().unwrap_or(&before);
+                host.devices = inferred_devices(snap);
+                host.iommu = crate::iommu::from_snapshot(snap);
             }
             let snap_err = |why: String| CaptureError::Snapshots {
                 before: b.clone(),
@@ -272,14 +317,24 @@ impl Capture {
                     "they are {w:.3} s apart, but fio ran for {runtime:.3} s: not taken around this run"
                 )));
             }
-            let device = e.device.clone().or_else(|| hand_device(&host, &fio));
-            let vector_irqs: Vec<u32> = match device.as_deref().and_then(|d| host.device(d)) {
-                Some(d) => d.vectors.iter().map(|v| v.irq).collect(),
-                None => host
-                    .devices
+            // The run's devices: the manifest's, or those fio's disk_util names.
+            let devices: Vec<String> = match &e.device {
+                Some(d) => vec![d.clone()],
+                None => hand_devices(&host, &fio),
+            };
+            let device = (devices.len() == 1).then(|| devices[0].clone());
+            let of_run: Vec<&crate::devices::BlockDevice> =
+                devices.iter().filter_map(|d| host.device(d)).collect();
+            let vector_irqs: Vec<u32> = if of_run.is_empty() {
+                host.devices
                     .iter()
                     .flat_map(|d| d.vectors.iter().map(|v| v.irq))
-                    .collect(),
+                    .collect()
+            } else {
+                of_run
+                    .iter()
+                    .flat_map(|d| d.vectors.iter().map(|v| v.irq))
+                    .collect()
             };
             runs.push(crate::run::build(Parts {
                 name: e.name.clone(),

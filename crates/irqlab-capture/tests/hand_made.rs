@@ -46,6 +46,39 @@ fn a_hand_made_layout_gives_topology_devices_and_per_run_interrupts() {
     );
 }
 
+#[test]
+fn a_hand_made_layout_may_give_the_kernel_and_says_what_its_snapshots_show() {
+    let c = Capture::open(&fixture("hand-made")).unwrap();
+    // IR-PCI-MSIX chips: remapping in use; no PMN row; no uname.txt: no release.
+    assert!(c.host.iommu.remapping_in_use && !c.host.iommu.posted_msi_row);
+    assert_eq!(c.host.kernel.release, None);
+    let s = Scratch::copy_of("hand-made");
+    s.write(
+        "uname.txt",
+        "Linux emr-bkc 6.8.0-rc3+ #1 SMP x86_64 GNU/Linux\n",
+    );
+    s.write(
+        "cmdline.txt",
+        "BOOT_IMAGE=/vmlinuz ro intremap=posted_msi nvme.poll_queues=4\n",
+    );
+    let c = Capture::open(&s.0).unwrap();
+    assert_eq!(c.host.kernel.release.as_deref(), Some("6.8.0-rc3+"));
+    assert_eq!(
+        c.host.kernel.options.get("intremap").map(String::as_str),
+        Some("posted_msi")
+    );
+    s.write("uname.txt", "6.18.2\n");
+    assert_eq!(
+        Capture::open(&s.0).unwrap().host.kernel.release.as_deref(),
+        Some("6.18.2")
+    );
+    s.write("uname.txt", "Darwin\n");
+    says(
+        &refused(&s),
+        &["uname.txt", "not a kernel release", "uname -r"],
+    );
+}
+
 /// Opens the broken copy and returns the message.
 fn refused(s: &Scratch) -> String {
     match Capture::open(&s.0) {

@@ -234,3 +234,37 @@ fn feature_09h_cd_makes_one_vector_fire_every_completion_under_08h_aggregation()
         IrqVectorConfig { iv: 3, cd: true }
     );
 }
+
+#[test]
+fn an_acknowledging_device_cancels_its_timer_when_the_host_reaps_everything() {
+    let params = CoalesceParams {
+        count: 256,
+        time_ns: 50_000,
+    };
+    // Feature 08h's rule: the host's doorbell does not touch the aggregation.
+    let mut plain = NvmeCoalescer::new(params);
+    assert_eq!(
+        plain.on_completion(1_000),
+        IrqDecision::ArmTimer {
+            deadline_ns: 51_000
+        }
+    );
+    assert!(!plain.on_ack_all());
+    assert!(plain.on_timer(51_000).is_some());
+    // Timed from the first unacknowledged entry: an ack of all cancels, the stale
+    // deadline does nothing, and the next entry starts a new time.
+    let mut acking = NvmeCoalescer::new(params).acknowledging();
+    acking.on_completion(1_000);
+    acking.on_completion(2_000);
+    assert!(acking.on_ack_all());
+    assert_eq!((acking.pending(), acking.deadline()), (0, None));
+    assert_eq!(acking.on_timer(51_000), None);
+    assert!(!acking.on_ack_all(), "nothing left to cancel");
+    assert_eq!(
+        acking.on_completion(60_000),
+        IrqDecision::ArmTimer {
+            deadline_ns: 110_000
+        }
+    );
+    assert_eq!(acking.on_timer(110_000).map(|f| f.coalesced), Some(1));
+}

@@ -73,6 +73,7 @@ pub fn markdown() -> String {
     }
     let honoured: Vec<String> = OPTIONS
         .iter()
+        .chain(crate::control_opts::CONTROL)
         .filter(|d| !matches!(d.opt, Opt::Ignored(_)))
         .map(|d| names(d.name, d.aliases))
         .collect();

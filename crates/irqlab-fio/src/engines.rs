@@ -104,8 +104,9 @@ pub const ENGINES: &[(&str, EngineRule)] = &[
     ("netsplice", EngineRule::Refused(NETWORK)),
     (
         "cpuio",
-        EngineRule::Refused(
-            "it burns CPU without doing I/O: there is nothing for the model to deliver",
+        EngineRule::Runs(
+            IoEngine::CpuIo,
+            "no I/O: the job burns cpuload percent of its CPU in user mode, in cycles of cpuchunks µs (cpumode=qsort: of engine.cpuio_qsort_ns, the platform's time for fio's sort), each followed by a sleep that keeps the load",
         ),
     ),
     ("rdma", EngineRule::Refused(NETWORK)),

@@ -13,7 +13,7 @@ const PRIO: &str = "I/O priorities change nothing on an NVMe device with no I/O 
 const TIMING: &str = "the model's timestamps come from its own clock and cost nothing, so irqlab keeps every latency fio would skip";
 const ERRORS: &str = "the model's I/Os never fail";
 const OUTPUT: &str = "output formatting: irqlab prints fio's default report";
-const ZONES: &str = "zone options set offsets (zonemode=strided) or matter only to zbd writes, which irqlab refuses";
+const ZONES: &str = "zone options that set offsets (zonemode=strided) or a zone's data layout: offsets are not modelled, and fio's emulated zones on the platform's conventional namespaces have no resource limits or write errors";
 const PLACEMENT: &str = "data placement hints change where data lands on the media, which the model's service times do not depend on";
 const PI: &str = "protection information is generated and checked within the device's service time (set devices.N.read_ns and write_ns for the format you measured)";
 const ENGINE_COSTS: &str = "the engine's per-I/O costs come from the platform file (engine.*): set them for the setup you measured";
@@ -83,22 +83,10 @@ pub const INERT: &[OptDef] = &[
     inert("spr_num_regions", &[], INT, OFFSETS),
     inert("spr_op", &[], FLOAT, OFFSETS),
     inert("spr_cs", &[], INT, OFFSETS),
-    inert(
-        "zonemode",
-        &[],
-        Ignored::Choice(&["none", "strided", "zbd"]),
-        "zonemode=strided moves offsets, which are not modelled; with zonemode=zbd a job that only reads reads as from any namespace (zbd's write pointers, zone resets and open-zone limits matter only to writes, which irqlab refuses there)",
-    ),
-    inert("zonesize", &[], SIZE, ZONES),
     inert("zonerange", &[], SIZE, ZONES),
-    inert("zonecapacity", &[], SIZE, ZONES),
     inert("zoneskip", &[], SIZE, ZONES),
     inert("read_beyond_wp", &[], BOOL, ZONES),
-    inert("max_open_zones", &[], INT, ZONES),
-    inert("job_max_open_zones", &[], INT, ZONES),
     inert("ignore_zone_limits", &[], BOOL, ZONES),
-    inert("zone_reset_threshold", &[], FLOAT, ZONES),
-    inert("zone_reset_frequency", &[], FLOAT, ZONES),
     inert("recover_zbd_write_error", &[], BOOL, ZONES),
     inert(
         "write_zone_remainders",
@@ -173,7 +161,6 @@ pub const INERT: &[OptDef] = &[
     inert("continue_on_error", &[], TEXT, ERRORS),
     inert("ignore_error", &[], TEXT, ERRORS),
     inert("error_dump", &[], BOOL, ERRORS),
-    inert("exitall_on_error", &[], FLAG, ERRORS),
     inert(
         "clocksource",
         &[],
@@ -276,15 +263,6 @@ pub const INERT: &[OptDef] = &[
         "sync=0 is what the model does",
     ),
     inert(
-        "io_submit_mode",
-        &[],
-        Ignored::Only(
-            &["inline"],
-            "offloading submission to a pool of fio threads is not modelled",
-        ),
-        "inline submission is what the model does",
-    ),
-    inert(
         "cmd_type",
         &[],
         Ignored::Only(
@@ -292,15 +270,6 @@ pub const INERT: &[OptDef] = &[
             "SCSI commands through bsg: the platform's devices are NVMe",
         ),
         "cmd_type=nvme is the NVMe passthrough the model runs as io_uring",
-    ),
-    inert(
-        "write_mode",
-        &[],
-        Ignored::Only(
-            &["write"],
-            "NVMe Write Zeroes, Write Uncorrectable, Verify and Zone Append are commands the platform gives no service time for",
-        ),
-        "write_mode=write is a plain write",
     ),
     inert(
         "read_mode",
@@ -319,12 +288,6 @@ pub const INERT: &[OptDef] = &[
             "libblkio's user-space drivers (virtio-blk over VFIO or vhost) bypass the kernel's completion path",
         ),
         "the io_uring driver is io_uring",
-    ),
-    inert(
-        "num_range",
-        &[],
-        INT,
-        "it applies to trims, which irqlab refuses",
     ),
     inert("prio", &[], INT, PRIO),
     inert("prioclass", &[], INT, PRIO),
@@ -383,4 +346,10 @@ pub const INERT: &[OptDef] = &[
     ),
     inert("cgroup_nodelete", &[], BOOL, PROCESS),
     inert("rwmixcycle", &[], INT, "fio ignores it too (deprecated)"),
+    inert(
+        "flow_watermark",
+        &[],
+        INT,
+        "fio ignores it too (deprecated: flow control has no watermark since fio 3.24)",
+    ),
 ];

@@ -1,6 +1,8 @@
 //! Turns one job's options (the globals above it, then its own) into a [`JobSpec`],
 //! applying fio's defaults and fix-ups.
 
+use crate::control::SubmitMode;
+use crate::control_opts::{Controls, Resolved};
 use crate::engines::{self, EngineRule};
 use crate::error::JobFileError;
 use crate::ini::{Entry, Section};
@@ -20,6 +22,10 @@ enum Pattern {
     RandWrite,
     ReadWrite,
     RandRw,
+    Trim,
+    RandTrim,
+    TrimWrite,
+    RandTrimWrite,
 }
 
 /// Option values as they accumulate; later options override earlier ones.
@@ -31,6 +37,7 @@ struct Builder {
     /// `bs=READ,WRITE`: either side may be left empty (`bs=,8k`).
     bs_read: u64,
     bs_write: u64,
+    bs_trim: u64,
     iodepth: u32,
     batch_submit: u32,
     complete_min: u32,
@@ -50,8 +57,8 @@ struct Builder {
     direct: bool,
     group_reporting: bool,
     /// `bsrange` (read, write) and `bssplit` (read, write): they win over `bs`.
-    bs_range: [Option<(u64, u64)>; 2],
-    bs_split: [Option<Vec<(u64, u32)>>; 2],
+    bs_range: [Option<(u64, u64)>; 3],
+    bs_split: [Option<Vec<(u64, u32)>>; 3],
     bs_unaligned: bool,
     rate: RateLimit,
     think_ns: u64,
@@ -77,6 +84,13 @@ struct Builder {
     /// `size=N%`, `fill_device`: a share of the device, whose capacity the platform
     /// does not give, so no byte budget.
     no_budget: bool,
+    /// `size=Nz`: the job's range in zones.
+    size_zones: Option<u64>,
+    /// Where the third value of `rate`/`rate_iops` set a trim rate (refused).
+    trim_rate: Option<(PathBuf, usize)>,
+    /// submission, exitall, flow, minimum rates, latency targets, steady state, cpuio,
+    /// zones and write commands (control_opts).
+    ctl: Controls,
     libblkio_path: Option<String>,
     numa_nodes: Option<Vec<usize>>,
     /// The engine as written (libblkio needs its driver).
@@ -96,6 +110,7 @@ impl Builder {
             rwmixread: 50,
             bs_read: 4096,
             bs_write: 4096,
+            bs_trim: 4096,
             iodepth: 1,
             batch_submit: 1,
             complete_min: 1,
@@ -113,8 +128,8 @@ impl Builder {
             hipri: None,
             direct: false,
             group_reporting: false,
-            bs_range: [None, None],
-            bs_split: [None, None],
+            bs_range: [None, None, None],
+            bs_split: [None, None, None],
             bs_unaligned: false,
             rate: RateLimit::default(),
             think_ns: 0,
@@ -140,6 +155,9 @@ impl Builder {
             io_size: None,
             filesize: None,
             no_budget: false,
+            size_zones: None,
+            trim_rate: None,
+            ctl: Controls::default(),
             libblkio_path: None,
             numa_nodes: None,
             engine_name: "psync".to_string(),
@@ -240,7 +258,7 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
             | Opt::WriteIopsLog
             | Opt::FillDevice
             | Opt::Ignored(Ignored::Flag)
-    );
+    ) || matches!(def.opt, Opt::Control(c) if c.is_flag());
     let text = match v {
         Some(t) if t.is_empty() && !takes_bare => {
             return Err(JobFileError::at(
@@ -320,11 +338,13 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
             if zones {
                 b.size = None;
                 b.no_budget = true;
+                b.size_zones = text[..text.len() - 1].parse().ok();
             } else if let Some(pct) = text.strip_suffix('%') {
                 match pct.trim().parse::<u8>() {
                     Ok(1..=100) => {
                         b.size = None;
                         b.no_budget = true;
+                        b.size_zones = None;
                     }
                     _ => return Err(out_of_range(e, "a percentage from 1 to 100")),
                 }
@@ -335,6 +355,7 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
                 }
                 b.size = Some(s);
                 b.no_budget = false;
+                b.size_zones = None;
             }
         }
         Opt::IoSize => {
@@ -410,16 +431,18 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
         Opt::GroupReporting => b.group_reporting = flag(e, v)?,
         Opt::KbBase => {}
         Opt::Rate => {
-            let (r, w) = per_dir(e, text, |s| {
+            let (r, w, t) = per_dir(e, text, |s| {
                 values::size(s, kb_base).map_err(|x| bad_value(e, "a rate in bytes/s", x))
             })?;
             set_dirs(&mut b.rate.bytes_per_sec, r, w);
+            b.trim_rate = t.filter(|&t| t > 0).map(|_| (e.file.clone(), e.line));
         }
         Opt::RateIops => {
-            let (r, w) = per_dir(e, text, |s| {
+            let (r, w, t) = per_dir(e, text, |s| {
                 values::int(s, kb_base).map_err(|x| bad_value(e, "an IOPS rate", x))
             })?;
             set_dirs(&mut b.rate.iops, r, w);
+            b.trim_rate = t.filter(|&t| t > 0).map(|_| (e.file.clone(), e.line));
         }
         Opt::RateProcess => {
             b.rate.process = match text {
@@ -450,10 +473,11 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
                     "bsrange=LOW-HIGH for a range of block sizes (bs=4k-64k would be read as 4k by fio)",
                 ));
             }
-            (b.bs_read, b.bs_write) = block_sizes(e, text, kb_base, b.bs_read)?;
+            (b.bs_read, b.bs_write, b.bs_trim) =
+                block_sizes(e, text, kb_base, (b.bs_read, b.bs_write, b.bs_trim))?;
         }
         Opt::BsRange => {
-            let (r, w) = per_dir(e, text, |s| {
+            let (r, w, t) = per_dir(e, text, |s| {
                 values::range(s, |x| values::size(x, kb_base))
                     .map_err(|x| bad_value(e, "a block size range", x))
                     .and_then(|(lo, hi)| {
@@ -464,13 +488,21 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
                         }
                     })
             })?;
-            b.bs_range = [r.or(b.bs_range[0]), w.or(b.bs_range[1])];
+            b.bs_range = [
+                r.or(b.bs_range[0]),
+                w.or(b.bs_range[1]),
+                t.or(b.bs_range[2]),
+            ];
         }
         Opt::BsSplit => {
-            let (r, w) = per_dir(e, text, |s| {
+            let (r, w, t) = per_dir(e, text, |s| {
                 values::bssplit(s, kb_base).map_err(|x| bad_value(e, "a block size split", x))
             })?;
-            b.bs_split = [r.or(b.bs_split[0].take()), w.or(b.bs_split[1].take())];
+            b.bs_split = [
+                r.or(b.bs_split[0].take()),
+                w.or(b.bs_split[1].take()),
+                t.or(b.bs_split[2].take()),
+            ];
         }
         Opt::BsUnaligned => b.bs_unaligned = flag(e, v)?,
         Opt::RandSeed => {
@@ -503,6 +535,7 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
         Opt::ClatPercentiles => {
             b.clat_percentiles = values::bool01(text).map_err(|x| bad_value(e, "a boolean", x))?;
         }
+        Opt::Control(c) => b.ctl.apply(c, e, v, text, kb_base)?,
         Opt::Ignored(kind) => ignored(e, v, kind, kb_base)?,
     }
     b.options.push(JobOption {
@@ -527,13 +560,16 @@ fn buffered(e: &Entry) -> JobFileError {
     )
 }
 
-/// `OPT=READ[,WRITE[,TRIM]]` (options.c off1/off2/off3): one value sets both directions;
-/// an empty side keeps what was there.
+/// `OPT=READ[,WRITE[,TRIM]]` (options.c off1/off2/off3): one value sets every
+/// direction, two set reads and writes (trims take the writes'); an empty part keeps
+/// what was there.
+type PerDir<T> = (Option<T>, Option<T>, Option<T>);
+
 fn per_dir<T: Clone>(
     e: &Entry,
     text: &str,
     parse: impl Fn(&str) -> Result<T, JobFileError>,
-) -> Result<(Option<T>, Option<T>), JobFileError> {
+) -> Result<PerDir<T>, JobFileError> {
     let parts: Vec<&str> = text.split(',').map(str::trim).collect();
     if parts.len() > 3 {
         return Err(bad_value(e, "a value per direction", "VALUE or READ,WRITE"));
@@ -550,10 +586,11 @@ fn per_dir<T: Clone>(
         Some(p) => one(p)?,
         None => r.clone(),
     };
-    if let Some(t) = parts.get(2) {
-        one(t)?;
-    }
-    Ok((r, w))
+    let t = match parts.get(2) {
+        Some(p) => one(p)?,
+        None => w.clone(),
+    };
+    Ok((r, w, t))
 }
 
 fn set_dirs(dst: &mut [u64; 2], r: Option<u64>, w: Option<u64>) {
@@ -658,25 +695,6 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
             "hipri only with ioengine=io_uring or ioengine=pvsync2",
         ));
     }
-    if b.options
-        .iter()
-        .rev()
-        .find(|o| o.name == "zonemode")
-        .is_some_and(|o| o.value == "zbd")
-        && b.rw != Pattern::Read
-        && b.rw != Pattern::RandRead
-    {
-        let (file, line) = where_set(&b, section, "zonemode");
-        return Err(JobFileError::at(
-            file,
-            line,
-            format!(
-                "job '{}' writes with zonemode=zbd: zoned writes (write pointers, zone resets, open-zone limits) are not modelled",
-                section.name
-            ),
-            "zonemode=zbd only in a job that reads, or zonemode=none",
-        ));
-    }
     let read_pct = b.rwmixread;
     let rw = match b.rw {
         Pattern::Read => RwMode::Read,
@@ -685,10 +703,27 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         Pattern::RandWrite => RwMode::RandWrite,
         Pattern::ReadWrite => RwMode::ReadWrite { read_pct },
         Pattern::RandRw => RwMode::RandRw { read_pct },
+        Pattern::Trim => RwMode::Trim,
+        Pattern::RandTrim => RwMode::RandTrim,
+        Pattern::TrimWrite => RwMode::TrimWrite,
+        Pattern::RandTrimWrite => RwMode::RandTrimWrite,
     };
+    if let Some((file, line)) = &b.trim_rate
+        && rw.trims()
+    {
+        return Err(JobFileError::at(
+            file,
+            *line,
+            format!(
+                "job '{}' limits the rate of its trims: the rate clock of trims is not modelled",
+                section.name
+            ),
+            "a rate for reads and writes only (RATE or READ,WRITE)",
+        ));
+    }
     // bssplit wins over bsrange, which wins over bs (init.c fixup_options fills
     // min_bs/max_bs from bs only when they are unset).
-    let block_sizes = [0, 1].map(|d| {
+    let sizes_of = |d: usize| {
         if let Some(split) = &b.bs_split[d] {
             BlockSizes::Split(split.clone())
         } else if let Some((min, max)) = b.bs_range[d] {
@@ -698,9 +733,11 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
                 BlockSizes::Range { min, max }
             }
         } else {
-            BlockSizes::Fixed(if d == 0 { b.bs_read } else { b.bs_write })
+            BlockSizes::Fixed([b.bs_read, b.bs_write, b.bs_trim][d])
         }
-    });
+    };
+    let block_sizes = [0, 1].map(sizes_of);
+    let trim_sizes = sizes_of(2);
     // The smallest size of the direction the job does most: writes for a write-only
     // job, reads otherwise.
     let bs = if rw.read_pct() == 0 {
@@ -738,8 +775,29 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         (None, Some(_)) => b.logs.avg_msec,
         (None, None) => 500,
     };
+    // The bytes of one pass: io_size, else size, else filesize for each file (init.c
+    // fixup_options: size = filesize x nrfiles); none when the job fills a share of
+    // the device. fio repeats the job `loops` times.
+    let files = if b.filenames.is_empty() {
+        u64::from(b.nrfiles)
+    } else {
+        b.filenames.len() as u64
+    };
+    let pass = if b.no_budget {
+        None
+    } else {
+        b.io_size
+            .or(b.size)
+            .or_else(|| b.filesize.map(|f| f.saturating_mul(files)))
+    };
+    let ctl = control(&b, section, pass, files, rw)?;
     // The HOWTO: iodepth has no effect on synchronous engines; JobSpec pins it to 1.
-    let iodepth = if b.ioengine.is_sync() { 1 } else { b.iodepth };
+    // With io_submit_mode=offload each of iodepth threads makes its own call.
+    let iodepth = if b.ioengine.is_sync() && ctl.submit_mode == SubmitMode::Inline {
+        1
+    } else {
+        b.iodepth
+    };
     // init.c fixup_options: iodepth_batch 0 or above iodepth becomes iodepth.
     let batch_submit = if b.batch_submit == 0 || b.batch_submit > iodepth {
         iodepth
@@ -756,21 +814,6 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         .max(complete_min)
         .max(1)
         .min(iodepth);
-    // The bytes of one pass: io_size, else size, else filesize for each file (init.c
-    // fixup_options: size = filesize x nrfiles); none when the job fills a share of
-    // the device. fio repeats the job `loops` times.
-    let files = if b.filenames.is_empty() {
-        u64::from(b.nrfiles)
-    } else {
-        b.filenames.len() as u64
-    };
-    let pass = if b.no_budget {
-        None
-    } else {
-        b.io_size
-            .or(b.size)
-            .or_else(|| b.filesize.map(|f| f.saturating_mul(files)))
-    };
     let size = match pass.map(|s| s.checked_mul(b.loops)) {
         None => None,
         Some(Some(total)) => Some(total),
@@ -839,8 +882,93 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         bw_avg_set: b.bw_avg_ms.is_some(),
         iops_avg_set: b.iops_avg_ms.is_some(),
         clat_percentiles: b.clat_percentiles,
+        trim_sizes,
+        submit_mode: ctl.submit_mode,
+        sqpoll: ctl.sqpoll,
+        exit: ctl.exit,
+        flow: ctl.flow,
+        rate_min: ctl.rate_min,
+        latency_target: ctl.latency_target,
+        max_latency_ns: ctl.max_latency_ns,
+        steadystate: ctl.steadystate,
+        ss_interval_ms: ctl.ss_interval_ms,
+        cpuio: ctl.cpuio,
+        wait_for: ctl.wait_for,
+        zbd: ctl.zbd,
+        write_mix: ctl.write_mix,
+        num_range: ctl.num_range,
         options: b.options,
     })
+}
+
+/// The job's controls (control_opts::resolve), refused at the line of the option that
+/// cannot run, with fio's checks of trims over several ranges (init.c).
+fn control(
+    b: &Builder,
+    section: &Section,
+    pass: Option<u64>,
+    files: u64,
+    rw: RwMode,
+) -> Result<Resolved, JobFileError> {
+    let at = |option: &str, what: String, expected: String| {
+        let (file, line) = where_set(b, section, option);
+        JobFileError::at(
+            file,
+            line,
+            format!("job '{}': {what}", section.name),
+            expected,
+        )
+    };
+    let ctl = crate::control_opts::resolve(&b.ctl, &b.engine_name, pass, b.size_zones, files)
+        .map_err(|r| at(r.option, r.what, r.expected))?;
+    // init.c fixup_options: a minimum is in bytes or in IOPS, and not above the rate.
+    let m = &ctl.rate_min;
+    if m.bytes_per_sec.iter().any(|&v| v > 0) && m.iops.iter().any(|&v| v > 0) {
+        return Err(at(
+            "rate_iops_min",
+            "rate_min and rate_iops_min are mutually exclusive (fio refuses both)".into(),
+            "one of rate_min and rate_iops_min".into(),
+        ));
+    }
+    for d in 0..2 {
+        let over_bytes =
+            b.rate.bytes_per_sec[d] > 0 && b.rate.bytes_per_sec[d] < m.bytes_per_sec[d];
+        let over_iops = b.rate.iops[d] > 0 && b.rate.iops[d] < m.iops[d];
+        if over_bytes || over_iops {
+            return Err(at(
+                if over_bytes {
+                    "rate_min"
+                } else {
+                    "rate_iops_min"
+                },
+                format!(
+                    "minimum rate exceeds rate, ddir {d} (fio refuses a minimum above the {})",
+                    if d == 0 { "read rate" } else { "write rate" }
+                ),
+                "a minimum at most the rate".into(),
+            ));
+        }
+    }
+    if rw.trims() && ctl.num_range > 1 {
+        if matches!(rw, RwMode::TrimWrite | RwMode::RandTrimWrite) {
+            return Err(at(
+                "num_range",
+                "trimwrite cannot be used with multiple ranges (fio refuses it)".into(),
+                "num_range=1 with trimwrite".into(),
+            ));
+        }
+        if b.engine_name != "io_uring_cmd" {
+            return Err(at(
+                "num_range",
+                format!(
+                    "can't use multiple ranges with IO engine {} (fio refuses it: only io_uring_cmd sends a trim of several ranges)",
+                    b.engine_name
+                ),
+                "num_range=1, or ioengine=io_uring_cmd".into(),
+            ));
+        }
+    }
+    Ok(ctl)
 }
 
 /// The engine `text` names, as [`engines::ENGINES`] takes it.
@@ -865,8 +993,8 @@ fn ioengine(e: &Entry, text: &str) -> Result<IoEngine, JobFileError> {
 /// random patterns, a size to skip for sequential ones, parse.c str_rw_cb) is accepted
 /// and ignored, since offsets are not modelled.
 fn rw(e: &Entry, text: &str) -> Result<Pattern, JobFileError> {
-    const EXPECTED: &str = "read, write, randread, randwrite, rw (readwrite) or randrw, \
-                            optionally with an offset modifier :N or :SIZE (e.g. randread:8, write:4k, read:-8k)";
+    const EXPECTED: &str = "read, write, randread, randwrite, rw (readwrite), randrw, trim, randtrim, \
+                            trimwrite or randtrimwrite, optionally with an offset modifier :N or :SIZE (e.g. randread:8, write:4k, read:-8k)";
     let mode = match text.split_once(':') {
         Some((mode, n)) if values::size(n.strip_prefix(['-', '+']).unwrap_or(n), 1024).is_ok() => {
             mode
@@ -881,23 +1009,21 @@ fn rw(e: &Entry, text: &str) -> Result<Pattern, JobFileError> {
         "randwrite" => Pattern::RandWrite,
         "rw" | "readwrite" => Pattern::ReadWrite,
         "randrw" => Pattern::RandRw,
-        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-            return Err(JobFileError::at(
-                &e.file,
-                e.line,
-                format!(
-                    "{}={text} is not supported (irqlab models reads and writes)",
-                    e.key
-                ),
-                EXPECTED,
-            ));
-        }
+        "trim" => Pattern::Trim,
+        "randtrim" => Pattern::RandTrim,
+        "trimwrite" => Pattern::TrimWrite,
+        "randtrimwrite" => Pattern::RandTrimWrite,
         _ => return Err(bad_value(e, "an I/O pattern", EXPECTED)),
     })
 }
 
 /// `bs=4k` or `bs=4k,8k` (read, write[, trim]); an empty part keeps that side as it was.
-fn block_sizes(e: &Entry, text: &str, kb_base: u64, read: u64) -> Result<(u64, u64), JobFileError> {
+fn block_sizes(
+    e: &Entry,
+    text: &str,
+    kb_base: u64,
+    (read, _, _): (u64, u64, u64),
+) -> Result<(u64, u64, u64), JobFileError> {
     let parts: Vec<&str> = text.split(',').map(str::trim).collect();
     if parts.len() > 3 {
         return Err(bad_value(e, "a block size", "bs=SIZE or bs=READ,WRITE"));
@@ -913,18 +1039,20 @@ fn block_sizes(e: &Entry, text: &str, kb_base: u64, read: u64) -> Result<(u64, u
         }
     };
     let r = parse(parts[0])?;
-    // options.c: a single value applies to reads, writes and trims.
+    // options.c: a single value applies to reads, writes and trims; two values give
+    // trims the writes' size.
     let w = match parts.get(1) {
         Some(p) => parse(p)?,
         None => r,
     };
-    if let Some(t) = parts.get(2) {
-        parse(t)?;
-    }
-    if r.is_none() && w.is_none() {
+    let t = match parts.get(2) {
+        Some(p) => parse(p)?,
+        None => w,
+    };
+    if r.is_none() && w.is_none() && t.is_none() {
         return Err(bad_value(e, "a block size", "bs=SIZE or bs=READ,WRITE"));
     }
-    Ok((r.unwrap_or(read), w.unwrap_or(4096)))
+    Ok((r.unwrap_or(read), w.unwrap_or(4096), t.unwrap_or(4096)))
 }
 
 fn count(e: &Entry, text: &str, kb_base: u64, min: u32) -> Result<u32, JobFileError> {

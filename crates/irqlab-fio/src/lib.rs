@@ -11,6 +11,8 @@
 //! ```
 
 pub mod catalogue;
+pub mod control;
+mod control_opts;
 pub mod engines;
 mod error;
 mod inert;
@@ -24,6 +26,10 @@ pub mod seeds;
 mod spec;
 mod values;
 
+pub use control::{
+    CpuIo, CpuMode, ExitRule, ExitWhat, Flow, LatencyTarget, RateMin, SqPoll, SsMetric,
+    SteadyState, SubmitMode, WriteCmd, Zbd,
+};
 pub use error::{JobFileError, escape_controls};
 pub use options::{accepted as accepted_options, no_meaning};
 pub use rate::RateClock;
@@ -177,7 +183,84 @@ fn parse_with_env(text: &str, path: &Path, env: &ini::Env) -> Result<Vec<JobSpec
             "no jobs; expected at least one [jobname] section besides [global]",
         ));
     }
+    // options.c str_exitall_cb sets a process-wide flag: any section's exitall is every
+    // job's.
+    if jobs.iter().any(|j| j.exit.exitall)
+        || sections.iter().any(|s| {
+            s.global
+                && s.entries
+                    .iter()
+                    .any(|e| e.key == "exitall" && e.value.as_deref() != Some("0"))
+        })
+    {
+        for j in &mut jobs {
+            j.exit.exitall = true;
+        }
+    }
+    check_ss_intervals(&jobs)?;
+    check_wait_for(&jobs)?;
     Ok(jobs)
+}
+
+/// init.c wait_for_ok: a job waits for one job defined above it, not for itself.
+fn check_wait_for(jobs: &[JobSpec]) -> Result<(), JobFileError> {
+    for (i, j) in jobs.iter().enumerate() {
+        let Some(name) = &j.wait_for else {
+            continue;
+        };
+        let above = jobs[..i].iter().filter(|o| o.name == *name).count();
+        let problem = if j.name == *name {
+            format!("a job cannot wait for itself (wait_for={name})")
+        } else if above == 0 {
+            format!("waitee job {name} unknown: wait_for names a job defined above this one")
+        } else if above > 1 {
+            format!(
+                "multiple waitees {name} found: fio refuses wait_for on a name several jobs have"
+            )
+        } else {
+            continue;
+        };
+        let (file, line) = j
+            .option_at(&["wait_for"])
+            .unwrap_or((j.file.as_path(), j.line));
+        return Err(JobFileError::at(
+            file,
+            line,
+            format!("job '{}': {problem}", j.name),
+            "wait_for=NAME of one job above",
+        ));
+    }
+    Ok(())
+}
+
+/// init.c: the helper thread checks steady state at one interval, so every job must
+/// have the same `steadystate_check_interval` ("must be globally equal").
+fn check_ss_intervals(jobs: &[JobSpec]) -> Result<(), JobFileError> {
+    let Some(first) = jobs.first() else {
+        return Ok(());
+    };
+    if let Some(j) = jobs
+        .iter()
+        .find(|j| j.ss_interval_ms != first.ss_interval_ms)
+    {
+        let odd = [j, first]
+            .into_iter()
+            .find(|j| j.option("steadystate_check_interval").is_some())
+            .unwrap_or(j);
+        let (file, line) = odd
+            .option_at(&["steadystate_check_interval"])
+            .unwrap_or((odd.file.as_path(), odd.line));
+        return Err(JobFileError::at(
+            file,
+            line,
+            format!(
+                "conflicting ss_check_interval: {} ms in job '{}' and {} ms in job '{}' (fio checks steady state at one interval for all jobs)",
+                first.ss_interval_ms, first.name, j.ss_interval_ms, j.name
+            ),
+            "the same steadystate_check_interval in every job (put it in [global])",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

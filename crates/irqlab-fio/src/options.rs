@@ -70,6 +70,9 @@ pub enum Opt {
     LibblkioPath,
     /// `numa_cpu_nodes`: the NUMA nodes whose CPUs the job runs on.
     NumaCpuNodes,
+    /// What a job does besides its I/O pattern (control_opts: submission, exitall, flow,
+    /// minimum rates, latency targets, steady state, cpuio, trims, zones, write commands).
+    Control(crate::control_opts::Ctl),
     /// Accepted and checked for a well-formed value; it changes nothing the model has
     /// (the reason is in [`OptDef::no_meaning`] and the README).
     Ignored(Ignored),
@@ -107,7 +110,7 @@ pub struct OptDef {
     pub no_meaning: &'static str,
 }
 
-const fn def(name: &'static str, aliases: &'static [&'static str], opt: Opt) -> OptDef {
+pub(crate) const fn def(name: &'static str, aliases: &'static [&'static str], opt: Opt) -> OptDef {
     OptDef {
         name,
         aliases,
@@ -183,7 +186,10 @@ pub const OPTIONS: &[OptDef] = &[
 
 /// Every option irqlab takes: the ones it models, then the ones without meaning in it.
 fn all() -> impl Iterator<Item = &'static OptDef> {
-    OPTIONS.iter().chain(crate::inert::INERT)
+    OPTIONS
+        .iter()
+        .chain(crate::control_opts::CONTROL)
+        .chain(crate::inert::INERT)
 }
 
 /// An option by name or alias (fio matches names exactly).

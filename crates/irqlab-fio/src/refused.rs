@@ -3,17 +3,11 @@
 
 const FLUSH: &str = "flush commands (fsync, fdatasync, sync_file_range, barriers) are not modelled";
 const TRIM: &str = "trims are not modelled: the platform gives no service time for a deallocate";
-const MIN_RATE: &str = "minimum-rate checks that end a job are not modelled";
-const LATENCY_TARGET: &str =
-    "latency targets that change the queue depth or end a job are not modelled";
 const REPLAY: &str = "replaying an I/O trace needs offsets and timings the model does not take";
-const FLOW: &str = "token-based flow control between jobs is not modelled";
-const STEADY: &str = "steady-state detection that ends a job early is not modelled";
 const HIST: &str = "histogram logs are not written";
 const LOG_FORMAT: &str = "logs are written uncompressed, in fio's default format";
 const PROFILE: &str =
     "an option of fio's predefined profiles, not of a job (fio itself refuses it in a job file)";
-const SQPOLL: &str = "the io_uring SQPOLL kernel thread is not modelled";
 
 /// Option names (with aliases) and why irqlab refuses them.
 pub const REFUSED: &[(&[&str], &str)] = &[
@@ -84,21 +78,9 @@ pub const REFUSED: &[(&[&str], &str)] = &[
         &["thinktime_iotime"],
         "think time comes from thinktime_blocks only",
     ),
-    (&["rate_min", "ratemin", "rate_iops_min"], MIN_RATE),
-    (&["rate_cycle", "ratecycle"], MIN_RATE),
     (
         &["rate_ignore_thinktime"],
         "the rate clock always counts think time",
-    ),
-    (
-        &[
-            "latency_target",
-            "latency_window",
-            "latency_percentile",
-            "latency_run",
-            "max_latency",
-        ],
-        LATENCY_TARGET,
     ),
     (
         &["write_iolog"],
@@ -128,21 +110,7 @@ pub const REFUSED: &[(&[&str], &str)] = &[
         &["cgroup_weight"],
         "blk-cgroup I/O weights are not modelled",
     ),
-    (&["flow_id", "flow", "flow_watermark", "flow_sleep"], FLOW),
     (&["exec_prerun", "exec_postrun"], "irqlab runs no commands"),
-    (
-        &[
-            "steadystate",
-            "ss",
-            "steadystate_duration",
-            "ss_dur",
-            "steadystate_ramp_time",
-            "ss_ramp",
-            "steadystate_check_interval",
-            "ss_interval",
-        ],
-        STEADY,
-    ),
     (
         &["write_hist_log", "log_hist_msec", "log_hist_coarseness"],
         HIST,
@@ -188,25 +156,12 @@ pub const REFUSED: &[(&[&str], &str)] = &[
         PROFILE,
     ),
     (&["cpumask"], "use cpus_allowed"),
-    (
-        &["wait_for"],
-        "waiting for one named job is not modelled; stonewall waits for every job above",
-    ),
-    (
-        &["exitall", "exit_what"],
-        "ending the other jobs when one ends is not modelled",
-    ),
-    (&["sqthread_poll", "sqthread_poll_cpu"], SQPOLL),
     (&["gpu_dev_id"], "GPU memory for RDMA is not modelled"),
 ];
 
 /// Options that only an engine irqlab refuses takes (HOWTO "I/O engine specific
 /// parameters"), by engine.
 pub const ENGINE_ONLY: &[(&str, &[&str])] = &[
-    (
-        "cpuio",
-        &["cpuload", "cpuchunks", "cpumode", "exit_on_io_done"],
-    ),
     ("libhdfs", &["namenode", "hdfsdirectory"]),
     (
         "net",

@@ -3,6 +3,9 @@
 //! Both engines read jobs only through this type, so a job file means the same thing to
 //! `irqlab run` and `irqlab rt`.
 
+use crate::control::{
+    CpuIo, ExitRule, Flow, LatencyTarget, RateMin, SqPoll, SteadyState, SubmitMode, WriteCmd, Zbd,
+};
 use std::path::PathBuf;
 
 /// fio's `ioengine=`: how the job submits and reaps.
@@ -22,6 +25,9 @@ pub enum IoEngine {
     /// fio's `null`: no device; every I/O completes when it is submitted, with no
     /// syscall and no interrupt.
     Null,
+    /// fio's `cpuio`: no I/O; the job burns `cpuload` percent of its CPU in user mode
+    /// (engines/cpu.c), competing with interrupt work there.
+    CpuIo,
 }
 
 impl IoEngine {
@@ -38,6 +44,7 @@ impl IoEngine {
             IoEngine::Psync => "psync",
             IoEngine::PosixAio => "posixaio",
             IoEngine::Null => "null",
+            IoEngine::CpuIo => "cpuio",
         }
     }
 
@@ -51,9 +58,10 @@ impl IoEngine {
     /// Why a job of an engine that cannot poll is refused polled delivery.
     pub const NO_POLL: &'static str = "cannot poll for completions (no hipri); use ioengine=io_uring or pvsync2, or an interrupt delivery";
 
-    /// Whether I/Os reach a device (fio's null engine completes them itself).
+    /// Whether I/Os reach a device (fio's null engine completes them itself; cpuio
+    /// does none).
     pub fn has_device(self) -> bool {
-        self != IoEngine::Null
+        !matches!(self, IoEngine::Null | IoEngine::CpuIo)
     }
 }
 
@@ -72,14 +80,25 @@ pub enum RwMode {
     ReadWrite {
         read_pct: u8,
     },
+    /// `rw=trim`, `randtrim`: deallocate (NVMe Dataset Management) commands.
+    Trim,
+    RandTrim,
+    /// `rw=trimwrite`, `randtrimwrite`: each block is trimmed, then written.
+    TrimWrite,
+    RandTrimWrite,
 }
 
 impl RwMode {
-    /// Percentage of I/Os that are reads.
+    /// Percentage of reads among the reads and writes (trims are neither).
     pub fn read_pct(self) -> u8 {
         match self {
             RwMode::Read | RwMode::RandRead => 100,
-            RwMode::Write | RwMode::RandWrite => 0,
+            RwMode::Write
+            | RwMode::RandWrite
+            | RwMode::Trim
+            | RwMode::RandTrim
+            | RwMode::TrimWrite
+            | RwMode::RandTrimWrite => 0,
             RwMode::RandRw { read_pct } | RwMode::ReadWrite { read_pct } => read_pct,
         }
     }
@@ -87,8 +106,25 @@ impl RwMode {
     pub fn is_random(self) -> bool {
         matches!(
             self,
-            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw { .. }
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw { .. }
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
         )
+    }
+
+    /// Whether the job trims (fio's td_trim).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite
+        )
+    }
+
+    /// Whether the job writes (fio's td_write).
+    pub fn writes(self) -> bool {
+        self.read_pct() < 100 && !matches!(self, RwMode::Trim | RwMode::RandTrim)
     }
 }
 
@@ -250,6 +286,37 @@ pub struct JobSpec {
     pub iops_avg_set: bool,
     /// `clat_percentiles` (default 1).
     pub clat_percentiles: bool,
+    /// Block sizes of trims (`bs=R,W,T`, one value for all).
+    pub trim_sizes: BlockSizes,
+    /// `io_submit_mode`.
+    pub submit_mode: SubmitMode,
+    /// `sqthread_poll`, `sqthread_poll_cpu`.
+    pub sqpoll: Option<SqPoll>,
+    /// `exitall` (process-wide), `exit_what`, `exitall_on_error`.
+    pub exit: ExitRule,
+    /// `flow_id`, `flow`, `flow_sleep`.
+    pub flow: Option<Flow>,
+    /// `rate_min`, `rate_iops_min`, `rate_cycle`.
+    pub rate_min: RateMin,
+    /// `latency_target`, `latency_window`, `latency_percentile`, `latency_run`.
+    pub latency_target: Option<LatencyTarget>,
+    /// `max_latency` in ns: an I/O slower than this ends the job with ETIMEDOUT.
+    pub max_latency_ns: Option<u64>,
+    /// `steadystate` and its duration, ramp and interval.
+    pub steadystate: Option<SteadyState>,
+    /// `steadystate_check_interval` in ms as resolved (fio's helper thread checks every
+    /// job at one interval, so it must be the same for all).
+    pub ss_interval_ms: u64,
+    /// ioengine=cpuio's `cpuload`, `cpuchunks`, `cpumode`, `exit_on_io_done`.
+    pub cpuio: Option<CpuIo>,
+    /// `wait_for`: the job starts when every job of that name has finished.
+    pub wait_for: Option<String>,
+    /// `zonemode=zbd` with its zone size, capacity, open-zone limit and reset rules.
+    pub zbd: Option<Zbd>,
+    /// io_uring_cmd's `write_mode` mix (empty: plain writes).
+    pub write_mix: Vec<(WriteCmd, u32)>,
+    /// `num_range`: ranges per trim command.
+    pub num_range: u32,
     /// Every option as written (globals first, then the job's own), values as strings,
     /// bare flags with an empty value; fio's JSON "job options" and "global options" are
     /// made from this.
@@ -274,9 +341,9 @@ impl JobSpec {
         }
     }
 
-    /// The I/Os really kept in flight: 1 for synchronous engines.
+    /// The I/Os really kept in flight: 1 for synchronous engines submitting inline.
     pub fn effective_iodepth(&self) -> u32 {
-        if self.ioengine.is_sync() {
+        if self.ioengine.is_sync() && self.submit_mode == SubmitMode::Inline {
             1
         } else {
             self.iodepth

@@ -1,6 +1,6 @@
 //! Job files as users write them, and the errors they get for mistakes.
 
-use irqlab_fio::{CpusPolicy, IoEngine, JobSpec, RwMode, parse_file, parse_str};
+use irqlab_fio::{BlockSizes, CpusPolicy, IoEngine, JobSpec, RwMode, parse_file, parse_str};
 use std::path::{Path, PathBuf};
 
 /// The shape of ecosystem.md §1.5: two globals, a repeated section name, bare flags,
@@ -280,8 +280,8 @@ fn errors_name_file_and_line() {
             "jobs/a.fio:3: ioengine=spdk is not an ioengine fio has; expected one of sync, psync",
         ),
         (
-            "[j]\nfilename=f\nrw=trim\n",
-            "jobs/a.fio:3: rw=trim is not supported",
+            "[j]\nfilename=f\nrw=trim\nrate=1m,1m,1m\n",
+            "jobs/a.fio:4: job 'j' limits the rate of its trims",
         ),
         (
             "[j]\nfilename=f\nrw=sideways\n",
@@ -309,7 +309,51 @@ fn errors_name_file_and_line() {
         ),
         (
             "[j]\nfilename=f\nsqthread_poll=1\n",
-            "jobs/a.fio:3: unsupported option 'sqthread_poll'",
+            "jobs/a.fio:3: job 'j': sqthread_poll is an option of the io_uring engines, not of ioengine=psync",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=io_uring\nio_submit_mode=offload\n",
+            "jobs/a.fio:4: job 'j': io_uring: can't be used with offloaded submit",
+        ),
+        (
+            "[j]\nfilename=f\nflow=1001\n",
+            "jobs/a.fio:3: flow=1001 is not a flow weight",
+        ),
+        (
+            "[j]\nfilename=f\nss_dur=2s\nss_interval=500ms\n",
+            "jobs/a.fio:4: job 'j': ss_check_interval must be at least 1s",
+        ),
+        (
+            "[j]\nfilename=f\nss_dur=3s\nss_interval=2s\n",
+            "jobs/a.fio:3: job 'j': ss_duration 3000000us must be multiple of ss_check_interval 2000000us",
+        ),
+        (
+            "[a]\nfilename=f\nss_dur=4s\nss_interval=2s\n[b]\nfilename=f\n",
+            "jobs/a.fio:4: conflicting ss_check_interval",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=cpuio\n",
+            "jobs/a.fio:3: job 'j': ioengine=cpuio without cpuload",
+        ),
+        (
+            "[j]\nfilename=f\ncpuload=50\n",
+            "jobs/a.fio:3: job 'j': cpuload, cpuchunks and cpumode are options of ioengine=cpuio",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=io_uring_cmd\nwrite_mode=write/60:zeroes/30\n",
+            "jobs/a.fio:4: write_mode=write/60:zeroes/30 is not a write_mode mix",
+        ),
+        (
+            "[j]\nfilename=f\nioengine=io_uring_cmd\nwrite_mode=zone_append\n",
+            "jobs/a.fio:4: job 'j': write_mode=zone_append: Zone Append is a command of zoned namespaces",
+        ),
+        (
+            "[j]\nfilename=f\nrw=randtrim\nnum_range=4\n",
+            "jobs/a.fio:4: job 'j': can't use multiple ranges with IO engine psync",
+        ),
+        (
+            "[j]\nfilename=f\nsteadystate=iops\n",
+            "jobs/a.fio:3: steadystate=iops is not a steady-state criterion",
         ),
         (
             "[j]\nfilename=f\n=3\n",
@@ -323,7 +367,7 @@ fn errors_name_file_and_line() {
         ("[ ]\n", "jobs/a.fio:1: empty section name"),
         (
             "[j]\nfilename=f\nrw=write:4q\n",
-            "jobs/a.fio:3: rw=write:4q is not an I/O pattern; expected read, write, randread, randwrite, rw (readwrite) or randrw, optionally with an offset modifier :N or :SIZE",
+            "jobs/a.fio:3: rw=write:4q is not an I/O pattern; expected read, write, randread, randwrite, rw (readwrite), randrw, trim, randtrim, trimwrite or randtrimwrite, optionally with an offset modifier :N or :SIZE",
         ),
         (
             "[j]\nioengine=sync\nnrfiles=2\nnumjobs=4096\nnrfiles=17\n",
@@ -331,7 +375,7 @@ fn errors_name_file_and_line() {
         ),
         (
             "[j]\nfilename=f\nzonemode=zbd\nrw=randwrite\n",
-            "jobs/a.fio:3: job 'j' writes with zonemode=zbd: zoned writes",
+            "jobs/a.fio:3: job 'j': zonemode=zbd without zonesize",
         ),
         (
             "[j]\nfilename=f\nhipri\nioengine=libaio\n",
@@ -377,8 +421,8 @@ fn errors_name_file_and_line() {
             "jobs/a.fio:3: rate_process=bursty is not a rate process",
         ),
         (
-            "[j]\nfilename=f\nrate_min=1m\n",
-            "jobs/a.fio:3: unsupported option 'rate_min'",
+            "[j]\nfilename=f\nrate_cycle=0\n",
+            "jobs/a.fio:3: rate_cycle=0 is not a rate cycle",
         ),
         (
             "[j]\nfilename=f\nthinktime=10\nthinktime_spin=20\n",
@@ -665,5 +709,117 @@ fn engines_and_offset_modifiers_follow_fio() {
     );
     for rw in ["write:4k", "read:-8k", "randread:8", "write:112k"] {
         parse(&format!("[a]\nfilename=f\nrw={rw}\n"));
+    }
+}
+
+#[test]
+fn control_options_are_read_as_fio_reads_them() {
+    use irqlab_fio::{CpuMode, ExitWhat, SqPoll, SsMetric, SubmitMode, WriteCmd};
+    let j = &parse(
+        "[j]\nfilename=f\nioengine=io_uring\nsqthread_poll\nsqthread_poll_cpu=3\nflow_id=2\nflow=5\nflow_sleep=100\nrate_iops_min=10,20\nratecycle=500\nlatency_target=2ms\nlatency_window=1s\nlatency_percentile=99.9\nsteadystate=bw_slope:1%\nss_dur=30s\nss_ramp=5\nss_interval=2s\nexit_what=stonewall\nmax_latency=300\n",
+    )[0];
+    assert_eq!(j.sqpoll, Some(SqPoll { cpu: Some(3) }));
+    let f = j.flow.unwrap();
+    assert_eq!(
+        (f.id, f.weight, f.sleep_ns),
+        (2, 5, 100_000),
+        "flow_sleep is µs"
+    );
+    // Two values: reads, then writes and trims.
+    assert_eq!((j.rate_min.iops, j.rate_min.cycle_ms), ([10, 20, 20], 500));
+    let t = j.latency_target.unwrap();
+    assert_eq!(
+        (t.target_ns, t.window_ns, t.percentile),
+        (2_000_000, 1_000_000_000, 99.9)
+    );
+    assert_eq!(j.max_latency_ns, Some(300_000), "a bare max_latency is µs");
+    let ss = j.steadystate.unwrap();
+    assert_eq!(
+        (ss.metric, ss.slope, ss.pct, ss.limit),
+        (SsMetric::Bw, true, true, 1.0)
+    );
+    assert_eq!(
+        (ss.duration_s, ss.ramp_ns, ss.interval_ms),
+        (30, 5_000_000_000, 2000)
+    );
+    assert_eq!(ss.intervals(), 15);
+    assert_eq!(ss.describe(), "bw_slope:1.000000%");
+    assert_eq!(j.exit.what, ExitWhat::Stonewall);
+    assert!(!j.exit.exitall);
+    // exitall is process-wide: a [global] after every job still sets it for all.
+    let all = parse("[a]\nfilename=f\n[b]\nfilename=f\n[global]\nexitall\n");
+    assert!(all.iter().all(|j| j.exit.exitall));
+    // Trims take the third block size; two values give them the writes'.
+    let tr = &parse("[j]\nfilename=f\nrw=randtrim\nbs=4k,8k,16k\n")[0];
+    assert_eq!(tr.trim_sizes, BlockSizes::Fixed(16384));
+    assert!(tr.rw.trims() && !tr.rw.writes());
+    let tw = &parse("[j]\nfilename=f\nrw=trimwrite\nbs=4k,8k\n")[0];
+    assert_eq!(tw.trim_sizes, BlockSizes::Fixed(8192));
+    assert!(tw.rw.trims() && tw.rw.writes());
+    // Blank shares of a write_mode mix split the rest (str_write_mode_cb).
+    let wm =
+        &parse("[j]\nfilename=f\nioengine=io_uring_cmd\nwrite_mode=write/50:zeroes/:uncor/\n")[0];
+    assert_eq!(
+        wm.write_mix,
+        vec![
+            (WriteCmd::Write, 50),
+            (WriteCmd::Zeroes, 25),
+            (WriteCmd::Uncor, 25)
+        ]
+    );
+    let z = parse(
+        "[j]\nfilename=f\nrw=randwrite\nzonemode=zbd\nzonesize=1m\nsize=8z\nmax_open_zones=4\n",
+    )[0]
+    .zbd
+    .unwrap();
+    assert_eq!((z.zones, z.capacity, z.max_open), (Some(8), 1 << 20, 4));
+    let c = parse("[j]\nioengine=cpuio\ncpuload=130\n")[0]
+        .cpuio
+        .unwrap();
+    assert_eq!(
+        (c.load_pct, c.chunk_ns, c.mode),
+        (100, 50_000_000, CpuMode::Noop)
+    );
+    // Offloaded, a sync engine keeps iodepth calls in flight.
+    let off = &parse("[j]\nfilename=f\nioengine=psync\niodepth=8\nio_submit_mode=offload\n")[0];
+    assert_eq!(
+        (off.submit_mode, off.effective_iodepth()),
+        (SubmitMode::Offload, 8)
+    );
+    assert_eq!(
+        parse("[j]\nfilename=f\nioengine=psync\niodepth=8\n")[0].effective_iodepth(),
+        1
+    );
+}
+
+#[test]
+fn control_options_fio_refuses_are_refused_at_their_line() {
+    for (text, want) in [
+        (
+            "[a]\nfilename=f\n[b]\nfilename=f\nwait_for=b\n",
+            "jobs/a.fio:5: job 'b': a job cannot wait for itself",
+        ),
+        (
+            "[a]\nfilename=f\nrate_iops=100\nrate_iops_min=200\n",
+            "jobs/a.fio:4: job 'a': minimum rate exceeds rate, ddir 0",
+        ),
+        (
+            "[a]\nfilename=f\nrate_min=1m\nrate_iops_min=200\n",
+            "jobs/a.fio:4: job 'a': rate_min and rate_iops_min are mutually exclusive",
+        ),
+        (
+            "[a]\nioengine=cpuio\ncpuload=50\nflow=1\n",
+            "jobs/a.fio:4: job 'a': flow with ioengine=cpuio",
+        ),
+        (
+            "[a]\nfilename=f\nrw=trimwrite\nioengine=io_uring_cmd\nnum_range=2\n",
+            "jobs/a.fio:5: job 'a': trimwrite cannot be used with multiple ranges",
+        ),
+    ] {
+        let got = err(text);
+        assert!(
+            got.starts_with(want),
+            "for {text:?}\n got: {got}\nwant: {want}..."
+        );
     }
 }

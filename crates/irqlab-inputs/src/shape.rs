@@ -5,7 +5,7 @@
 //! notes for the report.
 
 use crate::InputError;
-use irqlab_fio::{IoEngine, JobSpec};
+use irqlab_fio::JobSpec;
 
 /// `--map PATTERN=DEVICE`: files whose name matches PATTERN (`*` any run of characters,
 /// `?` one) go to DEVICE.
@@ -173,9 +173,9 @@ pub fn map_files(
     if devices.is_empty() {
         return Ok((jobs, Vec::new()));
     }
-    // Every file in order of first appearance (null-engine jobs open none).
+    // Every file in order of first appearance (null and cpuio jobs open none).
     let mut order: Vec<&str> = Vec::new();
-    for j in jobs.iter().filter(|j| j.ioengine != IoEngine::Null) {
+    for j in jobs.iter().filter(|j| j.ioengine.has_device()) {
         for k in 0..j.numjobs {
             for f in j.files_of_clone(k) {
                 if !order.contains(&f.as_str()) {
@@ -230,7 +230,7 @@ pub fn map_files(
             None => f.clone(),
         }
     };
-    for j in jobs.iter_mut().filter(|j| j.ioengine != IoEngine::Null) {
+    for j in jobs.iter_mut().filter(|j| j.ioengine.has_device()) {
         j.filenames = j.filenames.iter().map(dev_of).collect();
         for names in &mut j.clone_filenames {
             *names = names.iter().map(dev_of).collect();

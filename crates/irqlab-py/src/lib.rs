@@ -1,10 +1,12 @@
 //! irqlab from Python: the `irqlab._native` extension module. The Python package
 //! (python/irqlab) wraps it: `run`, `reproduce`, `calibrate`, `sweep` (threads here or a
-//! Dask cluster), and the mechanisms (a posted descriptor, the moderators). Every call
+//! Dask cluster), the mechanisms (a posted descriptor, the moderators), and your machine:
+//! `capture`, `platform_from_capture`, `advise`. Every call
 //! that simulates releases the GIL, so threads of one process simulate in parallel.
 
 mod args;
 mod calib;
+mod machine;
 mod mechanisms;
 mod run;
 mod sweep;
@@ -40,5 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sweep::register(m)?;
     calib::register(m)?;
     mechanisms::register(m)?;
+    machine::register(m)?;
     Ok(())
 }

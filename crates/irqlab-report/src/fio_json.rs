@@ -80,7 +80,7 @@ fn job(j: &JobReport, plus: bool, group_agg: &[(u32, u64, u64)], elapsed_s: u64)
     o.insert("jobname".into(), json!(j.name));
     o.insert("groupid".into(), json!(j.groupid));
     o.insert("job_start".into(), json!(j.job_start_ns / 1_000_000));
-    o.insert("error".into(), json!(0));
+    o.insert("error".into(), json!(j.error_code()));
     o.insert("eta".into(), json!(0));
     o.insert("elapsed".into(), json!(elapsed_s));
     if !j.options.is_empty() {
@@ -94,7 +94,11 @@ fn job(j: &JobReport, plus: bool, group_agg: &[(u32, u64, u64)], elapsed_s: u64)
         "write".into(),
         ddir(&j.write, plus, j.clat_percentiles, agg_write),
     );
-    o.insert("trim".into(), ddir(&DirReport::default(), false, false, 0));
+    let trims = j.trim.total_ios > 0;
+    o.insert(
+        "trim".into(),
+        ddir(&j.trim, plus && trims, j.clat_percentiles && trims, 0),
+    );
     o.insert(
         "sync".into(),
         json!({ "total_ios": 0, "lat_ns": lat(&Latency::new(), false, false) }),
@@ -123,17 +127,54 @@ fn job(j: &JobReport, plus: bool, group_agg: &[(u32, u64, u64)], elapsed_s: u64)
     // stat.c: printed whenever latency_qd is set, which lat_target_init makes the
     // iodepth when there is no latency_target (not modelled: target and window are 0).
     if j.latency_depth > 0 {
+        let t = j
+            .latency_target
+            .clone()
+            .unwrap_or(crate::LatencyTargetReport {
+                target_ns: 0,
+                window_us: 0,
+                percentile: 100.0,
+            });
         o.insert("latency_depth".into(), json!(j.latency_depth));
-        o.insert("latency_target".into(), json!(0));
-        o.insert("latency_target_ns".into(), json!(0));
-        o.insert("latency_percentile".into(), json!(100.0));
-        o.insert("latency_window".into(), json!(0));
-        o.insert("latency_window_us".into(), json!(0));
+        o.insert("latency_target".into(), json!(t.target_ns));
+        o.insert("latency_target_ns".into(), json!(t.target_ns));
+        o.insert("latency_percentile".into(), json!(t.percentile));
+        o.insert("latency_window".into(), json!(t.window_us));
+        o.insert("latency_window_us".into(), json!(t.window_us));
     }
     if let Some(desc) = &j.description {
         o.insert("desc".into(), json!(desc));
     }
+    if let Some(ss) = &j.steadystate {
+        o.insert("steadystate".into(), steadystate(ss));
+    }
+    if let Some(z) = j.zone_resets {
+        o.insert("zone_resets".into(), json!(z));
+    }
     Value::Object(o)
+}
+
+/// stat.c show_thread_status_json's "steadystate" object.
+fn steadystate(ss: &crate::SteadyStateReport) -> Value {
+    let mut data = Map::new();
+    data.insert("bw_mean".into(), json!(ss.bw_mean));
+    data.insert("iops_mean".into(), json!(ss.iops_mean));
+    if let Some(lat) = &ss.lat_ns {
+        data.insert("lat_mean".into(), json!(ss.lat_mean));
+        data.insert("lat_ns".into(), json!(lat));
+    }
+    data.insert("iops".into(), json!(ss.iops));
+    data.insert("bw".into(), json!(ss.bw));
+    let pct = if ss.pct { "%" } else { "" };
+    json!({
+        "ss": ss.criterion_name,
+        "duration": ss.duration_s,
+        "attained": u8::from(ss.attained),
+        "criterion": format!("{:.6}{pct}", ss.criterion as f32),
+        "max_deviation": ss.max_deviation,
+        "slope": ss.slope,
+        "data": Value::Object(data),
+    })
 }
 
 fn buckets(keys: &[&str], values: &[f64]) -> Value {

@@ -25,6 +25,19 @@ pub fn group_reporting(jobs: Vec<JobReport>) -> Vec<JobReport> {
 fn add_member(dst: &mut JobReport, src: JobReport) {
     add_dir(&mut dst.read, &src.read);
     add_dir(&mut dst.write, &src.write);
+    add_dir(&mut dst.trim, &src.trim);
+    // stat.c: the first error of the group stays; the steady-state data are the last
+    // member's (the job that holds the group's measurements).
+    if dst.error.is_none() {
+        dst.error = src.error.clone();
+    }
+    if src.steadystate.is_some() {
+        dst.steadystate = src.steadystate.clone();
+    }
+    dst.no_io &= src.no_io;
+    if let Some(z) = src.zone_resets {
+        dst.zone_resets = Some(dst.zone_resets.unwrap_or(0) + z);
+    }
     dst.members += src.members;
     dst.usr_ns += src.usr_ns;
     dst.sys_ns += src.sys_ns;

@@ -11,7 +11,8 @@ pub use group::group_reporting;
 pub use io_stat::IoStat;
 pub use model::{
     CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine,
-    HostMeasures, JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
+    HostMeasures, JobError, JobReport, Latency, LatencyTargetReport, ModerationReport, RunReport,
+    SteadyStateReport, VectorReport, pci_address,
 };
 
 /// Key of [`RunReport::extra`] set to 1 when the run was stopped before its end (Ctrl-C):

@@ -288,9 +288,85 @@ pub struct JobReport {
     pub clat_percentiles: bool,
     /// fio log files of this clone (write_lat_log, write_bw_log, write_iops_log).
     pub logs: Vec<crate::fio_log::IoLog>,
+    /// Trims (rw=trim, randtrim, trimwrite), as reads and writes.
+    pub trim: DirReport,
+    /// The error the job ended with (fio's td_verror): its errno and fio's message.
+    pub error: Option<JobError>,
+    /// `latency_target` and its window and percentile (`latency_depth` is the depth
+    /// found).
+    pub latency_target: Option<LatencyTargetReport>,
+    /// Steady-state detection's measurements and verdict.
+    pub steadystate: Option<SteadyStateReport>,
+    /// The job does no I/O by design (ioengine=cpuio): no I/O is not a starvation.
+    pub no_io: bool,
+    /// Zone resets of a zonemode=zbd job (fio's JSON "zone_resets").
+    pub zone_resets: Option<u64>,
+}
+
+/// An error a job ended with (stat.c: the JSON "error", the `err=` of the text).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobError {
+    /// errno: 5 (EIO) for a missed minimum rate, 110 (ETIMEDOUT) for a latency limit.
+    pub code: i32,
+    /// The function fio names (td_verror's func: `check_min_rate`, `max latency
+    /// exceeded`).
+    pub func: String,
+    /// fio's message, as its log_err prints it.
+    pub msg: String,
+}
+
+impl JobError {
+    /// fio's td->verror without the source location of fio's own code:
+    /// `func=check_min_rate, error=Input/output error`.
+    pub fn verror(&self) -> String {
+        let what = match self.code {
+            5 => "Input/output error".to_string(),
+            110 => "Connection timed out".to_string(),
+            n => format!("error {n}"),
+        };
+        format!("func={}, error={what}", self.func)
+    }
+}
+
+/// A job's latency target (stat.c show_thread_status: latency_target, _window,
+/// _percentile).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatencyTargetReport {
+    pub target_ns: u64,
+    pub window_us: u64,
+    pub percentile: f64,
+}
+
+/// fio's steadystate section (stat.c show_thread_status_json, show_ss_normal).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SteadyStateReport {
+    /// The criterion as written back (`iops_slope:0.010000%`).
+    pub criterion_name: String,
+    pub duration_s: u64,
+    pub attained: bool,
+    /// The last criterion value, and whether it is a percentage.
+    pub criterion: f64,
+    pub pct: bool,
+    /// `iops`, `bw` or `lat`; `slope_criterion`: the slope, else the mean deviation.
+    pub metric: &'static str,
+    pub slope_criterion: bool,
+    pub max_deviation: f64,
+    pub slope: f64,
+    /// The window's measurements, oldest first.
+    pub bw: Vec<u64>,
+    pub iops: Vec<u64>,
+    pub lat_ns: Option<Vec<u64>>,
+    pub bw_mean: u64,
+    pub iops_mean: u64,
+    pub lat_mean: u64,
 }
 
 impl JobReport {
+    /// The error number fio's JSON shows (0: none).
+    pub fn error_code(&self) -> i32 {
+        self.error.as_ref().map_or(0, |e| e.code)
+    }
+
     pub fn usr_cpu_pct(&self) -> f64 {
         pct(self.usr_ns, self.runtime_ns)
     }

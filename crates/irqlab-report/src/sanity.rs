@@ -12,8 +12,8 @@ const SLACK: f64 = 0.01;
 pub fn warnings(r: &RunReport) -> Vec<String> {
     let mut out = Vec::new();
     for j in &r.jobs {
-        let ios = j.read.total_ios + j.write.total_ios;
-        if ios == 0 {
+        let ios = j.read.total_ios + j.write.total_ios + j.trim.total_ios;
+        if ios == 0 && !j.no_io {
             out.push(if j.runtime_ns == 0 {
                 format!(
                     "job '{}' measured no I/O: it never started, or the run ended before its ramp_time did",

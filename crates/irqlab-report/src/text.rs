@@ -100,14 +100,31 @@ fn header(out: &mut String, r: &RunReport) {
 fn job_status(out: &mut String, r: &RunReport, job: &JobReport) {
     // stat.c: "%s: (groupid=%d, jobs=%d): err=%2d: pid=%d: <ctime>"; the engine stands in
     // for the time so simulated output is the same on every run.
-    let _ = writeln!(
-        out,
-        "{}: (groupid={}, jobs={}): err= 0: pid=0: {}",
-        job.name,
-        job.groupid,
-        job.members.max(1),
-        engine_line(r.engine)
-    );
+    match &job.error {
+        None => {
+            let _ = writeln!(
+                out,
+                "{}: (groupid={}, jobs={}): err= 0: pid=0: {}",
+                job.name,
+                job.groupid,
+                job.members.max(1),
+                engine_line(r.engine)
+            );
+        }
+        Some(e) => {
+            let _ = writeln!(
+                out,
+                "{}: (groupid={}, jobs={}): err={:2} ({}): pid=0: {}",
+                job.name,
+                job.groupid,
+                job.members.max(1),
+                e.code,
+                e.verror(),
+                engine_line(r.engine)
+            );
+            let _ = writeln!(out, "  {}", e.msg);
+        }
+    }
     if let Some(desc) = &job.description {
         let _ = writeln!(out, "  Description  : [{desc}]");
     }
@@ -116,6 +133,9 @@ fn job_status(out: &mut String, r: &RunReport, job: &JobReport) {
         if d.io_bytes > 0 {
             ddir_status(out, name, d, job.clat_percentiles, agg);
         }
+    }
+    if job.trim.total_ios > 0 {
+        ddir_status(out, "trim", &job.trim, job.clat_percentiles, 0);
     }
     lat_distribution(out, job);
     let _ = writeln!(
@@ -144,18 +164,70 @@ fn job_status(out: &mut String, r: &RunReport, job: &JobReport) {
     }
     let _ = writeln!(
         out,
-        "     issued rwts: total={},{},0,0 short=0,0,0,0 dropped=0,0,0,0",
-        job.read.total_ios, job.write.total_ios
+        "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0",
+        job.read.total_ios, job.write.total_ios, job.trim.total_ios
     );
     if job.latency_depth > 0 {
-        // stat.c with no latency_target: target and window print as 0.00ns.
+        // stat.c: with no latency_target, target and window print as 0.00ns.
+        let (target, window, pct) = job.latency_target.as_ref().map_or((0, 0, 100.0), |t| {
+            (t.target_ns, t.window_us * 1_000, t.percentile)
+        });
         let _ = writeln!(
             out,
-            "     latency   : target=0.00ns, window=0.00ns, percentile=100.00%, depth={}",
+            "     latency   : target={}, window={}, percentile={pct:.2}%, depth={}",
+            scaled_ns(target),
+            scaled_ns(window),
             job.latency_depth
         );
     }
+    if let Some(ss) = &job.steadystate {
+        steadystate_line(out, ss);
+    }
     out.push('\n');
+}
+
+/// stat.c scale_down_ns with "%.2f%s": ns, usec or msec.
+fn scaled_ns(ns: u64) -> String {
+    if ns < 1_000 {
+        format!("{:.2}ns", ns as f64)
+    } else if ns < 1_000_000 {
+        format!("{:.2}usec", ns as f64 / 1e3)
+    } else {
+        format!("{:.2}msec", ns as f64 / 1e6)
+    }
+}
+
+/// stat.c show_ss_normal: the steady-state line.
+fn steadystate_line(out: &mut String, ss: &crate::SteadyStateReport) {
+    let lat = if ss.lat_ns.is_some() {
+        let ns = ss.lat_mean;
+        let shown = if ns >= 1_000_000 {
+            format!("{}msec", ns / 1_000_000)
+        } else if ns >= 1_000 {
+            format!("{}usec", ns / 1_000)
+        } else {
+            format!("{ns}nsec")
+        };
+        format!(", lat={shown}")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "  steadystate  : attained={}, bw={} ({}), iops={}{lat}, {}{}={:.3}{}",
+        if ss.attained { "yes" } else { "no" },
+        num2str(ss.bw_mean, SIG_FIGS, true, Unit::BytePerSec),
+        num2str(ss.bw_mean, SIG_FIGS, false, Unit::BytePerSec),
+        num2str(ss.iops_mean, SIG_FIGS, false, Unit::None),
+        ss.metric,
+        if ss.slope_criterion {
+            " slope"
+        } else {
+            " mean dev"
+        },
+        ss.criterion,
+        if ss.pct { "%" } else { "" }
+    );
 }
 
 /// The aggregate bandwidth (bytes/s) of group `gid`, reads and writes.
@@ -294,9 +366,10 @@ fn lat_distribution(out: &mut String, job: &JobReport) {
 fn group_status(out: &mut String, r: &RunReport, gid: u32) {
     let _ = writeln!(out, "Run status group {gid} (all jobs):");
     let jobs = || r.jobs.iter().filter(move |j| j.groupid == gid);
-    let dirs: [(&str, Option<GroupDir>); 2] = [
+    let dirs: [(&str, Option<GroupDir>); 3] = [
         ("   READ", fio_stats::group_dir(jobs(), |j| &j.read)),
         ("  WRITE", fio_stats::group_dir(jobs(), |j| &j.write)),
+        ("   TRIM", fio_stats::group_dir(jobs(), |j| &j.trim)),
     ];
     for (label, g) in dirs {
         let Some(g) = g else { continue };

@@ -32,9 +32,93 @@ const NOT_IN_RT: &[(&str, &str)] = &[
     ("iopsavgtime", "the runtime takes no IOPS samples"),
 ];
 
+/// What a job asks for beyond its I/O pattern that the runtime does not do: the
+/// options that ask for it (the last one written is blamed) and what the runtime lacks.
+fn control(job: &JobSpec) -> Option<(&'static [&'static str], &'static str)> {
+    let lacks: [(bool, &'static [&'static str], &'static str); 12] = [
+        (
+            job.submit_mode == irqlab_fio::SubmitMode::Offload,
+            &["io_submit_mode"],
+            "the runtime's job loop submits inline",
+        ),
+        (
+            job.sqpoll.is_some(),
+            &["sqthread_poll", "sqthread_poll_cpu"],
+            "the runtime's io_uring rings have no SQPOLL thread",
+        ),
+        (
+            job.exit.exitall,
+            &["exitall", "exit_what"],
+            "the runtime runs every job to its own end",
+        ),
+        (
+            job.flow.is_some(),
+            &["flow", "flow_id", "flow_sleep"],
+            "the runtime has no flow control between jobs",
+        ),
+        (
+            job.rate_min.is_set(),
+            &["rate_min", "rate_iops_min"],
+            "the runtime has no rate clock",
+        ),
+        (
+            job.latency_target.is_some(),
+            &["latency_target"],
+            "the runtime keeps the job's iodepth",
+        ),
+        (
+            job.max_latency_ns.is_some(),
+            &["max_latency"],
+            "the runtime does not end jobs on a latency",
+        ),
+        (
+            job.steadystate.is_some(),
+            &["steadystate_duration", "steadystate"],
+            "the runtime does not detect steady state",
+        ),
+        (
+            job.wait_for.is_some(),
+            &["wait_for"],
+            "the runtime starts every job at once",
+        ),
+        (job.rw.trims(), &["rw"], "the runtime reads and writes only"),
+        (
+            job.zbd.is_some() && job.rw.writes(),
+            &["zonemode"],
+            "the runtime keeps no zone write pointers",
+        ),
+        (
+            !job.write_mix.is_empty(),
+            &["write_mode"],
+            "the runtime issues plain writes",
+        ),
+    ];
+    lacks
+        .into_iter()
+        .find(|l| l.0)
+        .map(|(_, names, why)| (names, why))
+}
+
 /// The first option of `jobs` the runtime would not carry out, as FILE:LINE: why.
 pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), crate::RtError> {
     for job in jobs {
+        if let Some((names, why)) = control(job) {
+            // The option written last of those that ask for it (the one fio uses).
+            let written = job
+                .options
+                .iter()
+                .rev()
+                .find(|o| names.contains(&o.name.as_str()));
+            let (file, line, name) = written
+                .map_or((job.file.as_path(), job.line, names[0]), |o| {
+                    (o.file.as_path(), o.line, o.name.as_str())
+                });
+            return Err(crate::RtError::Refused(format!(
+                "{}:{line}: job '{}': {name} is not carried out by irqlab rt ({why}); expected the option removed, or irqlab run to simulate it",
+                file.display(),
+                job.name,
+            )));
+        }
         for o in &job.options {
             if let Some((_, why)) = NOT_IN_RT.iter().find(|(name, _)| *name == o.name) {
                 return Err(crate::RtError::Refused(format!(
@@ -141,6 +225,54 @@ mod tests {
         )
         .unwrap();
         assert!(refuse_unmodelled(&ok).is_ok());
+    }
+
+    #[test]
+    fn what_fio_does_besides_the_io_pattern_is_refused_at_its_line() {
+        for (line, name) in [
+            ("io_submit_mode=offload", "io_submit_mode"),
+            ("ioengine=io_uring\nsqthread_poll=1", "sqthread_poll"),
+            ("exitall", "exitall"),
+            ("flow=2", "flow"),
+            ("rate_iops_min=10", "rate_iops_min"),
+            ("latency_target=1ms", "latency_target"),
+            ("max_latency=1ms", "max_latency"),
+            ("ss_dur=2s", "steadystate_duration"),
+            ("rw=randtrim", "rw"),
+            ("rw=randwrite\nzonemode=zbd\nzonesize=1m", "zonemode"),
+            ("ioengine=io_uring_cmd\nwrite_mode=zeroes", "write_mode"),
+        ] {
+            let text = format!("[a]\nfilename=/dev/nvme0n1\n{line}\n");
+            let jobs = irqlab_fio::parse_str(&text, "c.fio".as_ref()).unwrap();
+            let e = refuse_unmodelled(&jobs).unwrap_err().to_string();
+            let at = 3 + line
+                .lines()
+                .position(|l| {
+                    l.starts_with(name)
+                        || (name == "steadystate_duration" && l.starts_with("ss_dur"))
+                })
+                .unwrap();
+            let want = format!("c.fio:{at}: job 'a': {name} is not carried out by irqlab rt");
+            assert!(e.starts_with(&want), "{line}: {e}");
+        }
+        // Inline submission and a zoned job that only reads are the runtime's.
+        let ok = irqlab_fio::parse_str(
+            "[a]\nfilename=/dev/nvme0n1\nio_submit_mode=inline\nzonemode=zbd\nzonesize=1m\n",
+            "c.fio".as_ref(),
+        )
+        .unwrap();
+        assert!(refuse_unmodelled(&ok).is_ok());
+        let wf = irqlab_fio::parse_str(
+            "[a]\nfilename=/dev/nvme0n1\n[b]\nfilename=/dev/nvme0n1\nwait_for=a\n",
+            "c.fio".as_ref(),
+        )
+        .unwrap();
+        assert!(
+            refuse_unmodelled(&wf)
+                .unwrap_err()
+                .to_string()
+                .starts_with("c.fio:5: job 'b': wait_for")
+        );
     }
 
     #[test]

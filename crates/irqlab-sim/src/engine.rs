@@ -16,6 +16,9 @@ pub enum Event {
     ServiceDone { io: IoId },
     /// An NVMe over RDMA target's response (RDMA WRITE and SEND) reached the host NIC.
     TargetResponse { io: IoId },
+    /// The RC acknowledgement of a signalled SEND reached its NIC: the SEND's work
+    /// completion is written into `queue`'s CQ (for command id `tag`).
+    SendWc { queue: QueueId, tag: u16 },
     /// The write at the head of a root port's FIFO finished.
     PortDone { port: PortId },
     /// An interrupt message reaches a CPU's local APIC (`vec` is the IDT vector).
@@ -34,14 +37,17 @@ pub enum Event {
     EngineDone { port: PortId },
     /// The delivery unit finished sending the notification at the head of its queue.
     Delivered,
-    /// A moderator's requested level reaches the device (after the work item).
-    ModeratorProgram { vector: VectorId },
     /// The ramp time is over: statistics start.
     RampEnd,
     /// A job's startdelay passed or its stonewall wave began.
     JobStart { job: JobId },
     /// A job that started late ends its ramp_time: its statistics start.
     JobRampEnd { job: JobId },
+    /// A job's own timer (a SQPOLL thread's idle time, a flow spin's end); ignored when
+    /// `epoch` is stale.
+    JobTimer { job: JobId, epoch: u32 },
+    /// fio's helper thread checks steady state (every steadystate_check_interval).
+    SteadyCheck,
     /// A virtio-blk host thread's step ended (stale when `epoch` moved on).
     VirtioHost { device: DeviceId, epoch: u32 },
 }

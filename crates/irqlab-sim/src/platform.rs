@@ -191,6 +191,11 @@ pub struct EngineCosts {
     pub libaio: SyscallCosts,
     pub io_uring: SyscallCosts,
     pub pvsync2: SyscallCosts,
+    /// ioengine=cpuio with cpumode=qsort: how long one pass of fio's sort takes on this
+    /// CPU (engines/cpu.c do_qsort, four sorts of 256 Ki integers), ns. Absent: such a
+    /// job is refused, since its burn cycle is that time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuio_qsort_ns: Option<u64>,
 }
 
 /// The kernel side of one engine.
@@ -227,6 +232,7 @@ impl Default for EngineCosts {
             libaio: sc(250, 900, 250, 60),
             io_uring: sc(150, 700, 150, 20),
             pvsync2: sc(250, 900, 0, 100),
+            cpuio_qsort_ns: None,
         }
     }
 }
@@ -407,6 +413,18 @@ mod msi_rule_name {
     }
 }
 
+/// Where a device's own aggregation time runs from.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CoalesceFrom {
+    /// The first completion not yet signalled (NVMe feature 08h).
+    #[default]
+    FirstWithheld,
+    /// The first entry above the host's last CQ head doorbell; a doorbell acknowledging
+    /// every entry cancels the aggregation.
+    FirstUnacked,
+}
+
 /// `count` identical devices behind one root port.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -458,6 +476,12 @@ pub struct DeviceGroup {
     /// The device's own aggregation time, ns, from the first withheld completion; 0: none.
     #[serde(default)]
     pub coalesce_time_ns: u64,
+    /// Where the device's own aggregation time runs from: `first_withheld` (feature 08h's
+    /// rule: the first completion not yet signalled) or `first_unacked` (the first entry
+    /// the host has not acknowledged with a CQ head doorbell; a doorbell that
+    /// acknowledges every entry cancels the timer).
+    #[serde(default)]
+    pub coalesce_from: CoalesceFrom,
     /// true: a command is served by the media unit its LBA maps to (uniformly random for
     /// random I/O), so commands collide at low depth; false: by any free unit.
     #[serde(default)]
@@ -474,6 +498,17 @@ pub struct DeviceGroup {
     /// kernel.cqe_ns (an idxd completion record check, an ib_poll_cq work completion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_ns: Option<u64>,
+    /// RDMA: the host's CPU time for one SEND work completion (mlx5's CQE poll and
+    /// nvme_rdma_send_done), ns. nvme-rdma signals every SEND since v4.15, so each I/O
+    /// brings its host CQ two work completions, the SEND's and the response's RECV (whose
+    /// cost is `completion_ns` or kernel.cqe_ns). Absent: a SEND completion costs nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_wc_ns: Option<u64>,
+    /// RDMA: the hardirq of a CQ polled in softirq (IB_POLL_SOFTIRQ): mlx5_eq_comp_int
+    /// reads the EQE, finds the CQ, schedules its irq_poll and rings the EQ doorbell, ns
+    /// (after cpu.irq_entry_ns). Absent: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eq_ns: Option<u64>,
     /// Whether the device writes `bs` bytes of data toward memory for every command,
     /// whatever fio's direction (a DSA memory fill writes its destination buffer).
     #[serde(default)]
@@ -487,6 +522,19 @@ pub struct DeviceGroup {
     /// null_blk) instead of media servers. Absent: the device's media model serves them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<RdmaTarget>,
+    /// Mean media time of deallocating one range of a Dataset Management command (a
+    /// trim), ns; a command of N ranges takes N times as long. Absent: the platform
+    /// gives no time for a trim, and a job that trims is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim_ns: Option<u64>,
+    /// Mean media times of Write Zeroes, Write Uncorrectable and Verify (io_uring_cmd's
+    /// write_mode), ns. Absent: a job that issues the command is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_zeroes_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_uncor_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_ns: Option<u64>,
     /// virtio-blk: the virtqueues as the guest driver negotiated them (crate::guest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub virtio: Option<crate::guest::VirtioQueues>,
@@ -512,6 +560,10 @@ pub struct RdmaTarget {
     pub network_ns: u64,
     /// From the target NIC's completion to the MSI at the target CPU's local APIC, ns.
     pub interrupt_ns: u64,
+    /// Target CPU time for the work completion of a response's SEND (nvmet-rdma signals
+    /// it: nvmet_rdma_send_done releases the response), ns. Absent: not charged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_done_ns: Option<u64>,
 }
 
 impl DeviceGroup {
@@ -797,6 +849,13 @@ impl Platform {
                 ));
             }
             _ => {}
+        }
+        for (key, set) in [("send_wc_ns", d.send_wc_ns), ("eq_ns", d.eq_ns)] {
+            if set.is_some() && d.kind != DeviceKind::Rdma {
+                return Err(format!(
+                    "devices.{i}.{key}: only an rdma device has work completions and an event queue"
+                ));
+            }
         }
         if let Some(t) = &d.target {
             if d.kind != DeviceKind::Rdma {

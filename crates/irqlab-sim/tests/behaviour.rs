@@ -208,6 +208,35 @@ fn feature_09h_turns_aggregation_off_on_the_listed_vectors_only() {
 }
 
 #[test]
+fn nvme_coalescing_saves_interrupt_cpu_per_io() {
+    // Moderation pays in CPU: with several completions per interrupt the handler's fixed
+    // cost (entry, EOI, exit, the CQ doorbell) is paid once for all of them.
+    let off = run(FOUR_DISKS, Policy::default(), &[], 1);
+    let on = run(
+        FOUR_DISKS,
+        Policy {
+            coalescing: DeviceCoalescing::Nvme {
+                thr: 7,
+                time_100us: 1,
+            },
+            ..Policy::default()
+        },
+        &[],
+        1,
+    );
+    let irq_ns_per_io = |r: &irqlab_report::RunReport| {
+        let ns: u64 = r.cpus.iter().map(|c| c.hardirq_ns + c.softirq_ns).sum();
+        ns as f64 / r.total_ios() as f64
+    };
+    assert!(
+        irq_ns_per_io(&on) < 0.8 * irq_ns_per_io(&off),
+        "interrupt CPU per I/O: {:.0} ns coalesced vs {:.0} ns",
+        irq_ns_per_io(&on),
+        irq_ns_per_io(&off)
+    );
+}
+
+#[test]
 fn budgeted_handler_hands_a_flood_to_ksoftirqd() {
     let sets = ["devices.0.queues=1", "devices.0.max_iops=4000000"];
     let stock = run(SHARED_QUEUE, Policy::default(), &sets, 1);

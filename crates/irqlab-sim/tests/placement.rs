@@ -136,3 +136,39 @@ fn placement_is_deterministic() {
         irqlab_report::fio_json::render(&b, false).to_string()
     );
 }
+
+/// An SQPOLL ring's owner with hipri: the SQ thread polls the device's poll queues and the
+/// owner, no longer polling, stays on them when it moves (fuzzing found a panic here: the
+/// owner was looked up in the interrupt-driven queue set, which no job had built).
+const SQPOLL_HIPRI: &str = "\
+[global]
+ioengine=io_uring
+filename=nvme0n1
+iodepth=32
+bs=4k
+hipri=1
+time_based
+runtime=2ms
+stonewall=1
+[w]
+rw=randwrite
+sqthread_poll=1
+[r]
+rw=randread
+";
+
+#[test]
+fn an_sqpoll_owner_that_moves_keeps_its_poll_queues() {
+    let r = run(SQPOLL_HIPRI, Policy::default(), &[], 1);
+    assert!(
+        r.jobs
+            .iter()
+            .all(|j| j.read.total_ios + j.write.total_ios > 0),
+        "every job ran"
+    );
+    assert!(
+        r.jobs.iter().any(|j| j.migrations.is_some_and(|n| n >= 1)),
+        "a job moved: {:?}",
+        r.jobs.iter().map(|j| j.migrations).collect::<Vec<_>>()
+    );
+}

@@ -2,7 +2,8 @@
 //! parameter with its provenance; `--check [P ...]` fails on values without provenance,
 //! fits without pins or range, pins that name no figure of a scenario using the value,
 //! values outside their range, and fits pinned by a single figure without an independent
-//! source (irqlab-calib's explain and provenance modules do the work).
+//! source (irqlab-calib's explain and provenance modules do the work). `--from-capture
+//! DIR` builds a platform for a captured machine (irqlab-fromcapture does the work).
 
 use crate::CmdResult;
 use clap::{ArgGroup, Args, ValueEnum};
@@ -18,7 +19,7 @@ pub enum Format {
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("mode").required(true).args(["explain", "check"])))]
+#[command(group(ArgGroup::new("mode").required(true).args(["explain", "check", "from_capture"])))]
 pub struct PlatformArgs {
     /// Print every resolved parameter of platform P (a file or a bare name): value and
     /// unit, where it was set (a shared table, the platform file, --set, a built-in
@@ -34,6 +35,37 @@ pub struct PlatformArgs {
     /// (repeatable; cpu.ghz rescales the cycles of the shared tables).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Build a platform for the machine captured in DIR (irqlab capture, or a hand
+    /// layout): its CPUs, kernel, disks, queues, vectors and their CPUs from the capture,
+    /// costs from the shared tables (platforms/cpus/, kernels/, kinds/; the nearest
+    /// known when there is no exact one), and the costs its runs pin fitted to them.
+    /// The report (tables chosen, each fitted value with its pins and residuals, the
+    /// held-out runs' errors) goes to stdout with --out, to stderr without it.
+    #[arg(long, value_name = "DIR")]
+    pub from_capture: Option<PathBuf>,
+    /// With --from-capture: write the platform to FILE (default: standard output).
+    #[arg(long, value_name = "FILE", requires = "from_capture")]
+    pub out: Option<PathBuf>,
+    /// With --from-capture: fit to these runs only (comma-separated names); the others
+    /// are held out and predicted (IOPS, mean clat, I/Os per interrupt).
+    #[arg(
+        long,
+        value_name = "A,B",
+        value_delimiter = ',',
+        requires = "from_capture"
+    )]
+    pub runs: Option<Vec<String>>,
+    /// With --from-capture: objective evaluations the fit may make.
+    #[arg(
+        long,
+        default_value_t = 120,
+        value_name = "N",
+        requires = "from_capture"
+    )]
+    pub max_evals: usize,
+    /// With --from-capture: where the shared tables are.
+    #[arg(long, default_value = "platforms", value_name = "DIR")]
+    pub platforms: PathBuf,
     /// Where the scenarios that pins name are (--check).
     #[arg(long, default_value = "scenarios")]
     pub scenarios: PathBuf,
@@ -44,6 +76,9 @@ pub struct PlatformArgs {
 pub fn main(args: PlatformArgs) -> CmdResult {
     if let Some(p) = &args.explain {
         return explain_one(p, &args);
+    }
+    if let Some(dir) = &args.from_capture {
+        return from_capture(dir, &args);
     }
     if !args.sets.is_empty() {
         return Err(
@@ -70,6 +105,47 @@ fn explain_one(name: &str, args: &PlatformArgs) -> CmdResult {
             let s = serde_json::to_string_pretty(&v)
                 .map_err(|e| format!("cannot encode the ledger: {e}"))?;
             println!("{s}");
+        }
+    }
+    Ok(())
+}
+
+fn from_capture(dir: &std::path::Path, args: &PlatformArgs) -> CmdResult {
+    if !args.sets.is_empty() {
+        return Err(
+            "--set goes with --explain; --from-capture builds the platform from the capture".into(),
+        );
+    }
+    let capture = irqlab_capture::Capture::open(dir)?;
+    let mut opts = irqlab_fromcapture::Options::new(find_dir(&args.platforms)?);
+    opts.runs = args.runs.clone();
+    opts.max_evals = args.max_evals.max(4);
+    let progress =
+        irqlab_observe::Progress::new(opts.max_evals as u64 + 20, "platform --from-capture");
+    let threads = irqlab_calib::runner::workers(capture.runs.len());
+    let built = irqlab_fromcapture::build(
+        &capture,
+        &opts,
+        &mut irqlab_calib::Threads(threads),
+        &mut |n| progress.inc(n as u64),
+    );
+    progress.finish();
+    let built = built?;
+    let report = irqlab_fromcapture::report(&built);
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, &built.platform_text)
+                .map_err(|e| format!("{}: cannot write the platform: {e}", path.display()))?;
+            print!("{report}");
+            println!(
+                "platform written to {} (irqlab run JOB --platform {})",
+                path.display(),
+                path.display()
+            );
+        }
+        None => {
+            eprint!("{report}");
+            print!("{}", built.platform_text);
         }
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! The `irqlab` command: argument parsing and printing over the library crates (inputs,
 //! sim, rt, observe, sweep, calib, burst, report, plot).
 
+mod cmd_advise;
 mod cmd_calibrate;
 mod cmd_capture;
 mod cmd_demo;
@@ -63,6 +64,9 @@ enum Command {
     Capture(cmd_capture::CaptureArgs),
     /// Measure this host's syscall, wake-up, context-switch and timer costs.
     Hostbench(cmd_hostbench::HostbenchArgs),
+    /// Which interrupt policy helps a fio job on a platform: every one it allows,
+    /// simulated and ranked, with the knob to turn and how sure the answer is.
+    Advise(cmd_advise::AdviseArgs),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
         Command::Platform(args) => complete(cmd_platform::main(args)),
         Command::Capture(args) => cmd_capture::main(args),
         Command::Hostbench(args) => complete(cmd_hostbench::main(args)),
+        Command::Advise(args) => complete(cmd_advise::main(args)),
     };
     // The reader of standard output went away (`| head`): end quietly, as SIGPIPE would.
     if stdout::broken_pipe() {

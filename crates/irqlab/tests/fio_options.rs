@@ -95,7 +95,176 @@ fn changing() -> Vec<(&'static str, String, String)> {
         one("io_size", "runtime=3ms\nsize=1m\n", "io_size=64k"),
         one("filesize", "runtime=3ms\n", "filesize=64k"),
         one("fill_device", "runtime=3ms\nsize=64k\n", "fill_device=1"),
+        one("io_submit_mode", t, "io_submit_mode=offload"),
+        one("sqthread_poll", &tw("ioengine=io_uring"), "sqthread_poll"),
+        one(
+            "sqthread_poll_cpu",
+            &tw("ioengine=io_uring\nsqthread_poll"),
+            "sqthread_poll_cpu=3",
+        ),
+        two("exitall", "exitall\n"),
+        (
+            "exit_what",
+            format!("[a]\ntime_based\nruntime=1ms\nexitall\n[b]\n{t}new_group\ncpus_allowed=1\n"),
+            format!(
+                "[a]\ntime_based\nruntime=1ms\nexitall\nexit_what=all\n[b]\n{t}new_group\ncpus_allowed=1\n"
+            ),
+        ),
+        (
+            "exitall_on_error",
+            format!("[a]\n{t}max_latency=1us\n[b]\n{t}new_group\n"),
+            format!("[a]\n{t}max_latency=1us\nexitall_on_error\n[b]\n{t}new_group\n"),
+        ),
+        two("flow", "flow=2\n"),
+        two("flow_id", "flow=2\nflow_id=RR\n"),
+        two("flow_sleep", "flow=2\nflow_sleep=20\n"),
+        one("rate_min", SLOW, "rate_min=1m"),
+        one("rate_iops_min", SLOW, "rate_iops_min=20"),
+        one(
+            "rate_cycle",
+            &format!("{SLOW}rate_min=45k\n"),
+            "rate_cycle=3000",
+        ),
+        one("latency_target", &tw("iodepth=32"), "latency_target=50us"),
+        one(
+            "latency_window",
+            &tw("iodepth=32\nlatency_target=100us"),
+            "latency_window=300us",
+        ),
+        one(
+            "latency_percentile",
+            &tw("iodepth=32\nlatency_target=100us"),
+            "latency_percentile=50",
+        ),
+        one(
+            "latency_run",
+            &tw("iodepth=32\nlatency_target=200us\nlatency_window=300us"),
+            "latency_run=1",
+        ),
+        one("max_latency", t, "max_latency=10us"),
+        one("steadystate_duration", STEADY, "steadystate_duration=2s"),
+        one(
+            "steadystate",
+            &format!("{STEADY}ss_dur=2s\n"),
+            "steadystate=iops:10%",
+        ),
+        one(
+            "steadystate_ramp_time",
+            &format!("{STEADY}ss_dur=2s\n"),
+            "steadystate_ramp_time=1s",
+        ),
+        one(
+            "steadystate_check_interval",
+            &format!("{STEADY}ss_dur=4s\n"),
+            "steadystate_check_interval=2s",
+        ),
+        one("cpuload", &tw("ioengine=cpuio\ncpuload=50"), "cpuload=20"),
+        one(
+            "cpuchunks",
+            &tw("ioengine=cpuio\ncpuload=50"),
+            "cpuchunks=100",
+        ),
+        one(
+            "cpumode",
+            &tw("ioengine=cpuio\ncpuload=50"),
+            "cpumode=qsort",
+        ),
+        (
+            "exit_on_io_done",
+            format!(
+                "[a]\n{t}ioengine=cpuio\ncpuload=50\ncpuchunks=100\n[b]\ntime_based\nruntime=1ms\ncpus_allowed=1\n"
+            ),
+            format!(
+                "[a]\n{t}ioengine=cpuio\ncpuload=50\ncpuchunks=100\nexit_on_io_done=1\n[b]\ntime_based\nruntime=1ms\ncpus_allowed=1\n"
+            ),
+        ),
+        (
+            "wait_for",
+            format!("[a]\ntime_based\nruntime=1ms\n[b]\n{t}cpus_allowed=1\n"),
+            format!("[a]\ntime_based\nruntime=1ms\n[b]\n{t}cpus_allowed=1\nwait_for=a\n"),
+        ),
+        one("zonemode", &tw(ZONED.trim_end()), "zonemode=zbd"),
+        one(
+            "zonesize",
+            &tw(&format!("{ZONED}zonemode=zbd")),
+            "zonesize=256k",
+        ),
+        one(
+            "zonecapacity",
+            &tw(&format!("{ZONED}zonemode=zbd")),
+            "zonecapacity=512k",
+        ),
+        // The open zones decide which zone the frequency's resets find written.
+        one(
+            "max_open_zones",
+            &tw(&format!("{ZONED}zonemode=zbd\nzone_reset_frequency=0.5")),
+            "max_open_zones=1",
+        ),
+        one(
+            "job_max_open_zones",
+            &tw(&format!("{ZONED}zonemode=zbd\nzone_reset_frequency=0.5")),
+            "job_max_open_zones=1",
+        ),
+        one(
+            "zone_reset_frequency",
+            &tw(&format!("{ZONED}zonemode=zbd")),
+            "zone_reset_frequency=0.5",
+        ),
+        one(
+            "zone_reset_threshold",
+            &tw(&format!("{ZONED}zonemode=zbd\nzone_reset_frequency=0.5")),
+            "zone_reset_threshold=0.9",
+        ),
+        one(
+            "write_mode",
+            &tw("ioengine=io_uring_cmd\nrw=randwrite"),
+            "write_mode=zeroes",
+        ),
+        one(
+            "num_range",
+            &tw("ioengine=io_uring_cmd\nrw=randtrim"),
+            "num_range=4",
+        ),
     ]
+}
+
+/// A job of about 10 I/Os a second over 3.2 s: the minimum-rate check looks at 2 s and
+/// every rate_cycle after.
+const SLOW: &str = "time_based\nruntime=3200ms\nioengine=psync\nthinktime=100ms\n";
+
+/// A steady job over 2.1 s: steady state checks every second.
+const STEADY: &str = "time_based\nruntime=2100ms\nrate_iops=1000\n";
+
+/// Random writes over four 1 MiB zones' worth of range.
+const ZONED: &str = "rw=randwrite\nzonesize=1m\nsize=4z\nbs=64k\n";
+
+/// Two jobs of one group, the first ending at 1 ms: `extra` goes into both, with `RR`
+/// the job's letter (a different flow id per job).
+fn two(opt: &'static str, extra: &str) -> (&'static str, String, String) {
+    let jobs = |with: bool| {
+        ["a", "b"]
+            .iter()
+            .map(|n| {
+                let run = if *n == "a" { "1ms" } else { "3ms" };
+                let x = if with {
+                    extra.replace("RR", if *n == "a" { "1" } else { "2" })
+                } else {
+                    extra
+                        .lines()
+                        .filter(|l| !l.starts_with(opt))
+                        .map(|l| format!("{l}\n"))
+                        .collect::<String>()
+                        .replace("RR", "0")
+                };
+                let x = if opt == "flow" && !with { String::new() } else { x };
+                let cpu = if *n == "a" { 0 } else { 1 };
+                format!(
+                    "[{n}]\ntime_based\nruntime={run}\ncpus_allowed={cpu}\nfilename=/dev/nvme{cpu}n1\n{x}"
+                )
+            })
+            .collect::<String>()
+    };
+    (opt, jobs(false), jobs(true))
 }
 
 /// Options that name a job's files: the parser's tests check the names they make
@@ -190,7 +359,7 @@ fn option_json(line: &str) -> String {
 #[test]
 fn options_irqlab_does_not_model_are_refused_at_their_line() {
     for line in [
-        "rate_min=1m",
+        "rate_ignore_thinktime=1",
         "direct=0",
         "buffered",
         "ioengine=net",

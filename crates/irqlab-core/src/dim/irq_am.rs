@@ -54,8 +54,8 @@ enum Diff {
     Better,
 }
 
-/// IRQ_AM_SIGNIFICANT_DIFF: more than 20%. The RFC's `abs()` of a u32 difference wraps when
-/// val < ref; this takes the intended magnitude.
+/// IRQ_AM_SIGNIFICANT_DIFF: more than 20% (`abs((val) - (ref))`: the kernel's abs() takes
+/// the u32 difference as signed, so a drop counts like a rise).
 fn significant(val: u32, reference: u32) -> bool {
     reference != 0 && 100 * u64::from(val.abs_diff(reference)) / u64::from(reference) > 20
 }

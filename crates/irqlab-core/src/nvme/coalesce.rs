@@ -235,6 +235,9 @@ pub enum IrqDecision {
 pub struct NvmeCoalescer {
     params: CoalesceParams,
     cd: bool,
+    /// The host's CQ head doorbell acknowledging every posted entry cancels the
+    /// aggregation ([`NvmeCoalescer::acknowledging`]).
+    ack_cancels: bool,
     pending: u32,
     first_ns: u64,
     deadline: Option<u64>,
@@ -245,6 +248,7 @@ impl NvmeCoalescer {
         NvmeCoalescer {
             params,
             cd: false,
+            ack_cancels: false,
             pending: 0,
             first_ns: 0,
             deadline: None,
@@ -286,6 +290,28 @@ impl NvmeCoalescer {
         self.pending = 0;
         self.deadline = None;
         f
+    }
+
+    /// A device whose aggregation time runs from the first entry the host has not
+    /// acknowledged: a CQ head doorbell that acknowledges every entry posted so far
+    /// cancels the timer, and the next entry starts it again (not a behaviour of NVMe's
+    /// feature 08h, whose time runs from the first withheld completion; a device's own
+    /// aggregation, docs/research/azure-device.md rule R4).
+    pub fn acknowledging(mut self) -> Self {
+        self.ack_cancels = true;
+        self
+    }
+
+    /// The host's CQ head doorbell acknowledged every posted entry: with
+    /// [`NvmeCoalescer::acknowledging`], the withheld completions were consumed without
+    /// an interrupt and the timer is cancelled. Returns whether it was.
+    pub fn on_ack_all(&mut self) -> bool {
+        if !self.ack_cancels || self.pending == 0 {
+            return false;
+        }
+        self.pending = 0;
+        self.deadline = None;
+        true
     }
 
     /// A completion entry was posted on this vector's CQ at `now_ns`.

@@ -64,6 +64,15 @@ impl DeviceIrq {
         }
     }
 
+    /// The host acknowledged every posted entry (a CQ head doorbell): an aggregation that
+    /// runs from the first unacknowledged entry is cancelled. Returns whether one was.
+    pub fn on_ack_all(&mut self) -> bool {
+        match self {
+            DeviceIrq::Nvme(c) => c.on_ack_all(),
+            _ => false,
+        }
+    }
+
     /// The live deadline, if completions are withheld.
     pub fn deadline(&self) -> Option<u64> {
         match self {

@@ -180,9 +180,15 @@ impl MsixVector {
 
     /// The CQ head doorbell reached the device; `unacked` is the number of entries past
     /// the new head. It acknowledges the outstanding message; a raise that waited for it
-    /// goes out now if entries remain, or into the pending bit while masked.
+    /// goes out now if entries remain, or into the pending bit while masked. With every
+    /// entry acknowledged, an aggregation that times from the first unacknowledged entry
+    /// is cancelled ([`super::coalesce::NvmeCoalescer::acknowledging`]).
     #[inline]
     pub fn cq_head_doorbell(&mut self, unacked: u32) -> MsixAction {
+        if unacked == 0 {
+            // A device timing from the first unacknowledged entry has nothing left to time.
+            self.irq.on_ack_all();
+        }
         if self.masked {
             let owed = self.gate.has_withheld() && unacked > 0;
             self.gate.on_cq_doorbell(0);

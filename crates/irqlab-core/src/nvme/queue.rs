@@ -24,6 +24,23 @@ impl QueuePair {
         })
     }
 
+    /// An SQ of `sq_depth` entries and a CQ of `cq_depth`: an RDMA queue's CQ holds several
+    /// work completions per command (drivers/nvme/host/rdma.c nvme_rdma_create_queue_ib:
+    /// `cq_factor * queue_size + 1` with cq_factor 3, send, receive and invalidate).
+    pub fn with_cq_depth(
+        qid: u16,
+        cq_vector: u16,
+        sq_depth: u32,
+        cq_depth: u32,
+    ) -> Result<Self, BadQueueDepth> {
+        Ok(QueuePair {
+            qid,
+            cq_vector,
+            sq: SubmissionQueue::new(sq_depth)?,
+            cq: CompletionQueue::new(cq_depth)?,
+        })
+    }
+
     // ---- host side ----
 
     /// Queues one command; the doorbell is written when `last` is set (bd->last) or the

@@ -13,6 +13,8 @@ discrete-event model:
 pandas DataFrame; its CSV is byte for byte the one ``irqlab sweep`` writes. ``calibrate``
 fits platform parameters with Nelder-Mead and evaluates its simplex points on the same
 engines. ``PostedDescriptor`` and ``Moderator`` are the core mechanisms on their own.
+``capture``, ``platform_from_capture`` and ``advise`` are your machine: its capture, a
+platform built from it, and which interrupt policy helps a job there.
 Every call that simulates releases the GIL.
 """
 
@@ -28,6 +30,7 @@ from . import _native
 from ._args import whole as _whole
 from ._native import IrqlabError, Moderator, PostedDescriptor
 from ._calibrate import calibrate
+from ._machine import ADVISE_COLUMNS, advise, capture, platform_from_capture
 from ._sweep import METRICS, sweep
 
 # The error pickles (Dask carries it back from a worker): pickle finds the class by its
@@ -40,12 +43,16 @@ if os.path.isdir(_DATA):
     _native.add_data_dir(_DATA)
 
 __all__ = [
+    "ADVISE_COLUMNS",
     "IrqlabError",
     "METRICS",
     "Moderator",
     "PostedDescriptor",
+    "advise",
     "burst",
     "calibrate",
+    "capture",
+    "platform_from_capture",
     "reproduce",
     "run",
     "sweep",

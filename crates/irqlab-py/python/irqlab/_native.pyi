@@ -119,3 +119,37 @@ def burst(
     notify_ns: int = 600,
     round_ns: int = 40,
 ) -> Tuple[str, Dict[str, Dict[str, object]]]: ...
+
+def capture_json(
+    dir: str,
+    record: bool = False,
+    target: Optional[str] = None,
+    quick: bool = False,
+    no_fio: bool = False,
+    fio: Optional[str] = None,
+) -> str:
+    """A capture directory read (recorded first with record=True), as JSON text."""
+
+def platform_from_capture_json(
+    dir: str,
+    runs: Optional[Sequence[str]] = None,
+    max_evals: int = 120,
+    platforms: str = "platforms",
+    seed: int = 1,
+    threads: Optional[int] = None,
+) -> str:
+    """irqlab platform --from-capture: the platform, its fit and held-out runs, as JSON text."""
+
+def advise_json(
+    job: str,
+    platform: str,
+    objective: str = "iops",
+    max_p99: Optional[str] = None,
+    max_cpu: Optional[float] = None,
+    window: Optional[str] = None,
+    candidates: Optional[Sequence[str]] = None,
+    maps: Sequence[str] = ...,
+    seed: int = 1,
+    threads: Optional[int] = None,
+) -> str:
+    """irqlab advise --output-format json, with "text", as JSON text (GIL released)."""

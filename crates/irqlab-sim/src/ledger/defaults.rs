@@ -122,6 +122,11 @@ const DEFAULTS: &[Default] = &[
         "absent: the device does not aggregate on its own",
     ),
     d(
+        "devices.*.coalesce_from",
+        Estimate,
+        "absent: the aggregation time runs from the first withheld completion (feature 08h's rule)",
+    ),
+    d(
         "devices.*.striped",
         Estimate,
         "absent: a command goes to any free media unit",

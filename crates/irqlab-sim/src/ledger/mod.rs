@@ -46,7 +46,7 @@ pub enum SourceKind {
     Kernel,
     /// A prior with no specific measurement behind it.
     Estimate,
-    /// Fitted to published figures (`pins`).
+    /// Fitted to published figures (`pins`), or with `machine` to that machine's runs.
     Fit,
 }
 
@@ -165,7 +165,8 @@ impl Range {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Provenance {
     pub source: SourceKind,
-    /// The machine a `measured` value was measured on.
+    /// The machine a `measured` value was measured on, or whose own runs pin a `fit`
+    /// (then `pins` name that machine's capture runs, `RUN:METRIC`, not scenarios).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
     /// The figures a `fit` is pinned by.

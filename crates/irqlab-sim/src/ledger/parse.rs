@@ -149,8 +149,12 @@ fn common(t: &toml::Table, source: SourceKind) -> Result<Provenance, String> {
                 "source = \"measured\" needs machine = \"...\": the machine measured".into(),
             );
         }
-        (s, Some(_)) if s != SourceKind::Measured => {
-            return Err(format!("machine is for source = \"measured\", not \"{s}\""));
+        // A fit with a machine is fitted to that machine's own runs (a capture's, see
+        // `irqlab platform --from-capture`): its pins name the runs, not scenarios.
+        (s, Some(_)) if s != SourceKind::Measured && s != SourceKind::Fit => {
+            return Err(format!(
+                "machine is for source = \"measured\" (the machine measured) or \"fit\" (the machine whose runs pin it), not \"{s}\""
+            ));
         }
         _ => {}
     }
@@ -204,11 +208,20 @@ fn entry(t: &toml::Table, key: &str, line: Option<usize>) -> Result<Raw, String>
         };
         for x in list {
             let s = x.as_str().unwrap_or_default();
-            p.pins.push(Pin::parse(s).ok_or_else(|| {
-                format!(
+            let pin = Pin::parse(s).ok_or_else(|| match &p.machine {
+                Some(m) => format!(
+                    "pins: '{s}' is not a run of {m}'s capture with its metric (RUN:METRIC, e.g. \"qd1-psync:clat_mean_us\")"
+                ),
+                None => format!(
                     "pins: '{s}' is not a scenario id (its path under scenarios/ without .toml, e.g. \"c1/remapped-8-disks\" or \"c1/remapped-8-disks:iops_per_disk\")"
-                )
-            })?);
+                ),
+            })?;
+            if p.machine.is_some() && pin.metric.is_none() {
+                return Err(format!(
+                    "pins: '{s}' names a run without its metric; a fit to a machine's runs names each figure as RUN:METRIC"
+                ));
+            }
+            p.pins.push(pin);
         }
     }
     if let Some(r) = t.get("range") {
@@ -321,6 +334,10 @@ mod tests {
                 "machine is for",
             ),
             (
+                "{ value = 1, source = \"estimate\", machine = \"m\" }",
+                "not \"estimate\"",
+            ),
+            (
                 "{ value = 1, source = \"paper\", pins = [\"c1/x\"] }",
                 "pins are",
             ),
@@ -363,6 +380,17 @@ mod tests {
         let e =
             strip_text("[devices.x]\ncount = { cycles = 3, source = \"physics\" }\n").unwrap_err();
         assert!(e.contains("cycles are for times in ns"), "{e}");
+    }
+
+    #[test]
+    fn a_fit_to_a_machine_names_its_runs_with_their_metrics() {
+        let text = "[devices.0]\nread_ns = { value = 9000, source = \"fit\", machine = \"vm\", pins = [\"qd1-psync:clat_mean_us\", \"qd1-psync:iops\"], range = [1000, 90000] }\n";
+        let (_, raws) = strip_text(text).unwrap();
+        let p = raws[0].provenance.as_ref().unwrap();
+        assert_eq!(p.machine.as_deref(), Some("vm"));
+        assert_eq!(p.pins[1].to_string(), "qd1-psync:iops");
+        let e = strip_text(&text.replace(":iops", "")).unwrap_err();
+        assert!(e.contains("without its metric"), "{e}");
     }
 
     #[test]

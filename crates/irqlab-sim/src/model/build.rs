@@ -167,7 +167,11 @@ fn device_irq(policy: &Policy, g: &crate::platform::DeviceGroup) -> DeviceIrq {
         time_ns: g.coalesce_time_ns,
     };
     if policy.coalescing == irqlab_core::DeviceCoalescing::Off && !own.is_off() {
-        DeviceIrq::Nvme(irqlab_core::nvme::NvmeCoalescer::new(own))
+        let c = irqlab_core::nvme::NvmeCoalescer::new(own);
+        DeviceIrq::Nvme(match g.coalesce_from {
+            crate::platform::CoalesceFrom::FirstWithheld => c,
+            crate::platform::CoalesceFrom::FirstUnacked => c.acknowledging(),
+        })
     } else {
         DeviceIrq::from_policy(policy.coalescing)
     }
@@ -192,7 +196,7 @@ pub(crate) fn new_cpu(
         owed_job: None,
         current: None,
         runq: VecDeque::new(),
-        min_vruntime: 0,
+        min_vruntime: VRUNTIME_AT_START,
         need_resched: false,
         slice_start: 0,
         irr: irqlab_core::irq::Irr::default(),
@@ -225,6 +229,9 @@ pub(crate) fn new_cpu(
         ipi_inflight: false,
         hrtimer_wake: Vec::new(),
         blk_done: Vec::new(),
+        kworker: None,
+        work: VecDeque::new(),
+        work_state: WorkState::Idle,
         idle_wakee: Wakee::default(),
         // Idle since boot.
         idle_stamp: 1,
@@ -264,7 +271,7 @@ pub(crate) fn syscall_costs(
         IoEngine::Libaio => Some(&e.libaio),
         IoEngine::IoUring => Some(&e.io_uring),
         IoEngine::Pvsync2 | IoEngine::Psync | IoEngine::PosixAio => Some(&e.pvsync2),
-        IoEngine::Null => None,
+        IoEngine::Null | IoEngine::CpuIo => None,
     }
 }
 
@@ -339,8 +346,12 @@ pub(crate) fn build<'a, O: Observer>(
     super::virtio::check_depths(&jobs, &inp, &m)?;
     check_queue_depths(&jobs, &clones, &inp, &m)?;
     add_ksoftirqds(&mut m);
+    add_kworkers(&mut m);
     let stop_at = stop_at(&waves, &jobs);
-    let fio = fio_run(specs, &clones, waves, m.devices.len());
+    let mut fio = fio_run(specs, &clones, waves, m.devices.len());
+    // Helper threads, flows, wait_for, steady state, commands (model/fio_build.rs).
+    let mut jobs = jobs;
+    super::fio_build::complete(specs, p, &inp.names, &mut jobs, &mut m, &mut fio)?;
     let topo = super::topo::Topology::new(&p.cpu);
     // Placement is on when a job may move; a run of pinned jobs keeps no such state.
     let place = clones.iter().any(|c| !c.pinned).then(|| {
@@ -596,7 +607,12 @@ fn check_job_length(s: &JobSpec) -> Result<(), SimError> {
             "thinktime is over 600 s, the limit of a run; expected a shorter thinktime",
         ));
     }
-    if s.bs > MAX_BS {
+    // Discards are not split by max_sectors_kb (their own limit is GiBs per range).
+    let only_trims = matches!(
+        s.rw,
+        irqlab_fio::RwMode::Trim | irqlab_fio::RwMode::RandTrim
+    );
+    if s.bs > MAX_BS && !only_trims {
         return Err(option_err(
             s,
             &["bs", "bsrange", "bssplit"],
@@ -789,10 +805,28 @@ fn fio_run(
         current_wave: 0,
         disks,
         global_options: irqlab_fio::global_options(specs),
+        ..FioRun::default()
     }
 }
 
 // ---------------------------------------------------------------- kernel threads
+
+/// A kworker on each CPU whose vectors run an adaptive moderator: its work item programs
+/// the level (schedule_work queues it on the local CPU's pool), after the ksoftirqds.
+fn add_kworkers(m: &mut Machine) {
+    let mut wanted = vec![false; m.cpus.len()];
+    for v in m.vectors.iter().filter(|v| v.moderator.is_some()) {
+        wanted[v.cpu.ix()] = true;
+    }
+    for (c, cpu) in m.cpus.iter_mut().enumerate() {
+        if wanted[c] {
+            let cpu_id = CpuId::new(c);
+            m.threads
+                .push(Thread::new(ThreadKind::Kworker(cpu_id), cpu_id));
+            cpu.kworker = Some(ThreadId::new(m.threads.len() - 1));
+        }
+    }
+}
 
 /// Each CPU's ksoftirqd, after every other thread.
 fn add_ksoftirqds(m: &mut Machine) {
@@ -977,10 +1011,15 @@ fn add_queue_set(
         }
         _ => super::affinity::contiguous(g, ncpu, nq),
     };
+    let rdma = g.kind == crate::platform::DeviceKind::Rdma;
     for q in 0..nq {
         let qid = (set * nq + q + 1) as u16;
-        let qp = QueuePair::new(qid, qid, g.queue_depth)
-            .map_err(|e| SimError::Platform(format!("device {name}: {e}")))?;
+        let qp = if rdma {
+            QueuePair::with_cq_depth(qid, qid, g.queue_depth, rdma_cq_depth(g.queue_depth))
+        } else {
+            QueuePair::new(qid, qid, g.queue_depth)
+        }
+        .map_err(|e| SimError::Platform(format!("device {name}: {e}")))?;
         let cpus_here = layout.cpu_queue.iter().filter(|&&x| x == q).count();
         let vector = if set == 0 {
             let spec = VectorSpec {
@@ -991,6 +1030,8 @@ fn add_queue_set(
                 group: g,
                 rescue_thread: policy.flood_detection && cpus_here > 1,
                 iv: Some(qid),
+                // nvme-rdma's CQs: ib_alloc_cq(..., IB_POLL_SOFTIRQ).
+                ib_softirq: rdma,
             };
             Some(add_vector(spec, m, policy, p)?)
         } else {
@@ -999,10 +1040,21 @@ fn add_queue_set(
         // nvme_irq: nvme_poll_cq rings the doorbell, then nvme_pci_complete_batch runs.
         let complete_ns =
             (g.kind == crate::platform::DeviceKind::Nvme).then_some(p.kernel.complete_io_ns);
+        // nvme-rdma signals every SEND (since v4.15, "nvme-rdma: don't suppress send
+        // completions"), and a request completes once its SEND and RECV are both in.
+        let depth = g.queue_depth as usize;
+        let (wc_ref, peer_tag) = if rdma {
+            (vec![0; depth], vec![0; depth])
+        } else {
+            (Vec::new(), Vec::new())
+        };
         m.queues.push(Queue {
             doorbell: g.kind.has_cq_doorbell(),
             complete_ns,
             shared: cpus_here > 1,
+            wc_ref,
+            peer_tag,
+            send_wc_ns: g.send_wc_ns.unwrap_or(0),
             ..Queue::new(
                 DeviceId::new(d),
                 vector,
@@ -1016,6 +1068,13 @@ fn add_queue_set(
         .iter()
         .map(|&q| QueueId::new(first_q + q))
         .collect())
+}
+
+/// An RDMA CQ's entries for a queue of `depth` commands: nvme-rdma sizes it
+/// `cq_factor * queue_size + 1` with cq_factor 3 (send, receive, invalidate), and
+/// nvmet-rdma `recv_queue_size + 2 * send_queue_size`.
+pub(crate) fn rdma_cq_depth(depth: u32) -> u32 {
+    (3 * depth + 1).min(65536)
 }
 
 // ---------------------------------------------------------------- vectors
@@ -1032,6 +1091,9 @@ pub(crate) struct VectorSpec<'g> {
     /// The NVMe interrupt vector number feature 09h addresses (nvme-pci: I/O queue N
     /// interrupts on vector N); None for the other device kinds.
     pub iv: Option<u16>,
+    /// An RDMA CQ polled in softirq (IB_POLL_SOFTIRQ): its handler is the EQ's, and
+    /// ib_poll_handler runs from irq_poll with IB_POLL_BUDGET_IRQ.
+    pub ib_softirq: bool,
 }
 
 /// Adds queue `spec.queue`'s MSI-X vector on CPU `spec.cpu`: the next free IDT vector
@@ -1058,6 +1120,15 @@ pub(crate) fn add_vector(
     // idxd registers a threaded handler for kernel work queues whatever the policy.
     let idxd = spec.group.kind == crate::platform::DeviceKind::Dsa;
     let iop = match policy.handler {
+        // drivers/infiniband/core/cq.c: irq_poll_init(&cq->iop, IB_POLL_BUDGET_IRQ, ...).
+        _ if spec.ib_softirq => {
+            let id = cpu_s
+                .irq_poll
+                .init(IB_POLL_BUDGET_IRQ)
+                .map_err(|e| SimError::Config(format!("irq_poll: {e}")))?;
+            cpu_s.iop_vector.push(v);
+            Some(id)
+        }
         HandlerStyle::IrqPoll { weight, .. } if !idxd => {
             let id = cpu_s
                 .irq_poll
@@ -1069,7 +1140,9 @@ pub(crate) fn add_vector(
         _ => None,
     };
     // Threaded handlers, and flood detection's rescue thread.
-    let wants_thread = policy.handler == HandlerStyle::Threaded || spec.rescue_thread || idxd;
+    let wants_thread = (policy.handler == HandlerStyle::Threaded && !spec.ib_softirq)
+        || spec.rescue_thread
+        || idxd;
     let thread = wants_thread.then(|| {
         m.threads
             .push(Thread::new(ThreadKind::IrqThread(v), CpuId::new(cpu)));
@@ -1095,6 +1168,7 @@ pub(crate) fn add_vector(
         thread,
         thread_pending: false,
         default_primary: idxd,
+        ib_eq_ns: spec.ib_softirq.then(|| spec.group.eq_ns.unwrap_or(0)),
         messages: 0,
         per_cpu: vec![0; m.cpus.len()],
         device_coalesced: 0,

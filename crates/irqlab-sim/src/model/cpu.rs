@@ -58,15 +58,22 @@ impl<O: Observer> Sim<'_, O> {
         if cpu.kind == SliceKind::HardIrq {
             cpu.hardirq_total += dt;
         }
-        if !self.measuring || dt == 0 {
+        if dt == 0 {
             return;
         }
+        // The scheduler's clock runs from boot, the statistics from the window's start.
+        if thread_time(cpu.kind)
+            && let Some(t) = cpu.owed_to
+        {
+            self.threads[t.ix()].vruntime += dt;
+        }
+        if !self.measuring {
+            return;
+        }
+        let cpu = &mut self.cpus[c];
         cpu.stats.time[cpu.kind as usize] += dt;
         if !thread_time(cpu.kind) {
             return;
-        }
-        if let Some(t) = cpu.owed_to {
-            self.threads[t.ix()].vruntime += dt;
         }
         if let Some(j) = cpu.owed_job {
             let job = &mut self.jobs[j.ix()];
@@ -316,6 +323,15 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::Mask => self.vector_done(c),
             IrqPhase::Exit => self.irq_exit(c),
             IrqPhase::VirtioDrain => self.virtio_drained(c),
+            IrqPhase::IbEq => {
+                let v = self.cpus[c].irq.running_vector();
+                if let Some(id) = self.vectors[v].iop
+                    && self.cpus[c].irq_poll.sched(id).unwrap_or(false)
+                {
+                    self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
+                }
+                self.vector_done(c);
+            }
         }
     }
 
@@ -389,6 +405,13 @@ impl<O: Observer> Sim<'_, O> {
             && self.policy.handler != HandlerStyle::Threaded
             && self.vectors[v].thread.is_some()
             && self.cpus[c].flood.placement(true) == HandlerPlacement::RescueThread;
+        if let Some(eq) = self.vectors[v].ib_eq_ns {
+            // mlx5_eq_comp_int: the EQE names the CQ, whose comp handler
+            // (ib_cq_completion_softirq) schedules its irq_poll; eq_update_ci arms the EQ.
+            self.obs.handler(self.now, c, v, 0);
+            self.hard(c, IrqPhase::IbEq, eq);
+            return;
+        }
         match self.policy.handler {
             _ if self.vectors[v].default_primary => {
                 // irq_default_primary_handler: its few instructions are part of the
@@ -733,7 +756,10 @@ impl<O: Observer> Sim<'_, O> {
         self.cpus[c].soft_reaping = list;
         self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
         let has_db = self.queues[q].doorbell;
-        let db = if n > 0 && has_db {
+        let ib = self.vectors[v.ix()].ib_eq_ns.is_some();
+        // ib_poll_handler re-arms the CQ whenever it did less than its budget; the other
+        // pollers ring the head doorbell for what they reaped.
+        let db = if has_db && (if ib { n < weight } else { n > 0 }) {
             self.costs.cq_doorbell
         } else {
             0
@@ -743,8 +769,12 @@ impl<O: Observer> Sim<'_, O> {
             let scan = self.costs.irq_poll_call + u64::from(n) * self.queues[q].cqe_ns;
             self.ring_cq_doorbell_in(q, scan + db);
         }
-        let per = self.queues[q].reap_ns();
-        (self.costs.irq_poll_call + u64::from(n) * per + db).max(1)
+        let work = if self.queues[q].wc_ref.is_empty() {
+            u64::from(n) * self.queues[q].reap_ns()
+        } else {
+            self.handler_work_ns(q, n)
+        };
+        (self.costs.irq_poll_call + work + db).max(1)
     }
 
     /// wakeup_softirqd: the softirq limits were hit; only a sleeping ksoftirqd is woken
@@ -764,18 +794,28 @@ impl<O: Observer> Sim<'_, O> {
     /// of unmasking the vector, when it had been masked.
     fn finish_poll(&mut self, c: usize, v: usize, work: u32) -> u64 {
         let q = self.vectors[v].queue.ix();
-        // NVMe rang it when the poll began (soft_next); idxd and ib_cq ring after.
-        if work > 0 && self.queues[q].complete_ns.is_none() {
+        let weight = self.vectors[v]
+            .iop
+            .and_then(|id| self.cpus[c].irq_poll.weight(id))
+            .unwrap_or(1);
+        let completed = work < weight;
+        if self.vectors[v].ib_eq_ns.is_some() {
+            // ib_poll_handler: irq_poll_complete, then ib_req_notify_cq(IB_CQ_NEXT_COMP |
+            // IB_CQ_REPORT_MISSED_EVENTS) arms the CQ: entries already past the consumer
+            // index raise the next event at once (mlx5_cq_arm).
+            if completed {
+                self.ring_cq_doorbell(q);
+            }
+        } else if work > 0 && self.queues[q].complete_ns.is_none() {
+            // NVMe rang it when the poll began (soft_next); idxd rings nothing.
             self.ring_cq_doorbell(q);
         }
         self.moderate(v, work);
         let Some(id) = self.vectors[v].iop else {
             return 0;
         };
-        let weight = self.cpus[c].irq_poll.weight(id).unwrap_or(1);
-        let completed = work < weight;
         let _ = self.cpus[c].irq_poll.poll_done(id, work, completed);
-        if completed && self.unmask_vector(v) {
+        if completed && self.vectors[v].ib_eq_ns.is_none() && self.unmask_vector(v) {
             return self.costs.irq_mask;
         }
         0
@@ -795,12 +835,37 @@ impl<O: Observer> Sim<'_, O> {
     ) -> u32 {
         let queue = &mut self.queues[q];
         let tags = &mut queue.tags;
+        let refs = &mut queue.wc_ref;
+        // nvmet-rdma: a command's RECV is answered at once; its tag waits for the
+        // response's SEND completion too.
+        let target = queue.local_irq_ns.is_some();
+        let mut sends = 0;
         let n = queue.qp.poll_cq(budget, |cqe| {
-            let io = tags
-                .complete(cqe.command_id)
-                .expect("a CQE's command id names a request in flight");
-            out.push(io);
+            let t = cqe.command_id;
+            let send = cqe.result == WC_SEND;
+            sends += u32::from(send);
+            if target && !send {
+                out.push(
+                    *tags
+                        .get(t)
+                        .expect("a RECV's command id names a command in flight"),
+                );
+            }
+            // nvme-rdma: the request ends when its last work completion is in (req->ref).
+            let last = refs.get_mut(usize::from(t)).is_none_or(|r| {
+                *r -= 1;
+                *r == 0
+            });
+            if last {
+                let io = tags
+                    .complete(t)
+                    .expect("a CQE's command id names a request in flight");
+                if !target {
+                    out.push(io);
+                }
+            }
         });
+        queue.last_sends = sends;
         queue.completions += u64::from(n);
         if n > 0 && !self.queues[q].tag_waiters.is_empty() {
             // blk_mq_put_tag → sbitmap_queue_clear wakes the tag's waiters.
@@ -955,23 +1020,16 @@ impl<O: Observer> Sim<'_, O> {
     /// A spinning poller: look at the queue after one poll iteration if a CQE is there;
     /// otherwise burn sys time until one is posted (the device pokes the spinners).
     pub(crate) fn spin_check(&mut self, c: usize, t: usize) {
-        let found = match self.threads[t].kind {
-            ThreadKind::Job(j) => {
-                let job = &self.jobs[j.ix()];
-                job.ready.len() as u32 >= job.waiting_for
-                    || job
-                        .queues
-                        .iter()
-                        .any(|&q| self.queues[q.ix()].qp.cqe_pending())
-            }
-            _ => true,
+        let (found, kind) = match self.threads[t].kind {
+            ThreadKind::Job(j) => self.job_spin(j.ix()),
+            _ => (true, SliceKind::Sys),
         };
         if found {
             let ns = self.costs.poll_check;
-            self.step(c, ns, SliceKind::Sys);
+            self.step(c, ns, kind);
         } else {
             self.cancel_step(c);
-            self.set_kind(c, SliceKind::Sys);
+            self.set_kind(c, kind);
         }
     }
 
@@ -994,7 +1052,11 @@ impl<O: Observer> Sim<'_, O> {
             && !self.cpus[c].stepping
         {
             let ns = self.costs.poll_check;
-            self.step(c, ns, SliceKind::Sys);
+            let kind = match th.kind {
+                ThreadKind::Job(j) => self.job_spin(j.ix()).1,
+                _ => SliceKind::Sys,
+            };
+            self.step(c, ns, kind);
         }
     }
 
@@ -1028,6 +1090,42 @@ impl<O: Observer> Sim<'_, O> {
             };
         }
         ThreadStep::Block
+    }
+
+    /// A kworker runs the moderation work items queued on its CPU, one at a time: the work
+    /// function (ib_cq_rdma_dim_work → modify_cq, irq-am's program work, net_dim's) builds
+    /// the device command and rings its doorbell, then sleeps in wait_for_completion until
+    /// the device's command-completion interrupt wakes it (the firmware's
+    /// `moderation_program_ns`; mlx5's command EQ interrupt is taken on the kworker's CPU,
+    /// as an interrupt whose handler wakes one thread); then the device runs the level.
+    pub(crate) fn kworker_advance(&mut self, c: usize) -> ThreadStep {
+        match self.cpus[c].work_state {
+            WorkState::Idle => {
+                if self.cpus[c].work.is_empty() {
+                    return ThreadStep::Block;
+                }
+                self.cpus[c].work_state = WorkState::Posting;
+                // The handler's try_to_wake_up of this kworker (charged here: the same
+                // CPU), then the command's mailbox and doorbell write.
+                ThreadStep::Run {
+                    ns: self.costs.wakeup + self.costs.sq_doorbell,
+                    kind: SliceKind::Sys,
+                }
+            }
+            WorkState::Posting => {
+                self.cpus[c].work_state = WorkState::Waiting;
+                ThreadStep::Sleep {
+                    ns: self.costs.moderation_program.max(1),
+                }
+            }
+            WorkState::Waiting => {
+                self.cpus[c].work_state = WorkState::Idle;
+                if let Some(v) = self.cpus[c].work.pop_front() {
+                    self.moderator_program(v.ix());
+                }
+                self.kworker_advance(c)
+            }
+        }
     }
 
     /// irq_thread: while RUNTHREAD is set, run the thread function, then sleep: nvme_irq

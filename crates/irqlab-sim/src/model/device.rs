@@ -3,7 +3,7 @@
 //! one outstanding message until the CQ head doorbell), the root port's ordered FIFO of
 //! posted writes; model/delivery.rs takes each MSI through the port's IIO stack.
 
-use super::ids::{DeviceId, IoId, PortId, VectorId};
+use super::ids::{DeviceId, IoId, PortId, QueueId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
@@ -33,6 +33,21 @@ impl<O: Observer> Sim<'_, O> {
     /// media the unit its LBA maps to (uniform for random I/O), FIFO behind that unit.
     pub(crate) fn media_take(&mut self, d: usize, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
+        if !self.queues[q].wc_ref.is_empty() {
+            // RDMA: the capsule's SEND reached the responder, whose NIC acknowledges it;
+            // the acknowledgement crosses back (as long as the capsule took) and the host
+            // NIC writes the SEND's work completion. The request waits for it and its RECV.
+            let tag = self.ios[io.ix()].tag;
+            self.queues[q].wc_ref[tag as usize] = 2;
+            let at = self.now + self.devices[d].fetch_ns.max(1);
+            self.q.push(
+                at,
+                Event::SendWc {
+                    queue: QueueId::new(q),
+                    tag,
+                },
+            );
+        }
         if let Some(tq) = self.queues[q].target {
             // NVMe over RDMA: the command capsule reached the target's CPUs.
             self.target_receive(tq.ix(), io);
@@ -66,11 +81,7 @@ impl<O: Observer> Sim<'_, O> {
         if !dev.unit_busy.is_empty() {
             dev.unit_busy[self.ios[io.ix()].unit as usize] = true;
         }
-        let t = if self.ios[io.ix()].read {
-            dev.read_time.draw(&mut dev.rng)
-        } else {
-            dev.write_time.draw(&mut dev.rng)
-        };
+        let t = self.media_time(d, io);
         self.q.push(self.now + t, Event::ServiceDone { io });
     }
 
@@ -80,11 +91,7 @@ impl<O: Observer> Sim<'_, O> {
         let share = dev.partial.expect("only a device with a partial unit");
         dev.partial_busy = true;
         self.ios[io.ix()].unit = PARTIAL_UNIT;
-        let t = if self.ios[io.ix()].read {
-            dev.read_time.draw(&mut dev.rng)
-        } else {
-            dev.write_time.draw(&mut dev.rng)
-        };
+        let t = self.media_time(d, io);
         let t = (t as f64 / share).ceil().min(u64::MAX as f64) as u64;
         self.q.push(self.now + t, Event::ServiceDone { io });
     }
@@ -162,6 +169,47 @@ impl<O: Observer> Sim<'_, O> {
         let a = self.vectors[v]
             .msix
             .post_completion(now, Hint::from_sqe_hints(hints), unacked);
+        self.count_posted(v, a);
+        self.carry_out(v, a);
+    }
+
+    /// A SEND's work completion is due on queue `q` for command id `tag`: on a target
+    /// queue the target NIC writes it into the target's CQ; on a host queue the host NIC
+    /// writes its CQE through the root port. Either way the CQ's interrupt rule decides.
+    pub(crate) fn send_wc(&mut self, q: usize, tag: u16) {
+        let now = self.now;
+        if self.queues[q].local_irq_ns.is_some() {
+            let posted = self.queues[q].qp.complete(tag, 0, WC_SEND);
+            debug_assert!(posted.is_ok(), "target CQ overflow");
+            let Some(v) = self.queues[q].vector else {
+                return;
+            };
+            let (v, unacked) = (v.ix(), self.unacked(q));
+            let a =
+                self.vectors[v]
+                    .msix
+                    .post_completion_ignoring_mask(now, Hint::default(), unacked);
+            self.count_posted(v, a);
+            self.carry_out(v, a);
+            return;
+        }
+        self.queues[q].cqes_in_flight += 1;
+        let d = self.queues[q].device.ix();
+        let port = self.devices[d].port.ix();
+        self.port_push(
+            port,
+            PortItem::SendWc {
+                queue: QueueId::new(q),
+                tag,
+            },
+        );
+        let Some(v) = self.queues[q].vector else {
+            return;
+        };
+        let (v, unacked) = (v.ix(), self.unacked(q));
+        let a = self.vectors[v]
+            .msix
+            .post_completion(now, Hint::default(), unacked);
         self.count_posted(v, a);
         self.carry_out(v, a);
     }
@@ -299,14 +347,15 @@ impl<O: Observer> Sim<'_, O> {
         };
         let bytes = std::mem::take(&mut vec.bytes_since);
         if m.on_event(now, n, bytes).is_some() {
-            // schedule_work(&dim->work): the level reaches the device later.
-            let at = now + self.costs.moderation_program;
-            self.q.push(
-                at,
-                Event::ModeratorProgram {
-                    vector: VectorId::new(v),
-                },
-            );
+            // schedule_work(&dim->work): the work item goes to this CPU's kworker pool
+            // (the handler runs on the vector's CPU), and its kworker is woken.
+            let c = self.vectors[v].cpu.ix();
+            self.cpus[c].work.push_back(VectorId::new(v));
+            if let Some(t) = self.cpus[c].kworker
+                && self.threads[t.ix()].state == TState::Blocked
+            {
+                self.wake_thread(t.ix(), Some(c));
+            }
         }
     }
 
@@ -354,7 +403,7 @@ impl<O: Observer> Sim<'_, O> {
     fn item_credits(item: PortItem) -> u32 {
         match item {
             PortItem::Completion { credits, .. } => credits,
-            PortItem::Msi { .. } => 1,
+            PortItem::Msi { .. } | PortItem::SendWc { .. } => 1,
         }
     }
 
@@ -430,6 +479,12 @@ impl<O: Observer> Sim<'_, O> {
         };
         let dur = match item {
             PortItem::Completion { io, .. } => self.completion_write_ns(p, io),
+            PortItem::SendWc { queue, .. } => {
+                let d = self.queues[queue.ix()].device.ix();
+                let port = &self.ports[p];
+                let cqe = self.devices[d].cqe_bytes as f64 / port.bytes_per_ns;
+                port.write_ns + cqe as u64 + self.costs.dma_translate
+            }
             PortItem::Msi { vector } => {
                 if !self.stack_take(p, vector.ix()) {
                     let port = &mut self.ports[p];
@@ -503,6 +558,13 @@ impl<O: Observer> Sim<'_, O> {
                 if !self.queues[q].spinners.is_empty() {
                     self.poke_spinners(q);
                 }
+            }
+            Some(PortItem::SendWc { queue, tag }) => {
+                let q = queue.ix();
+                self.queues[q].cqes_in_flight -= 1;
+                let posted = self.queues[q].qp.complete(tag, 0, WC_SEND);
+                debug_assert!(posted.is_ok(), "RDMA CQ overflow");
+                self.totals.cqes_posted += 1;
             }
             Some(PortItem::Msi { .. }) => {}
             None => {}

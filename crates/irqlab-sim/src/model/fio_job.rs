@@ -4,6 +4,8 @@
 //! bandwidth and IOPS samples (bwavgtime/iopsavgtime) and the log files. The job loop in
 //! `job.rs` asks it what to issue; the report reads its counters.
 
+use super::commands::Cmd;
+use super::fio_ctl::{FioCtl, TrimMode};
 use super::ids::JobId;
 use crate::rng::Stream;
 use irqlab_fio::seeds::{self, RAND_BS_READ, RAND_BS_WRITE, RAND_MIX, RAND_START_DELAY};
@@ -12,11 +14,15 @@ use irqlab_report::IoStat;
 use irqlab_report::fio_log::{IoLog, LogKind};
 use std::num::NonZeroU64;
 
-/// One I/O the job decided to issue: direction (0 read, 1 write) and size.
+/// One I/O the job decided to issue: direction (0 read, 1 write, 2 trim), size and
+/// command.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Planned {
     pub ddir: usize,
     pub bytes: u64,
+    pub cmd: Cmd,
+    /// It completes in fio's own code, with no command (a zoned trim).
+    pub local: bool,
 }
 
 /// io_u.c __io_u_mark_map: the bucket of a submit or reap call of `n` I/Os.
@@ -193,6 +199,8 @@ pub(crate) struct FioJob {
     mix_rng: Stream,
     poisson_rng: [Stream; 2],
     pub read_pct: u8,
+    /// A random pattern (zoned writes pick a random zone).
+    pub random: bool,
     pub rate: Option<RateClock>,
     /// The direction drawn but held back by the rate clock.
     next_ddir: Option<usize>,
@@ -216,6 +224,9 @@ pub(crate) struct FioJob {
     pub group_reporting: bool,
     pub clat_percentiles: bool,
     pub iodepth: u32,
+    /// Submission, flow, minimum rates, latency targets, steady state, cpuio, trims,
+    /// zones and errors (model/fio_ctl.rs).
+    pub ctl: FioCtl,
 }
 
 impl FioJob {
@@ -246,6 +257,7 @@ impl FioJob {
             lo
         };
         let logs = Logs::for_job(spec, thread_number);
+        let ctl = FioCtl::of(spec, &s);
         let fixed_bs = [0, 1].map(|d| {
             let b = &spec.block_sizes[d];
             if b.min() == b.max() { b.min() } else { 0 }
@@ -270,6 +282,7 @@ impl FioJob {
                 stream(seeds::RAND_POISSON_WRITE),
             ],
             read_pct: spec.rw.read_pct(),
+            random: spec.rw.is_random(),
             rate: RateClock::new(&spec.rate, &spec.block_sizes),
             next_ddir: None,
             think: spec.thinktime,
@@ -293,6 +306,7 @@ impl FioJob {
             group_reporting: spec.group_reporting,
             clat_percentiles: spec.clat_percentiles,
             iodepth: spec.effective_iodepth(),
+            ctl,
         }
     }
 
@@ -302,6 +316,9 @@ impl FioJob {
         self.started = true;
         self.started_at = now;
         self.epoch = now;
+        if let Some(ss) = &mut self.ctl.ss {
+            ss.prev_time = now;
+        }
         self.measure_from = (now + self.ramp_ns).max(window_start);
         self.samples.restart(now);
     }
@@ -313,6 +330,7 @@ impl FioJob {
         if let Some(r) = &mut self.rate {
             r.reset();
         }
+        self.ctl.reset_window(now);
         self.issues = 0;
         self.completions = 0;
         self.think_last = 0;
@@ -321,6 +339,11 @@ impl FioJob {
         self.submit_calls = 0;
         self.complete_calls = 0;
         self.samples.restart(now);
+    }
+
+    /// fio's min_bs of direction `d` (0 read, 1 write).
+    pub fn min_bs(&self, d: usize) -> u64 {
+        self.block_sizes[d].min()
     }
 
     /// Whether the job has reached its byte budget (`size`).
@@ -332,6 +355,9 @@ impl FioJob {
     /// absolute time (ns) the rate clock holds it until.
     #[inline(always)]
     pub fn next_io(&mut self, now: u64) -> Result<Planned, u64> {
+        if self.ctl.trim_mode != TrimMode::None {
+            return Ok(self.next_trim());
+        }
         let d0 = match (self.next_ddir.take(), self.read_pct) {
             (Some(d), _) => d,
             // A pure read or write job's draw could only give its direction, and the mix
@@ -366,7 +392,52 @@ impl FioJob {
             rate.issued(ddir, bytes, u);
         }
         self.issued_bytes += bytes;
-        Ok(Planned { ddir, bytes })
+        let cmd = if ddir == 0 {
+            Cmd::Read
+        } else {
+            self.ctl.write_cmd()
+        };
+        Ok(Planned {
+            ddir,
+            bytes,
+            cmd,
+            local: false,
+        })
+    }
+
+    /// rw=trim, randtrim, trimwrite: the next trim (num_range ranges of the trim block
+    /// size, io_u.c fill_multi_range_io_u), or trimwrite's write of the block it just
+    /// trimmed (no rate clock: a trim rate is refused).
+    fn next_trim(&mut self) -> Planned {
+        if let Some(bytes) = self.ctl.trimwrite_write.take() {
+            self.issued_bytes += bytes;
+            return Planned {
+                ddir: 1,
+                bytes,
+                cmd: Cmd::Write,
+                local: false,
+            };
+        }
+        let ranges = self.ctl.num_range.max(1);
+        let mut bytes = 0;
+        for _ in 0..ranges {
+            bytes += match &self.ctl.trim_sizes {
+                BlockSizes::Fixed(b) => *b,
+                sizes => sizes.pick(self.ctl.trim_rng.below(1 << 32) as u32, self.unaligned),
+            };
+        }
+        if self.ctl.trim_mode == TrimMode::ThenWrite {
+            self.ctl.trimwrite_write = Some(bytes);
+        }
+        self.issued_bytes += bytes;
+        Planned {
+            ddir: 2,
+            bytes,
+            cmd: Cmd::Trim {
+                ranges: ranges.min(u32::from(u16::MAX)) as u16,
+            },
+            local: false,
+        }
     }
 
     /// backend.c handle_thinktime's test: enough blocks since the last stall.
@@ -413,6 +484,10 @@ impl FioJob {
         clat: u64,
         lat: u64,
     ) {
+        if d > 1 {
+            // Trims have no samples or log lines here (fio's logs have them, ddir 2).
+            return;
+        }
         if let Some([l, c, s]) = &mut self.logs.lat {
             l.add(elapsed, d, lat, bytes);
             c.add(elapsed, d, clat, bytes);
@@ -535,6 +610,13 @@ impl DiskAcct {
         }
     }
 
+    /// A request that diskstats counts apart (a discard) ends: busy time and the
+    /// requests in flight change, the read and write counts do not.
+    pub fn complete_other(&mut self, now: u64, measuring: bool) {
+        self.accrue(now, measuring);
+        self.inflight = self.inflight.saturating_sub(1);
+    }
+
     /// The window opens at `now`: counts restart, requests in flight stay.
     pub fn open(&mut self, now: u64) {
         *self = DiskAcct {
@@ -559,6 +641,32 @@ pub(crate) struct FioRun {
     pub current_wave: usize,
     pub disks: Vec<DiskAcct>,
     pub global_options: Vec<(String, String)>,
+    /// Each device's media times of trims and write_mode commands (model/commands.rs).
+    pub cmd_times: Vec<super::commands::CmdTimes>,
+    /// Flow groups by flow id (flow.c).
+    pub flows: Vec<super::fio_ctl::FlowGroup>,
+    /// The steady-state check interval, when a job detects steady state.
+    pub ss_interval_ms: Option<u64>,
+    /// Each device's emulated zones, when zoned jobs write it (model/zbd.rs).
+    pub zone_maps: Vec<Option<super::zbd::ZoneMap>>,
+}
+
+impl FioRun {
+    /// Whether jobs act on each other beyond the machine they share (flows, exitall,
+    /// wait_for, steady state of a group, helper threads on other CPUs): such a run
+    /// does not split into parts.
+    pub fn couples_jobs(&self, jobs: &[super::state::Job]) -> bool {
+        !self.flows.is_empty()
+            || self.ss_interval_ms.is_some()
+            || jobs.iter().any(|j| {
+                let c = &j.fio.ctl;
+                c.role != super::fio_ctl::Role::Main
+                    || c.exit.exitall
+                    || c.exit.on_error
+                    || !c.wait_for.is_empty()
+                    || c.cpuio.is_some_and(|x| x.exit_on_io_done)
+            })
+    }
 }
 
 #[cfg(test)]

@@ -15,23 +15,35 @@ mod affinity;
 mod balance;
 mod budget;
 mod build;
+mod commands;
 mod cpu;
+mod cpuio;
 mod delivery;
 mod device;
+mod fio_build;
+mod fio_ctl;
 mod fio_job;
+mod flow;
 mod guest;
 pub(crate) mod ids;
 mod job;
+mod offload;
 mod parts;
 mod pelt;
 mod placement;
+mod reap;
 mod report;
+mod run_control;
 mod sched;
+mod sqpoll;
 mod state;
+mod steadystate;
+mod submit;
 mod target;
 mod topo;
 mod virtio;
 mod virtio_host;
+mod zbd;
 
 pub(crate) use budget::estimate;
 pub(crate) use build::{build, device_names, resolve_file};
@@ -67,10 +79,14 @@ impl<O: Observer> Sim<'_, O> {
         self.obs.start(&vector_names, self.cpus.len());
         self.jobs_live = 0;
         for j in 0..self.jobs.len() {
-            if !mine(&|p| p.job(j)) {
+            if !mine(&|p| p.job(j)) || self.is_helper(j) {
                 continue;
             }
             self.jobs_live += 1;
+            if self.waits(j) {
+                // wait_for: started when what it waits for has exited.
+                continue;
+            }
             let f = &self.jobs[j].fio;
             let job = JobId::new(j);
             if self.threads[self.jobs[j].thread.ix()].start_runnable {
@@ -97,6 +113,24 @@ impl<O: Observer> Sim<'_, O> {
         } else {
             self.open_window();
         }
+        if let Some(ms) = self.fio.ss_interval_ms
+            && ms * 1_000_000 <= self.stop_at
+        {
+            self.q.push(ms * 1_000_000, Event::SteadyCheck);
+        }
+        // Jobs that start at once start their SQPOLL threads with them.
+        for j in 0..self.jobs.len() {
+            if self.fio_job_started_at_zero(j) && mine(&|p| p.job(j)) {
+                self.start_helpers(j);
+            }
+        }
+    }
+
+    /// Whether job `j` started at time 0 with the machine (its thread runnable).
+    fn fio_job_started_at_zero(&self, j: usize) -> bool {
+        !self.is_helper(j)
+            && self.jobs[j].fio.started
+            && self.threads[self.jobs[j].thread.ix()].start_runnable
     }
 
     /// Runs until the jobs are done, with every event at the time the last one ended, or
@@ -142,6 +176,16 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         while let Some((t, ev)) = self.q.pop_until(self.stop_at) {
+            // fio's helper thread stops with the jobs, and a job's own timers with it:
+            // they would only move the clock.
+            let stale = match ev {
+                Event::SteadyCheck => true,
+                Event::JobTimer { job, .. } => self.jobs[job.ix()].phase == state::JobPhase::Done,
+                _ => false,
+            };
+            if stale {
+                continue;
+            }
             self.at(t, ev);
         }
         self.cut_short = !self.q.is_empty();
@@ -165,6 +209,7 @@ impl<O: Observer> Sim<'_, O> {
             Event::SqFetched { queue, count } => self.sq_fetched(queue.ix(), count),
             Event::ServiceDone { io } => self.service_done(io),
             Event::TargetResponse { io } => self.deliver_completion(io),
+            Event::SendWc { queue, tag } => self.send_wc(queue.ix(), tag),
             Event::PortDone { port } => self.port_done(port.ix()),
             Event::Notify { cpu, vec } => self.notify(cpu.ix(), vec),
             Event::Tick { cpu } => self.tick(cpu.ix()),
@@ -172,12 +217,13 @@ impl<O: Observer> Sim<'_, O> {
             Event::CoalesceTimer { vector, epoch } => self.coalesce_timer(vector.ix(), epoch),
             Event::ThreadTimer { thread, epoch } => self.thread_timer(thread.ix(), epoch),
             Event::GsimTimer { cpu, epoch } => self.gsim_timer(cpu.ix(), epoch),
-            Event::ModeratorProgram { vector } => self.moderator_program(vector.ix()),
             Event::EngineDone { port } => self.engine_done(port.ix()),
             Event::Delivered => self.delivered(),
             Event::RampEnd => self.open_window(),
             Event::JobStart { job } => self.start_job(job.ix()),
             Event::JobRampEnd { job } => self.job_ramp_end(job.ix()),
+            Event::JobTimer { job, epoch } => self.job_timer(job.ix(), epoch),
+            Event::SteadyCheck => self.steadystate_check(),
             Event::VirtioHost { device, epoch } => self.host_step(device.ix(), epoch),
         }
     }

@@ -657,11 +657,17 @@ impl<O: Observer> Sim<'_, O> {
             return;
         };
         let j = j.ix();
-        let set = usize::from(self.jobs[j].polled);
-        let queues: Vec<QueueId> = self.jobs[j]
+        // The job stays in the queue set it submits to (blk_mq_map_queues per hctx type):
+        // an SQPOLL ring's owner keeps its poll queues though it no longer polls them.
+        let job = &self.jobs[j];
+        let queues: Vec<QueueId> = job
             .devices
             .iter()
-            .map(|d| self.queue_map[d.ix()][set][new])
+            .zip(&job.queues)
+            .map(|(d, cur)| {
+                let set = usize::from(self.queues[cur.ix()].vector.is_none());
+                self.queue_map[d.ix()][set][new]
+            })
             .collect();
         if self.jobs[j].polled {
             let me = ThreadId::new(t);

@@ -125,6 +125,8 @@ impl<O: Observer> Sim<'_, O> {
         let jobs: Vec<JobReport> = self
             .jobs
             .iter_mut()
+            // Offload workers and SQPOLL threads are not jobs of the file.
+            .filter(|j| j.fio.ctl.role == super::fio_ctl::Role::Main)
             .map(|j| {
                 let movable = !threads[j.thread.ix()].pinned;
                 // A job still running when the run was stopped (Ctrl-C, the time limit)
@@ -140,6 +142,8 @@ impl<O: Observer> Sim<'_, O> {
                 let (read_rt, write_rt) = (rt(&j.read), rt(&j.write));
                 let mut read = dir(&mut j.read, read_rt);
                 let mut write = dir(&mut j.write, write_rt);
+                let trim_rt = rt(&f.ctl.trim);
+                let trim = dir(&mut f.ctl.trim, trim_rt);
                 read.bw_samples = f.samples.bw.stat[0];
                 read.iops_samples = f.samples.iops.stat[0];
                 write.bw_samples = f.samples.bw.stat[1];
@@ -165,9 +169,29 @@ impl<O: Observer> Sim<'_, O> {
                     submit_calls: f.submit_calls,
                     complete_calls: f.complete_calls,
                     job_start_ns: f.started_at,
-                    latency_depth: f.iodepth,
+                    // stat.c: latency_qd, the depth a latency target found.
+                    latency_depth: f.ctl.lat.as_ref().map_or(f.iodepth, |l| l.qd),
                     clat_percentiles: f.clat_percentiles,
                     logs: f.take_logs(),
+                    trim,
+                    error: f.ctl.error.as_ref().map(|e| irqlab_report::JobError {
+                        code: e.code,
+                        func: match e.code {
+                            super::fio_ctl::EIO => "check_min_rate".into(),
+                            _ => "max latency exceeded".into(),
+                        },
+                        msg: e.msg.clone(),
+                    }),
+                    latency_target: f.ctl.lat.as_ref().map(|l| {
+                        irqlab_report::LatencyTargetReport {
+                            target_ns: l.cfg.target_ns,
+                            window_us: l.cfg.window_ns / 1_000,
+                            percentile: l.cfg.percentile,
+                        }
+                    }),
+                    steadystate: f.ctl.ss.as_ref().map(super::steadystate::SsState::report),
+                    no_io: j.engine == irqlab_fio::IoEngine::CpuIo,
+                    zone_resets: f.ctl.zones.as_ref().map(|z| z.resets),
                 }
             })
             .collect();

@@ -311,6 +311,7 @@ impl<O: Observer> Sim<'_, O> {
             ThreadKind::Job(_) => SliceKind::Sys,
             ThreadKind::Ksoftirqd(_) => SliceKind::Ksoftirqd,
             ThreadKind::IrqThread(_) => SliceKind::IrqThread,
+            ThreadKind::Kworker(_) => SliceKind::Sys,
         };
         self.step(c, ns, kind);
     }
@@ -340,6 +341,7 @@ impl<O: Observer> Sim<'_, O> {
             ThreadKind::Job(j) => self.job_advance(c, j.ix()),
             ThreadKind::Ksoftirqd(_) => self.ksoftirqd_advance(c),
             ThreadKind::IrqThread(v) => self.irq_thread_advance(c, t, v.ix()),
+            ThreadKind::Kworker(_) => self.kworker_advance(c),
         };
         match next {
             ThreadStep::Run { ns, kind } => {

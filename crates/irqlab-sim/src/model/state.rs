@@ -67,6 +67,14 @@ pub(crate) const POSTED_MSI_NOTIFICATION_VECTOR: u16 =
 pub(crate) const HRTIMER_VECTOR: u16 = 0xee;
 /// First vector given to device MSI-X entries (FIRST_EXTERNAL_VECTOR + 1).
 pub(crate) const FIRST_DEVICE_VECTOR: u16 = 0x21;
+/// Every CPU's min_vruntime, and its threads' vruntime, when the run starts: the machine
+/// has been up a while (kernel/sched/fair.c place_entity's floor, min_vruntime minus half a
+/// latency period, is then never clamped at 0).
+pub(crate) const VRUNTIME_AT_START: u64 = 1_000_000_000;
+/// drivers/infiniband/core/cq.c: an IB_POLL_SOFTIRQ CQ's irq_poll weight.
+pub(crate) const IB_POLL_BUDGET_IRQ: u32 = 256;
+/// The `result` a SEND work completion's CQE carries in the model (RECV: 0).
+pub(crate) const WC_SEND: u32 = 1;
 
 /// What a CPU is in the middle of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +119,9 @@ pub(crate) enum IrqPhase {
     Exit,
     /// virtblk_done took used entries (model/virtio.rs).
     VirtioDrain,
+    /// An RDMA CQ's interrupt (IB_POLL_SOFTIRQ): mlx5_eq_comp_int took the EQE, armed
+    /// the EQ and scheduled the CQ's irq_poll.
+    IbEq,
 }
 
 /// One hardirq in progress.
@@ -274,6 +285,12 @@ pub(crate) struct Cpu {
     pub hrtimer_wake: Vec<ThreadId>,
     /// blk-mq's per-CPU blk_cpu_done list: requests BLOCK_SOFTIRQ will complete.
     pub blk_done: Vec<IoId>,
+    /// This CPU's kworker (system_wq's bound pool), when an adaptive moderator needs one.
+    pub kworker: Option<ThreadId>,
+    /// Moderation work items queued on this CPU's kworker (schedule_work), in order.
+    pub work: VecDeque<VectorId>,
+    /// Where the kworker is in the item at the head of `work`.
+    pub work_state: WorkState,
     /// The idle task's record_wakee state (it is `current` of an idle CPU's interrupts).
     pub idle_wakee: Wakee,
     /// rq->idle_stamp (when the CPU last went idle; 0: busy since) and rq->avg_idle.
@@ -332,6 +349,20 @@ impl Cpu {
     }
 }
 
+/// A kworker's progress through one moderation work item (ib_cq_rdma_dim_work,
+/// irq-am's program work, net_dim's): post the device command, sleep until its
+/// completion interrupt, then program the level the moderator chose.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum WorkState {
+    /// Between items.
+    #[default]
+    Idle,
+    /// Building and posting the command (mailbox, doorbell).
+    Posting,
+    /// Asleep in wait_for_completion until the device's command completes.
+    Waiting,
+}
+
 /// What a thread is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ThreadKind {
@@ -339,6 +370,8 @@ pub(crate) enum ThreadKind {
     Ksoftirqd(CpuId),
     /// The irq thread of a vector (use_threaded_interrupts), SCHED_FIFO.
     IrqThread(VectorId),
+    /// A CPU's kworker running moderation work items (schedule_work, system_wq).
+    Kworker(CpuId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -401,13 +434,21 @@ impl Thread {
             ThreadKind::Job(_) => (SliceKind::Usr, false),
             ThreadKind::Ksoftirqd(_) => (SliceKind::Ksoftirqd, false),
             ThreadKind::IrqThread(_) => (SliceKind::IrqThread, true),
+            ThreadKind::Kworker(_) => (SliceKind::Sys, false),
         };
         Thread {
             kind,
             cpu,
             pinned: true,
             state: TState::Blocked,
-            vruntime: 0,
+            // A kworker runs a moderation item now and then, so it wakes with
+            // place_entity's whole sleeper credit, its first time too; the other threads
+            // start level with min_vruntime.
+            vruntime: if matches!(kind, ThreadKind::Kworker(_)) {
+                0
+            } else {
+                VRUNTIME_AT_START
+            },
             left: 0,
             step_kind,
             spinning: false,
@@ -485,6 +526,8 @@ pub(crate) enum JobPhase {
     },
     /// Sleeping on an hrtimer for the rate clock or thinktime; starts over on waking.
     Pause,
+    /// A phase of what fio does besides submitting and reaping (model/fio_ctl.rs).
+    Fio(super::fio_ctl::FioPhase),
     /// A virtio notify's exit inside the submit call (model/virtio.rs).
     Kick,
     Done,
@@ -577,6 +620,8 @@ pub(crate) struct Io {
     pub submitted: u64,
     /// Striped media: the unit serving it.
     pub unit: u32,
+    /// The command (model/commands.rs): a read, a write, a trim, a write_mode command.
+    pub cmd: super::commands::Cmd,
 }
 
 pub(crate) struct Device {
@@ -646,6 +691,16 @@ pub(crate) struct Queue {
     /// CQ's interrupts reach its CPU after this latency, not through the host's ports.
     pub local_irq_ns: Option<u64>,
     pub completions: u64,
+    /// RDMA: per command id, the work completions the request still waits for (nvme-rdma
+    /// req->ref: its SEND and its RECV; nvmet-rdma: the command's RECV and the response's
+    /// SEND). Empty: one CQE completes a request.
+    pub wc_ref: Vec<u8>,
+    /// RDMA: handler CPU time for one SEND work completion, ns.
+    pub send_wc_ns: u64,
+    /// SEND work completions among the entries the last poll of this queue took.
+    pub last_sends: u32,
+    /// NVMe over RDMA, host side: per host command id, the target queue's command id.
+    pub peer_tag: Vec<u16>,
     /// virtio-blk: the virtqueue's ring state (model/virtio.rs).
     pub virtio: Option<Box<super::virtio::Vq>>,
 }
@@ -672,6 +727,10 @@ impl Queue {
             target: None,
             local_irq_ns: None,
             completions: 0,
+            wc_ref: Vec::new(),
+            send_wc_ns: 0,
+            last_sends: 0,
+            peer_tag: Vec::new(),
             virtio: None,
         }
     }
@@ -705,6 +764,9 @@ pub(crate) struct Vector {
     /// drivers/dma/idxd/device.c: request_threaded_irq(vector, NULL, idxd_wq_thread, ...)):
     /// irq_default_primary_handler wakes the thread on every interrupt.
     pub default_primary: bool,
+    /// An RDMA CQ polled in softirq (IB_POLL_SOFTIRQ, drivers/infiniband/core/cq.c): the
+    /// hardirq is the EQ's handler, this long, and ib_poll_handler runs from irq_poll.
+    pub ib_eq_ns: Option<u64>,
     /// The adaptive moderator reprogramming this vector's coalescing (lib/dim, irq-am).
     pub moderator: Option<irqlab_core::moderator::Moderator>,
     /// Bytes of the completions reaped since the moderator was last fed.
@@ -730,6 +792,8 @@ pub(crate) enum PortItem {
     Completion { io: IoId, credits: u32 },
     /// An MSI write for a vector.
     Msi { vector: VectorId },
+    /// A SEND work completion's CQE (no data) for command `tag` of a queue.
+    SendWc { queue: QueueId, tag: u16 },
 }
 
 /// A CPU notification on its way from an IIO stack through the socket's router.

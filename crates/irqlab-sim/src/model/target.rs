@@ -30,6 +30,15 @@ impl<O: Observer> Sim<'_, O> {
             debug_assert!(false, "target queue full: the depth check failed");
             return;
         };
+        // nvmet-rdma keeps the command until its response's SEND completes too.
+        if let Some(r) = queue.wc_ref.get_mut(tag as usize) {
+            *r = 2;
+        }
+        let (hq, htag) = (self.ios[io.ix()].queue.ix(), self.ios[io.ix()].tag);
+        if let Some(t) = self.queues[hq].peer_tag.get_mut(htag as usize) {
+            *t = tag;
+        }
+        let queue = &mut self.queues[tq];
         // The NIC fills the receive queue and its CQ; the SQ side is the host's.
         let _ = queue.qp.submit(
             Sqe {
@@ -57,26 +66,41 @@ impl<O: Observer> Sim<'_, O> {
         self.carry_out(v, a);
     }
 
-    /// Handler time for `n` entries of queue `q`: `cqe_ns` each, or on a target queue each
-    /// command's own time (the device's `service_cv` spread around `target.command_ns`).
+    /// Handler time for the `n` entries queue `q`'s last poll took: `cqe_ns` each, or on a
+    /// target queue each command's own time (the device's `service_cv` spread around
+    /// `target.command_ns`); an RDMA SEND work completion `send_wc_ns`.
     pub(crate) fn handler_work_ns(&mut self, q: usize, n: u32) -> u64 {
         let queue = &self.queues[q];
+        // RDMA: the last poll's SEND work completions cost `send_wc_ns` each.
+        let sends = queue.last_sends.min(n);
+        let send_ns = u64::from(sends) * queue.send_wc_ns;
+        let n = n - sends;
         if queue.local_irq_ns.is_none() {
-            return u64::from(n) * queue.cqe_ns;
+            return u64::from(n) * queue.cqe_ns + send_ns;
         }
         let dev = &mut self.devices[queue.device.ix()];
-        match &dev.command_time {
+        let commands = match &dev.command_time {
             Some(t) => (0..n).map(|_| t.draw(&mut dev.rng)).sum(),
             None => u64::from(n) * queue.cqe_ns,
-        }
+        };
+        commands + send_ns
     }
 
-    /// The target answered command `io`: the data and completion capsule reach the host.
+    /// The target answered command `io`: the data and completion capsule reach the host,
+    /// and the host NIC's acknowledgement of the SEND comes back a trip later, when the
+    /// target's CQ gets the SEND's work completion (nvmet-rdma signals it).
     pub(crate) fn target_respond(&mut self, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         let d = self.queues[q].device.ix();
-        let at = self.now + self.devices[d].response_ns.max(1);
-        self.q.push(at, Event::TargetResponse { io });
+        let trip = self.devices[d].response_ns.max(1);
+        self.q.push(self.now + trip, Event::TargetResponse { io });
+        if let Some(tq) = self.queues[q].target
+            && !self.queues[tq.ix()].wc_ref.is_empty()
+        {
+            let tag = self.queues[q].peer_tag[self.ios[io.ix()].tag as usize];
+            self.q
+                .push(self.now + 2 * trip, Event::SendWc { queue: tq, tag });
+        }
     }
 }
 
@@ -133,7 +157,7 @@ fn add_target(
         let tq = QueueId::new(m.queues.len());
         let depth = m.queues[hq].qp.sq.q_depth();
         let qid = (i + 1) as u16;
-        let qp = QueuePair::new(qid, qid, depth)
+        let qp = QueuePair::with_cq_depth(qid, qid, depth, super::build::rdma_cq_depth(depth))
             .map_err(|e| SimError::Platform(format!("{name}: {e}")))?;
         let spec = VectorSpec {
             name: format!("{name}q{qid}"),
@@ -143,10 +167,15 @@ fn add_target(
             group: g,
             rescue_thread: false,
             iv: None,
+            // nvmet-rdma polls its CQs from a workqueue; the model runs the poll in the
+            // hardirq (the command's time is the target's handler work).
+            ib_softirq: false,
         };
         let v = add_vector(spec, m, policy, p)?;
         m.queues.push(Queue {
             local_irq_ns: Some(t.interrupt_ns),
+            wc_ref: vec![0; depth as usize],
+            send_wc_ns: t.send_done_ns.unwrap_or(0),
             ..Queue::new(DeviceId::new(dev_ix), Some(v), qp, t.command_ns)
         });
         m.queues[hq].target = Some(tq);

@@ -124,13 +124,24 @@ impl Topology {
 /// for_each_cpu_wrap(cpu, span, start): the span's CPUs from `start` on, wrapping.
 pub(crate) fn wrap(span: Range<usize>, start: usize) -> impl Iterator<Item = usize> {
     let n = span.len();
-    let first = start.clamp(span.start, span.end.max(1) - 1) - span.start;
+    // An empty span (a level with no CPU there) has nothing to visit.
+    let first = if n == 0 {
+        0
+    } else {
+        start.clamp(span.start, span.end - 1) - span.start
+    };
     (0..n).map(move |i| span.start + (first + i) % n)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapping_an_empty_span_visits_nothing() {
+        assert_eq!(wrap(56..56, 56).count(), 0);
+        assert_eq!(wrap(4..8, 6).collect::<Vec<_>>(), vec![6, 7, 4, 5]);
+    }
 
     fn topo(count: usize, smt: usize, llc: usize, node: usize) -> Topology {
         let text = include_str!("../../../../platforms/example.toml");

@@ -133,6 +133,7 @@ pub(crate) fn add_queue_set(
                 group: g,
                 rescue_thread: false,
                 iv: None,
+                ib_softirq: false,
             };
             Some(add_vector(spec, m, inp.policy, p)?)
         } else {

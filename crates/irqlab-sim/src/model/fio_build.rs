@@ -1,0 +1,474 @@
+//! The last steps of the build for what fio does besides each job's I/O pattern: the
+//! commands' media times (checked against what each job issues), the offload workers
+//! and SQPOLL threads (threads of the model on their CPUs), flow groups, wait_for,
+//! steady state, and cpuio's burn cycle; each refused at its option's line when the
+//! platform cannot run it.
+
+use super::commands::{Cmd, CmdTimes};
+use super::fio_ctl::{FioCtl, FioPhase, FlowGroup, FlowMember, Offload, Role, SqRing, WorkerQueue};
+use super::fio_job::{FioJob, FioRun};
+use super::ids::{CpuId, JobId, QueueId, ThreadId};
+use super::state::*;
+use crate::SimError;
+use crate::platform::Platform;
+use irqlab_fio::{IoEngine, JobSpec, SubmitMode};
+use std::collections::VecDeque;
+
+/// zbd: the most emulated zones a job's range may have here (a write pointer each).
+const MAX_ZONES: u64 = 1 << 20;
+
+/// An error about job `s`'s option `names` (the last one written), at its line.
+fn option_err(s: &JobSpec, names: &[&str], msg: impl Into<String>) -> SimError {
+    let (file, line) = s.option_at(names).unwrap_or((s.file.as_path(), s.line));
+    SimError::Job {
+        file: file.display().to_string(),
+        line,
+        job: s.name.clone(),
+        msg: msg.into(),
+    }
+}
+
+/// The device index of each device group entry, for its group's settings.
+fn group_of(p: &Platform, d: usize) -> &crate::platform::DeviceGroup {
+    let mut first = 0;
+    for g in &p.devices {
+        if d < first + g.count {
+            return g;
+        }
+        first += g.count;
+    }
+    panic!("device {d} is not on the platform")
+}
+
+/// The spec each job (clone) came from, in the build's clone order.
+fn spec_of(specs: &[JobSpec]) -> Vec<(usize, u32)> {
+    specs
+        .iter()
+        .enumerate()
+        .flat_map(|(si, s)| (0..s.numjobs).map(move |k| (si, k)))
+        .collect()
+}
+
+/// Completes the machine `build` made: refuses what the platform cannot run, adds the
+/// helper threads and sets up the run-wide mechanisms.
+pub(crate) fn complete(
+    specs: &[JobSpec],
+    p: &Platform,
+    names: &[String],
+    jobs: &mut Vec<Job>,
+    m: &mut super::build::Machine,
+    fio: &mut FioRun,
+) -> Result<(), SimError> {
+    fio.cmd_times = (0..m.devices.len())
+        .map(|d| CmdTimes::of(group_of(p, d)))
+        .collect();
+    let origin = spec_of(specs);
+    let main = jobs.len();
+    for j in 0..main {
+        let (si, k) = origin[j];
+        check(&specs[si], p, names, &jobs[j], m, fio)?;
+        if specs[si].submit_mode == SubmitMode::Offload {
+            add_workers(&specs[si], k, j, p, jobs, m);
+        }
+        if let Some(sq) = specs[si].sqpoll {
+            add_sq_thread(&specs[si], sq.cpu, j, p, jobs, m);
+        }
+        if let Some(cfg) = specs[si].cpuio
+            && cfg.mode == irqlab_fio::CpuMode::Qsort
+        {
+            jobs[j].fio.ctl.cpuio_cycle_ns = p.engine.cpuio_qsort_ns.ok_or_else(|| {
+                option_err(
+                    &specs[si],
+                    &["cpumode"],
+                    format!(
+                        "cpumode=qsort burns one pass of fio's sort per cycle, and platform '{}' gives no time for it: set engine.cpuio_qsort_ns (or use cpumode=noop with cpuchunks)",
+                        p.name
+                    ),
+                )
+            })?;
+        }
+    }
+    flows(specs, &origin, jobs, fio);
+    zone_maps(specs, &origin, jobs, m, fio)?;
+    wait_for(specs, &origin, jobs, m)?;
+    if let Some(s) = specs.iter().find(|s| s.steadystate.is_some()) {
+        fio.ss_interval_ms = Some(s.ss_interval_ms);
+        Sim::<crate::observer::NoObserver>::steadystate_setup(&mut jobs[..main]);
+    }
+    Ok(())
+}
+
+/// What the platform cannot run for job `j`: a command without a media time, an SQ
+/// thread on a CPU it lacks, a zone map too large.
+fn check(
+    s: &JobSpec,
+    p: &Platform,
+    names: &[String],
+    job: &Job,
+    m: &super::build::Machine,
+    fio: &FioRun,
+) -> Result<(), SimError> {
+    let devices: Vec<usize> = job
+        .queues
+        .iter()
+        .map(|q| m.queues[q.ix()].device.ix())
+        .collect();
+    let mut cmds: Vec<(Cmd, &[&str])> = Vec::new();
+    if s.rw.trims() && s.zbd.is_none() && s.ioengine.has_device() {
+        cmds.push((Cmd::Trim { ranges: 1 }, &["rw"]));
+    }
+    for &(w, _) in &s.write_mix {
+        cmds.push((Cmd::of_write(w), &["write_mode"]));
+    }
+    for (cmd, opt) in cmds {
+        if let Some(&d) = devices.iter().find(|&&d| !fio.cmd_times[d].has(cmd)) {
+            return Err(option_err(
+                s,
+                opt,
+                format!(
+                    "the job issues {} commands and platform '{}' gives {} no media time for them: set devices.N.{} (N its device group)",
+                    match cmd {
+                        Cmd::Trim { .. } => "trim (Dataset Management)",
+                        Cmd::WriteZeroes => "Write Zeroes",
+                        Cmd::WriteUncor => "Write Uncorrectable",
+                        _ => "Verify",
+                    },
+                    p.name,
+                    names[d],
+                    cmd.key()
+                ),
+            ));
+        }
+    }
+    if let Some(sq) = s.sqpoll
+        && let Some(c) = sq.cpu
+        && c >= p.cpu.count
+    {
+        return Err(option_err(
+            s,
+            &["sqthread_poll_cpu"],
+            format!(
+                "sqthread_poll_cpu={c}, but platform '{}' has CPUs 0-{}",
+                p.name,
+                p.cpu.count - 1
+            ),
+        ));
+    }
+    if let Some(z) = s.zbd {
+        if z.zones.is_some_and(|n| n > MAX_ZONES) {
+            return Err(option_err(
+                s,
+                &["size", "zonesize"],
+                format!(
+                    "the job's range holds {} zones; the model keeps a write pointer for at most {MAX_ZONES}: a larger zonesize or a smaller size",
+                    z.zones.unwrap_or(0)
+                ),
+            ));
+        }
+        if s.rw.writes() && z.capacity < s.block_sizes[1].min() {
+            return Err(option_err(
+                s,
+                &["zonecapacity", "zonesize"],
+                format!(
+                    "zone capacity {} is smaller than the minimum block size {} (fio refuses it: ZCAP is less min_bs)",
+                    z.capacity,
+                    s.block_sizes[1].min()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The queue CPU `c` submits to on the device of queue `like` (blk_mq_map_queues:
+/// the queues of a set are contiguous, CPU c takes queue c × nq / ncpu).
+fn queue_for_cpu(m: &super::build::Machine, like: QueueId, c: usize) -> QueueId {
+    let q = &m.queues[like.ix()];
+    let (dev, polled) = (q.device, q.vector.is_none());
+    let set: Vec<usize> = (0..m.queues.len())
+        .filter(|&i| m.queues[i].device == dev && m.queues[i].vector.is_none() == polled)
+        .collect();
+    let ncpu = m.cpus.len();
+    QueueId::new(set[c * set.len() / ncpu])
+}
+
+/// A helper job of `role` on CPU `cpu` with the parent's engine and the queues its CPU
+/// submits to, iodepth 1, statistics only its parent's.
+fn helper_job(
+    s: &JobSpec,
+    parent: usize,
+    role: Role,
+    cpu: usize,
+    phase: super::fio_ctl::FioPhase,
+    jobs: &mut Vec<Job>,
+    m: &mut super::build::Machine,
+) -> usize {
+    let id = jobs.len();
+    m.threads.push(Thread::new(
+        ThreadKind::Job(JobId::new(id)),
+        CpuId::new(cpu),
+    ));
+    let thread = ThreadId::new(m.threads.len() - 1);
+    let p = &jobs[parent];
+    let queues: Vec<QueueId> = p.queues.iter().map(|&q| queue_for_cpu(m, q, cpu)).collect();
+    if p.polled {
+        for &q in &queues {
+            m.queues[q.ix()].spinners.push(thread);
+        }
+    }
+    let mut fio = FioJob::new(s, p.fio.thread_number, p.fio.wave, None, 0);
+    fio.logs = Default::default();
+    fio.ctl = FioCtl::helper(role, s);
+    let job = Job {
+        name: format!("{}:{}", p.name, id),
+        groupid: p.groupid,
+        options: Vec::new(),
+        thread,
+        engine: p.engine,
+        submitter: None,
+        usr_io: 0,
+        queues,
+        devices: p.devices.clone(),
+        next_file: 0,
+        iodepth: 1,
+        batch_submit: 1,
+        complete_min: 1,
+        complete_max: 1,
+        polled: p.polled,
+        hybrid: p.hybrid,
+        ramp_end: 0,
+        end: None,
+        io_limit: None,
+        issued: 0,
+        outstanding: 0,
+        ready: VecDeque::new(),
+        waiting_for: 0,
+        phase: JobPhase::Fio(phase),
+        batch_start: 0,
+        hybrid_poll: irqlab_core::hybrid::HybridPoll::new(),
+        last_submit: 0,
+        finished_at: 0,
+        read: DirStats::default(),
+        write: DirStats::default(),
+        usr: 0,
+        sys: 0,
+        ctx: 0,
+        migrations: 0,
+        depth_level: [0; 7],
+        fio: Box::new(fio),
+    };
+    jobs.push(job);
+    id
+}
+
+/// The CPUs job clone `k` of `s` may run on.
+fn allowed(s: &JobSpec, k: u32, p: &Platform) -> Vec<usize> {
+    s.clone_cpus(k)
+        .unwrap_or_else(|| (0..p.cpu.count).collect())
+}
+
+/// rate_submit_init: `iodepth` workers. They inherit the job's CPU affinity; created
+/// from a busy thread, each goes to the next CPU of its set (fork balancing picks an
+/// idle one), round robin from the job's.
+fn add_workers(
+    s: &JobSpec,
+    k: u32,
+    j: usize,
+    p: &Platform,
+    jobs: &mut Vec<Job>,
+    m: &mut super::build::Machine,
+) {
+    let set = allowed(s, k, p);
+    let home = m.threads[jobs[j].thread.ix()].cpu.ix();
+    let pos = set.iter().position(|&c| c == home).unwrap_or(0);
+    let mut workers = Vec::new();
+    for w in 0..jobs[j].iodepth as usize {
+        let cpu = set[(pos + 1 + w) % set.len()];
+        let id = helper_job(
+            s,
+            j,
+            Role::Worker {
+                parent: JobId::new(j),
+            },
+            cpu,
+            FioPhase::Idle,
+            jobs,
+            m,
+        );
+        jobs[id].fio.ctl.worker = Some(WorkerQueue::default());
+        workers.push(JobId::new(id));
+    }
+    jobs[j].fio.ctl.offload = Some(Offload {
+        workers,
+        next_free: 0,
+        seq: 0,
+    });
+}
+
+/// io_uring_setup with IORING_SETUP_SQPOLL: the ring's kernel thread, on
+/// sqthread_poll_cpu (IORING_SETUP_SQ_AFF) or else any CPU (io_sq_thread allows every
+/// online one): the one after the job's, where the balancer would move a spinning
+/// thread off its creator's. With hipri the thread polls, and the job does not.
+fn add_sq_thread(
+    s: &JobSpec,
+    cpu: Option<usize>,
+    j: usize,
+    p: &Platform,
+    jobs: &mut Vec<Job>,
+    m: &mut super::build::Machine,
+) {
+    let home = m.threads[jobs[j].thread.ix()].cpu.ix();
+    let cpu = cpu.unwrap_or((home + 1) % p.cpu.count);
+    let iopoll = jobs[j].polled;
+    let id = helper_job(
+        s,
+        j,
+        Role::SqThread {
+            owner: JobId::new(j),
+        },
+        cpu,
+        FioPhase::SqLoop,
+        jobs,
+        m,
+    );
+    // The job spins on its CQ ring instead of polling the device's queues.
+    let owner_thread = jobs[j].thread;
+    for &q in &jobs[j].queues {
+        m.queues[q.ix()].spinners.retain(|&t| t != owner_thread);
+    }
+    jobs[j].polled = false;
+    jobs[j].hybrid = false;
+    jobs[id].hybrid = false;
+    jobs[j].fio.ctl.ring = Some(SqRing {
+        thread: Some(JobId::new(id)),
+        iopoll,
+        ..SqRing::default()
+    });
+}
+
+/// Each device's emulated zones, from the zoned jobs that write it (one zone size per
+/// device, as fio's zbd_info per file has).
+fn zone_maps(
+    specs: &[JobSpec],
+    origin: &[(usize, u32)],
+    jobs: &[Job],
+    m: &super::build::Machine,
+    fio: &mut FioRun,
+) -> Result<(), SimError> {
+    fio.zone_maps = vec![None; m.devices.len()];
+    for d in 0..m.devices.len() {
+        let mut cfgs: Vec<(usize, irqlab_fio::Zbd)> = Vec::new();
+        for (j, &(si, _)) in origin.iter().enumerate() {
+            let Some(z) = specs[si].zbd else {
+                continue;
+            };
+            if jobs[j]
+                .queues
+                .iter()
+                .any(|q| m.queues[q.ix()].device.ix() == d)
+            {
+                cfgs.push((si, z));
+            }
+        }
+        let Some(&(_, first)) = cfgs.first() else {
+            continue;
+        };
+        if let Some(&(si, _)) = cfgs.iter().find(|(_, z)| z.zone_bytes != first.zone_bytes) {
+            return Err(option_err(
+                &specs[si],
+                &["zonesize"],
+                "a zonesize other than that of the other zoned jobs of its device: fio keeps one zone size per file",
+            ));
+        }
+        let list: Vec<irqlab_fio::Zbd> = cfgs.iter().map(|c| c.1).collect();
+        fio.zone_maps[d] = Some(super::zbd::ZoneMap::of(&list));
+    }
+    Ok(())
+}
+
+/// flow.c flow_init_job: every job with a weight joins its flow id's group (its weight
+/// counted from the start, as fio counts it when the job is added).
+fn flows(specs: &[JobSpec], origin: &[(usize, u32)], jobs: &mut [Job], fio: &mut FioRun) {
+    for (j, &(si, _)) in origin.iter().enumerate() {
+        let Some(f) = specs[si].flow else {
+            continue;
+        };
+        let g = match fio.flows.iter().position(|g| g.id == f.id) {
+            Some(g) => g,
+            None => {
+                fio.flows.push(FlowGroup {
+                    id: f.id,
+                    counter: 1,
+                    total_weight: 0,
+                    members: Vec::new(),
+                });
+                fio.flows.len() - 1
+            }
+        };
+        fio.flows[g].total_weight += u64::from(f.weight);
+        fio.flows[g].members.push(JobId::new(j));
+        jobs[j].fio.ctl.flow = Some(FlowMember {
+            group: g,
+            weight: f.weight,
+            counter: 0,
+            sleep_ns: f.sleep_ns,
+        });
+    }
+}
+
+/// wait_for: the clones of the named job; a job that waits does not start at time 0.
+fn wait_for(
+    specs: &[JobSpec],
+    origin: &[(usize, u32)],
+    jobs: &mut [Job],
+    m: &mut super::build::Machine,
+) -> Result<(), SimError> {
+    for (j, &(si, _)) in origin.iter().enumerate() {
+        let Some(name) = &specs[si].wait_for else {
+            continue;
+        };
+        // The parser checked it names one job above (init.c wait_for_ok).
+        let Some(above) = (0..si).find(|&o| specs[o].name == *name) else {
+            return Err(option_err(
+                &specs[si],
+                &["wait_for"],
+                format!("waitee job {name} unknown: wait_for names a job defined above this one"),
+            ));
+        };
+        let waitees: Vec<JobId> = origin
+            .iter()
+            .enumerate()
+            .filter(|&(_, &(osi, _))| osi == above)
+            .map(|(o, _)| JobId::new(o))
+            .collect();
+        jobs[j].fio.ctl.wait_for = waitees;
+        // It starts when they have exited (job.rs start_waiters), not with its wave.
+        let job = &mut jobs[j];
+        if job.fio.started {
+            job.fio.started = false;
+            job.end = None;
+            m.threads[job.thread.ix()].start_runnable = false;
+        }
+    }
+    Ok(())
+}
+
+impl FioCtl {
+    /// A helper's state: its role, with none of the job's own mechanisms.
+    pub fn helper(role: Role, s: &JobSpec) -> FioCtl {
+        let mut ctl = FioCtl::of(s, &[0; irqlab_fio::seeds::RAND_NR_OFFS]);
+        ctl.role = role;
+        ctl.rate_min = None;
+        ctl.lat = None;
+        ctl.max_latency_ns = None;
+        ctl.ss = None;
+        ctl.zones = None;
+        ctl.cpuio = None;
+        ctl.exit = irqlab_fio::ExitRule::default();
+        ctl.disable_slat = false;
+        if s.ioengine == IoEngine::Null {
+            ctl.sync_trims = false;
+        }
+        ctl
+    }
+}
