@@ -61,10 +61,11 @@ $(PYENV)/.installed: crates/irqlab-py/requirements-dev.txt
 stress:
 	$(CARGO) test -p irqlab-rt --release --test stress
 
-# loom explores every interleaving of the posted-descriptor protocol; it needs --cfg loom
+# loom explores every interleaving of the posted-descriptor protocol, a vector moving
+# between CPUs while posted, and the NVMe completion ring; it needs --cfg loom
 # and its own target directory so it does not invalidate the normal build.
 loom:
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p irqlab-core --release --test loom_posted --test nvme_loom_cq
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p irqlab-core --release --test loom_posted --test nvme_loom_cq --test loom_migrate
 
 # The fuzz targets (fio parser, platform loader, whole simulations; scenario loader and
 # `irqlab run` through the command) with fresh seeds for about FUZZ_SECS seconds in all:

@@ -2,10 +2,10 @@
 //! handler's demux, against remapped delivery of the same messages.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use irqlab_core::delivery::{DeliveryPath, RemappedTarget};
 use irqlab_core::posted::{
     MAX_POSTED_MSI_COALESCING_LOOP, POSTED_MSI_NOTIFICATION_VECTOR, PiDesc, handle_notification,
 };
-use irqlab_core::remapped::{Deliver, RemappedTarget};
 use std::hint::black_box;
 
 /// k distinct device vectors spread over the PIR words, as queues of several disks.
@@ -50,13 +50,13 @@ fn remapped_deliver(c: &mut Criterion) {
     let mut g = c.benchmark_group("remapped_deliver");
     for k in [1usize, 16] {
         let vs = burst(k);
-        let t = RemappedTarget::new(0);
+        let t = DeliveryPath::Remapped(RemappedTarget::new(0));
         g.throughput(Throughput::Elements(k as u64));
         g.bench_with_input(BenchmarkId::from_parameter(k), &vs, |b, vs| {
             b.iter(|| {
                 let mut n = 0u32;
                 for &v in vs {
-                    n += u32::from(t.deliver(black_box(v)).is_some());
+                    n += u32::from(t.post(black_box(v)).notify.is_some());
                 }
                 black_box(n)
             })

@@ -6,6 +6,10 @@
 //! Step-wise, so the caller can spend virtual time in each `poll`:
 //! [`IrqPollCpu::start_softirq`], then [`IrqPollCpu::next_poll`] / [`IrqPollCpu::poll_done`]
 //! until `next_poll` returns `None`, then [`IrqPollCpu::finish`] (true = re-raised).
+//!
+//! [`IrqPollUntil::Resched`] is Sagi Grimberg's variant from the 2019 flood-detection
+//! thread (as issue 22 quotes it; the diff itself is not in the stored material): no
+//! budget and no jiffy window, the softirq polls until need_resched().
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -89,6 +93,25 @@ struct Instance {
     disable: bool,
 }
 
+/// When an IRQ_POLL softirq run stops with instances still listed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IrqPollUntil {
+    /// lib/irq_poll.c: the shared budget is spent or the jiffy changed.
+    #[default]
+    Budget,
+    /// Sagi Grimberg's variant: until need_resched().
+    Resched,
+}
+
+impl std::fmt::Display for IrqPollUntil {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            IrqPollUntil::Budget => "budget",
+            IrqPollUntil::Resched => "resched",
+        })
+    }
+}
+
 /// Why a softirq run stopped with instances still listed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
@@ -98,6 +121,8 @@ pub enum StopReason {
     BudgetExhausted,
     /// `time_after(jiffies, start_time)`: re-raised.
     TimeLimit,
+    /// [`IrqPollUntil::Resched`]: need_resched() was set; re-raised.
+    NeedResched,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -119,6 +144,8 @@ pub struct IrqPollCounters {
     pub completions: u64,
     pub budget_exhausted: u64,
     pub time_limit: u64,
+    /// Runs that stopped on need_resched ([`IrqPollUntil::Resched`]).
+    pub need_resched: u64,
 }
 
 /// The per-CPU `blk_cpu_iopoll` list, its instances and the IRQ_POLL softirq's state.
@@ -127,6 +154,7 @@ pub struct IrqPollCpu {
     instances: Vec<Instance>,
     list: VecDeque<IrqPollId>,
     budget: u32,
+    until: IrqPollUntil,
     softirq_pending: bool,
     run: Option<Run>,
     counters: IrqPollCounters,
@@ -150,9 +178,18 @@ impl IrqPollCpu {
             instances: Vec::new(),
             list: VecDeque::new(),
             budget,
+            until: IrqPollUntil::Budget,
             softirq_pending: false,
             run: None,
             counters: IrqPollCounters::default(),
+        }
+    }
+
+    /// The kernel's per-CPU state with the stop rule `until`.
+    pub fn with_until(until: IrqPollUntil) -> IrqPollCpu {
+        IrqPollCpu {
+            until,
+            ..IrqPollCpu::default()
         }
     }
 
@@ -268,10 +305,21 @@ impl IrqPollCpu {
 
     /// The loop head: the next instance to poll with its weight, or `None` when the run is
     /// over (list empty, budget spent, or the jiffy changed). Call [`IrqPollCpu::finish`]
-    /// after `None`.
+    /// after `None`. The same as [`IrqPollCpu::next_poll_checked`] with need_resched clear.
     pub fn next_poll(
         &mut self,
         now_jiffies: u64,
+    ) -> Result<Option<(IrqPollId, u32)>, IrqPollError> {
+        self.next_poll_checked(now_jiffies, false)
+    }
+
+    /// The loop head, with TIF_NEED_RESCHED as the CPU has it now: the run ends on the
+    /// budget and the jiffy ([`IrqPollUntil::Budget`], which ignores `need_resched`) or on
+    /// `need_resched` alone ([`IrqPollUntil::Resched`]).
+    pub fn next_poll_checked(
+        &mut self,
+        now_jiffies: u64,
+        need_resched: bool,
     ) -> Result<Option<(IrqPollId, u32)>, IrqPollError> {
         let run = self.run.as_mut().ok_or(IrqPollError::NoSoftirqRunning)?;
         if let Some(id) = run.polling {
@@ -284,14 +332,21 @@ impl IrqPollCpu {
             run.stop = Some(StopReason::Empty);
             return Ok(None);
         };
-        // "If softirq window is exhausted then punt": budget, or any jiffy tick.
-        if run.budget <= 0 {
-            run.stop = Some(StopReason::BudgetExhausted);
-            return Ok(None);
-        }
-        if now_jiffies > run.start_jiffies {
-            run.stop = Some(StopReason::TimeLimit);
-            return Ok(None);
+        match self.until {
+            // "If softirq window is exhausted then punt": budget, or any jiffy tick.
+            IrqPollUntil::Budget if run.budget <= 0 => {
+                run.stop = Some(StopReason::BudgetExhausted);
+                return Ok(None);
+            }
+            IrqPollUntil::Budget if now_jiffies > run.start_jiffies => {
+                run.stop = Some(StopReason::TimeLimit);
+                return Ok(None);
+            }
+            IrqPollUntil::Resched if need_resched => {
+                run.stop = Some(StopReason::NeedResched);
+                return Ok(None);
+            }
+            IrqPollUntil::Budget | IrqPollUntil::Resched => {}
         }
         run.polling = Some(head);
         // Listed implies SCHED (enable refuses listed instances), so the poll always runs.
@@ -360,6 +415,10 @@ impl IrqPollCpu {
             }
             StopReason::TimeLimit => {
                 self.counters.time_limit += 1;
+                true
+            }
+            StopReason::NeedResched => {
+                self.counters.need_resched += 1;
                 true
             }
         };

@@ -1,21 +1,10 @@
 //! The policy choices a run is made under. Both engines take a [`Policy`]; the command
 //! line builds one, and reports print it back with [`Policy::describe`].
 
+pub use crate::delivery::Delivery;
+use crate::irq_poll::IrqPollUntil;
+use crate::nvme::CoalescingDisable;
 use std::fmt;
-
-/// How a device's completion message reaches a CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delivery {
-    /// VT-d remapped MSI: every message is a CPU notification (IR-PCI-MSIX).
-    Remapped,
-    /// Posted MSI (arch/x86/kernel/irq.c): PIR bit plus a notification only while ON is
-    /// clear; `max_loop` is MAX_POSTED_MSI_COALESCING_LOOP (3 in the kernel).
-    Posted { max_loop: u32 },
-    /// No interrupts: the submitter polls its completion queue (nvme poll_queues + hipri).
-    Polled,
-    /// io_uring hybrid IOPOLL: sleep half the fastest observed completion time, then poll.
-    Hybrid,
-}
 
 /// What the device itself does before raising a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +44,28 @@ pub enum HandlerStyle {
     /// Reap up to `budget` CQEs in hardirq, then mask and hand over to irq_poll with
     /// `weight` (Sagi's 2019 proposal, NVME_POLL_BUDGET_IRQ 256).
     IrqPoll { budget: u32, weight: u32 },
+    /// NAPI's shape with its interrupt deferral: the hardirq handler masks and schedules
+    /// the poll (weight `weight`), and napi_complete_done keeps the IRQ masked for up to
+    /// `defer_hard_irqs` empty polls, re-polling after `gro_flush_timeout_ns`
+    /// (net/core/dev.c; [`crate::napi_defer`]).
+    NapiDefer {
+        weight: u32,
+        defer_hard_irqs: u32,
+        gro_flush_timeout_ns: u64,
+    },
+}
+
+impl HandlerStyle {
+    /// Whether the handler hands work to a poll function on the IRQ_POLL softirq, and
+    /// with which weight.
+    pub fn poll_weight(self) -> Option<u32> {
+        match self {
+            HandlerStyle::IrqPoll { weight, .. } | HandlerStyle::NapiDefer { weight, .. } => {
+                Some(weight)
+            }
+            HandlerStyle::Hardirq | HandlerStyle::Threaded => None,
+        }
+    }
 }
 
 /// Every policy choice of one run.
@@ -64,6 +75,11 @@ pub struct Policy {
     pub coalescing: DeviceCoalescing,
     pub moderator: ModeratorKind,
     pub handler: HandlerStyle,
+    /// Feature 09h: the interrupt vectors whose Coalescing Disable bit is set (empty: none).
+    pub coalescing_disable: CoalescingDisable,
+    /// When the IRQ_POLL softirq stops polling (the kernel's budget and jiffy, or Sagi
+    /// Grimberg's variant that polls until need_resched).
+    pub irq_poll_until: IrqPollUntil,
     /// Ming Lei's 2019 patch: after a batch submission, trylock the CQ and reap it.
     pub reap_after_submit: bool,
     /// The 2019 softirq flood detector: move a flooded vector's work to a thread.
@@ -78,6 +94,8 @@ impl Default for Policy {
             coalescing: DeviceCoalescing::Off,
             moderator: ModeratorKind::None,
             handler: HandlerStyle::Hardirq,
+            coalescing_disable: CoalescingDisable::default(),
+            irq_poll_until: IrqPollUntil::Budget,
             reap_after_submit: false,
             flood_detection: false,
         }
@@ -85,32 +103,35 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// The choices as key=value pairs in a stable order, for reports.
+    /// The choices as key=value pairs in a stable order, for reports. A choice added
+    /// after the first reports is listed only when it is not the default, so a run that
+    /// does not use it reports what it always did.
     pub fn describe(&self) -> Vec<(String, String)> {
         let mut out = vec![("delivery".to_string(), self.delivery.to_string())];
-        if let Delivery::Posted { max_loop } = self.delivery {
+        if let Some((mode, max_loop)) = self.delivery.posted_mode() {
             out.push(("max_loop".into(), max_loop.to_string()));
+            if mode != crate::delivery::posted::KERNEL {
+                out.push(("notification".into(), mode.name.to_string()));
+            }
         }
         out.push(("coalescing".into(), self.coalescing.to_string()));
+        if !self.coalescing_disable.is_empty() {
+            out.push((
+                "coalescing_disable".into(),
+                self.coalescing_disable.to_string(),
+            ));
+        }
         out.push(("moderator".into(), self.moderator.to_string()));
         out.push(("handler".into(), self.handler.to_string()));
+        if self.irq_poll_until != IrqPollUntil::Budget {
+            out.push(("irq_poll_until".into(), self.irq_poll_until.to_string()));
+        }
         out.push((
             "reap_after_submit".into(),
             self.reap_after_submit.to_string(),
         ));
         out.push(("flood_detection".into(), self.flood_detection.to_string()));
         out
-    }
-}
-
-impl fmt::Display for Delivery {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Delivery::Remapped => "remapped",
-            Delivery::Posted { .. } => "posted",
-            Delivery::Polled => "polled",
-            Delivery::Hybrid => "hybrid",
-        })
     }
 }
 
@@ -146,6 +167,14 @@ impl fmt::Display for HandlerStyle {
             HandlerStyle::IrqPoll { budget, weight } => {
                 write!(f, "irq_poll:budget={budget},weight={weight}")
             }
+            HandlerStyle::NapiDefer {
+                weight,
+                defer_hard_irqs,
+                gro_flush_timeout_ns,
+            } => write!(
+                f,
+                "napi_defer:weight={weight},defer_hard_irqs={defer_hard_irqs},gro_flush_timeout_ns={gro_flush_timeout_ns}"
+            ),
         }
     }
 }

@@ -59,11 +59,21 @@ impl PiDesc {
     /// unless ON or SN is already set. Returns true when a notification must be sent to
     /// NDST with vector NV (ON went 0 -> 1); false when the post was coalesced.
     pub fn post(&self, vector: u8) -> bool {
+        self.post_vector(vector).notify
+    }
+
+    /// [`PiDesc::post`] with everything the update found: whether the vector's PIR bit
+    /// was set already (the message merged with a pending one: pi_test_and_set_pir's
+    /// old value) and whether ON went 0 -> 1 (a notification is due).
+    pub fn post_vector(&self, vector: u8) -> PostOutcome {
         let (word, bit) = vector_bit(vector);
-        self.pir[word].fetch_or(bit, Ordering::AcqRel);
+        let old = self.pir[word].fetch_or(bit, Ordering::AcqRel);
         // Pairs with the fence after pi_clear_on in the handler (store-buffering pattern).
         fence(Ordering::SeqCst);
-        self.test_and_set_on()
+        PostOutcome {
+            merged: old & bit != 0,
+            notify: self.test_and_set_on(),
+        }
     }
 
     /// ON test-and-set, refused while SN is set (VT-d posted-interrupt semantics).
@@ -131,6 +141,20 @@ impl PiDesc {
         [0, 1, 2, 3].map(|i| self.pir[i].load(Ordering::Acquire))
     }
 
+    /// pi_pending_this_cpu(vector): the vector's PIR bit is set (arch/x86/include/asm/
+    /// posted_intr.h; the vector cleanup and fixup_irqs ask it, arch/x86/kernel/irq.c).
+    pub fn is_pending(&self, vector: u8) -> bool {
+        let (word, bit) = vector_bit(vector);
+        self.pir[word].load(Ordering::Acquire) & bit != 0
+    }
+
+    /// Takes one vector's PIR bit, returning whether it was set: fixup_irqs on a CPU going
+    /// offline moves a pending vector to its new target instead of handling it here.
+    pub fn take_vector(&self, vector: u8) -> bool {
+        let (word, bit) = vector_bit(vector);
+        self.pir[word].fetch_and(!bit, Ordering::AcqRel) & bit != 0
+    }
+
     /// Any PIR bit set (pi_pending_this_cpu for any vector). A CPU thread that is about to
     /// sleep re-checks this after arming its wake-up.
     pub fn has_pending(&self) -> bool {
@@ -149,6 +173,15 @@ impl PiDesc {
         }
         copy
     }
+}
+
+/// What one post into a descriptor found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostOutcome {
+    /// The vector's PIR bit was set already: this message merged with a pending one.
+    pub merged: bool,
+    /// ON went 0 -> 1: a notification to NDST on NV is due.
+    pub notify: bool,
 }
 
 /// Where `vector` sits in a 256-bit vector bitmap (the PIR, the local APIC's IRR): its

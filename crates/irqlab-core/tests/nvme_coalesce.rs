@@ -2,8 +2,8 @@
 
 use irqlab_core::DeviceCoalescing;
 use irqlab_core::nvme::{
-    CoalesceParams, DeviceIrq, Fire, FireCause, Hint, IrqCoalescing, IrqDecision, IrqVectorConfig,
-    NvmeCoalescer,
+    CoalesceParams, CoalescingDisable, DeviceIrq, Fire, FireCause, Hint, IrqCoalescing,
+    IrqDecision, IrqVectorConfig, NvmeCoalescer,
 };
 
 #[test]
@@ -197,6 +197,42 @@ fn device_irq_follows_the_policy() {
         "withheld completions go out with the switch"
     );
     assert!(matches!(cal, DeviceIrq::Nvme(_)));
+}
+
+#[test]
+fn feature_09h_cd_makes_one_vector_fire_every_completion_under_08h_aggregation() {
+    let mut cd = CoalescingDisable::default();
+    cd.insert(3).unwrap();
+    assert!(cd.insert(2048).is_err(), "beyond the MSI-X table");
+    assert_eq!(cd.to_string(), "3");
+    let agg = DeviceCoalescing::Nvme {
+        thr: 3,
+        time_100us: 1,
+    };
+    // Vector 3 has CD set: every completion fires at once.
+    let mut v3 = DeviceIrq::for_vector(agg, cd.config(3));
+    for t in 0..3 {
+        assert_eq!(
+            v3.on_completion(t, Hint::None),
+            fire(1, FireCause::Immediate)
+        );
+    }
+    // Vector 1 keeps the aggregation: the first completion arms the timer.
+    let mut v1 = DeviceIrq::for_vector(agg, cd.config(1));
+    assert!(matches!(
+        v1.on_completion(0, Hint::None),
+        IrqDecision::ArmTimer { .. }
+    ));
+    // CD means nothing without 08h aggregation.
+    let mut off = DeviceIrq::for_vector(DeviceCoalescing::Off, cd.config(3));
+    assert_eq!(
+        off.on_completion(0, Hint::None),
+        fire(1, FireCause::Immediate)
+    );
+    assert_eq!(
+        IrqVectorConfig::from_cdw11(cd.config(3).cdw11()),
+        IrqVectorConfig { iv: 3, cd: true }
+    );
 }
 
 #[test]

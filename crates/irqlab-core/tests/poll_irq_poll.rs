@@ -2,7 +2,7 @@
 //! by weight, disable/enable.
 
 use irqlab_core::irq_poll::{
-    IRQ_POLL_BUDGET, IrqPollCpu, IrqPollError, IrqPollId, StopReason, jiffies,
+    IRQ_POLL_BUDGET, IrqPollCpu, IrqPollError, IrqPollId, IrqPollUntil, StopReason, jiffies,
 };
 
 /// Runs one softirq at a fixed jiffy where every poll consumes its whole weight.
@@ -163,4 +163,37 @@ fn disable_waits_for_the_softirq_to_let_go_then_blocks_scheduling() {
     cpu.enable(a).unwrap();
     assert_eq!(cpu.enable(a), Err(IrqPollError::EnableWithoutSched(a)));
     assert!(cpu.sched(a).unwrap());
+}
+
+#[test]
+fn sagis_variant_polls_past_the_budget_and_the_jiffy_until_need_resched() {
+    let mut cpu = IrqPollCpu::with_until(IrqPollUntil::Resched);
+    let a = cpu.init(64).unwrap();
+    cpu.sched(a).unwrap();
+    cpu.start_softirq(10).unwrap();
+    // Ten full polls: 640 CQEs, past the 256 budget, and across two jiffies.
+    for jiffy in 10..20 {
+        let (id, weight) = cpu.next_poll_checked(jiffy / 5, false).unwrap().unwrap();
+        cpu.poll_done(id, weight, false).unwrap();
+    }
+    assert_eq!(
+        cpu.next_poll_checked(99, true).unwrap(),
+        None,
+        "need_resched"
+    );
+    let (rearm, stop, work) = cpu.finish().unwrap();
+    assert_eq!((rearm, stop, work), (true, StopReason::NeedResched, 640));
+    assert_eq!(cpu.counters().need_resched, 1);
+    // The kernel's rule ignores need_resched inside the run and stops on the budget.
+    let mut kernel = IrqPollCpu::default();
+    let b = kernel.init(64).unwrap();
+    kernel.sched(b).unwrap();
+    kernel.start_softirq(10).unwrap();
+    let mut polls = 0;
+    while let Some((id, weight)) = kernel.next_poll_checked(10, true).unwrap() {
+        kernel.poll_done(id, weight, false).unwrap();
+        polls += 1;
+    }
+    assert_eq!(polls, 4);
+    assert_eq!(kernel.finish().unwrap().1, StopReason::BudgetExhausted);
 }

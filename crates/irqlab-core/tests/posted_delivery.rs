@@ -1,8 +1,9 @@
 //! Remapped and posted delivery behind one interface.
 
 use irqlab_core::Delivery;
+use irqlab_core::delivery::remapped::RemappedStats;
+use irqlab_core::delivery::{DeliveryPath, Notification, PostedPath, RemappedTarget, posted};
 use irqlab_core::posted::{POSTED_MSI_NOTIFICATION_VECTOR, PiDesc, vector_bit};
-use irqlab_core::remapped::{Deliver, DeliveryPath, Notification, RemappedStats, RemappedTarget};
 use proptest::prelude::*;
 
 #[test]
@@ -10,7 +11,7 @@ fn remapped_notifies_with_the_device_vector_every_time() {
     let path = DeliveryPath::Remapped(RemappedTarget::new(2));
     for _ in 0..3 {
         assert_eq!(
-            path.deliver(0x41),
+            path.post(0x41).notify,
             Some(Notification {
                 vector: 0x41,
                 dest: 2
@@ -22,15 +23,15 @@ fn remapped_notifies_with_the_device_vector_every_time() {
 
 #[test]
 fn posted_notifies_once_with_the_notification_vector() {
-    let path = DeliveryPath::Posted(PiDesc::new(POSTED_MSI_NOTIFICATION_VECTOR, 5));
+    let path = DeliveryPath::Posted(PostedPath::new(posted::KERNEL, 3, 5));
     assert_eq!(
-        path.deliver(0x41),
+        path.post(0x41).notify,
         Some(Notification {
             vector: 0xeb,
             dest: 5
         })
     );
-    assert_eq!(path.deliver(0x42), None);
+    assert_eq!(path.post(0x42).notify, None);
     let pid = path.pi_desc().unwrap();
     assert!(pid.on());
     assert_eq!(pid.pending_words()[1], (1 << 1) | (1 << 2));
@@ -43,7 +44,7 @@ fn the_path_follows_the_delivery_policy() {
     assert_eq!((pid.nv(), pid.ndst()), (POSTED_MSI_NOTIFICATION_VECTOR, 7));
     let remapped = DeliveryPath::for_delivery(Delivery::Remapped, 7).unwrap();
     assert!(!remapped.is_posted());
-    assert_eq!(remapped.deliver(0x41).map(|n| n.dest), Some(7));
+    assert_eq!(remapped.post(0x41).notify.map(|n| n.dest), Some(7));
     assert!(DeliveryPath::for_delivery(Delivery::Polled, 7).is_none());
     assert!(DeliveryPath::for_delivery(Delivery::Hybrid, 7).is_none());
 }
@@ -62,7 +63,7 @@ proptest! {
         let t = RemappedTarget::new(0);
         let mut stats = RemappedStats::default();
         for v in &vs {
-            let n = t.deliver(*v);
+            let n = Some(t.notification(*v));
             prop_assert_eq!(n.map(|n| n.vector), Some(*v));
             stats.record(n);
         }

@@ -5,6 +5,7 @@
 
 pub mod budget;
 mod error;
+pub mod events;
 pub mod locate;
 pub mod policy;
 pub mod shape;
@@ -13,8 +14,12 @@ pub mod topology;
 
 pub use budget::BudgetArgs;
 pub use error::InputError;
+pub use events::EventArgs;
 pub use locate::{find_dir, resolve_platform};
-pub use policy::{DeliveryArg, HandlerArg, ModeratorArg, PolicyArgs, PolicyKey, parse_policy};
+pub use policy::{
+    DeliveryArg, HandlerArg, IrqPollUntilArg, ModeratorArg, NotificationArg, PolicyArgs, PolicyKey,
+    parse_policy,
+};
 pub use shape::{MapRule, RunShape, ShapeArgs, Shaped, shape_jobs};
 pub use source::{Inputs, JobSource};
 pub use topology::{Topology, TopologyArgs, disks_used};

@@ -33,7 +33,7 @@ pub enum ObserveError {
     /// The `--timeline-compare` run failed.
     Compare(SimError),
     /// The real-thread runtime refused or failed the run.
-    Runtime(String),
+    Runtime(irqlab_rt::RtError),
     /// The runtime's monitor thread panicked.
     MonitorPanicked,
 }
@@ -61,7 +61,7 @@ impl fmt::Display for ObserveError {
             ObserveError::Option(m) => f.write_str(m),
             ObserveError::Sim(e) => write!(f, "{e}"),
             ObserveError::Compare(e) => write!(f, "--timeline-compare: {e}"),
-            ObserveError::Runtime(m) => f.write_str(m),
+            ObserveError::Runtime(e) => write!(f, "{e}"),
             ObserveError::MonitorPanicked => f.write_str("the monitor thread panicked"),
         }
     }

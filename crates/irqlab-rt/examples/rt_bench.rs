@@ -65,7 +65,7 @@ fn measure(job: &str, secs: u64, policy: &Policy) -> Result<Figures, String> {
     let text = job.replacen("time_based\n", &format!("time_based\nruntime={secs}s\n"), 1);
     let jobs =
         irqlab_fio::parse_str(&text, Path::new("rt_bench.fio")).map_err(|e| e.to_string())?;
-    let r = run(&jobs, policy, &RtConfig::default())?;
+    let r = run(&jobs, policy, &RtConfig::default()).map_err(|e| e.to_string())?;
     let ios: u64 = r.jobs.iter().map(|j| j.read.total_ios).sum();
     // Several jobs (C1): IOPS add up, the mean latency is weighted by I/Os.
     let clat_sum: f64 = r

@@ -16,24 +16,17 @@ pub fn thread_cpu_ns() -> u64 {
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Spins until `deadline_ns`: sleeping is far too coarse (timer slack alone is 50 µs) for
-/// the sub-100 µs media latencies the controllers emulate.
-pub fn spin_until(deadline_ns: u64) {
-    while now_ns() < deadline_ns {
-        std::hint::spin_loop();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn clock_is_monotonic_and_spin_waits_at_least_the_deadline() {
-        let a = now_ns();
-        spin_until(a + 200_000);
-        let b = now_ns();
-        assert!(b >= a + 200_000, "spun {} ns", b - a);
-        assert!(now_ns() >= b);
+    fn the_clocks_move_forward() {
+        let (a, c) = (now_ns(), thread_cpu_ns());
+        let mut x = 0u64;
+        for i in 0..100_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        assert!(now_ns() > a && thread_cpu_ns() >= c, "{x}");
     }
 }

@@ -1,9 +1,11 @@
 //! The runtime's own settings (thread counts, placement, media), beside the policy.
 
+use crate::error::RtError;
 use crate::file_media::DEFAULT_CREATE_BYTES;
 use crate::live::LiveCounters;
 use crate::media::{Media, MediaModel};
 use irqlab_core::StopFlag;
+use irqlab_core::delivery::AffinityEvent;
 use irqlab_core::{HandlerStyle, ModeratorKind, Policy};
 use std::sync::Arc;
 
@@ -33,6 +35,8 @@ pub struct RtConfig {
     pub live: Option<Arc<LiveCounters>>,
     /// Set from another thread to stop the run early (its report says so).
     pub stop: StopFlag,
+    /// Affinity changes and CPUs going offline at given times (`--event`).
+    pub events: Vec<AffinityEvent>,
 }
 
 impl Default for RtConfig {
@@ -52,29 +56,40 @@ impl Default for RtConfig {
             media_size: DEFAULT_CREATE_BYTES,
             live: None,
             stop: StopFlag::default(),
+            events: Vec::new(),
         }
     }
 }
 
 /// Refuses policy choices that cannot run together, with the reason. The runtime runs
-/// every policy the simulator runs and refuses what the simulator refuses: GSIM with the
-/// irq_poll handler (both disable the vector; neither would know when to enable it).
-pub fn check_policy(p: &Policy) -> Result<(), String> {
-    if p.moderator == ModeratorKind::Gsim && matches!(p.handler, HandlerStyle::IrqPoll { .. }) {
-        return Err(
-            "--moderator gsim with --handler irq-poll: both mask the vector; choose one".into(),
-        );
+/// every policy the simulator runs and refuses what the simulator refuses: GSIM with a
+/// handler that disables the vector itself (irq_poll, NAPI; neither would know when to
+/// enable it).
+pub fn check_policy(p: &Policy) -> Result<(), RtError> {
+    if p.moderator != ModeratorKind::Gsim {
+        return Ok(());
     }
-    Ok(())
+    let handler = match p.handler {
+        HandlerStyle::IrqPoll { .. } => "irq-poll",
+        HandlerStyle::NapiDefer { .. } => "napi-defer",
+        HandlerStyle::Hardirq | HandlerStyle::Threaded => return Ok(()),
+    };
+    Err(RtError::Refused(format!(
+        "--moderator gsim with --handler {handler}: both mask the vector; choose one"
+    )))
 }
 
 impl RtConfig {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), RtError> {
         if self.cpu_threads == 0 || self.controller_threads == 0 {
-            return Err("--cpu-threads and --controllers must be at least 1".into());
+            return Err(RtError::Refused(
+                "--cpu-threads and --controllers must be at least 1".into(),
+            ));
         }
         if self.cpu_threads > 256 || self.controller_threads > 256 {
-            return Err("at most 256 CPU threads and 256 controller threads".into());
+            return Err(RtError::Refused(
+                "at most 256 CPU threads and 256 controller threads".into(),
+            ));
         }
         Ok(())
     }

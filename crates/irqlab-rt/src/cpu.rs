@@ -7,13 +7,14 @@
 
 use crate::clock::now_ns;
 use crate::cpu_time::{CpuTime, TimeLedger, WindowCpu};
-use crate::irq::Pending;
+use crate::error::RtError;
+use crate::irq::{Pending, Tick};
 use crate::irq_thread::{IrqThread, IrqThreadResult};
 use crate::job::{Io, JobRun, Port, Step};
 use crate::ksoftirqd::{self, KsoftirqdResult};
 use crate::kworker::{KworkerResult, Moderation};
 use crate::sched;
-use crate::shared::{CpuShared, bump};
+use crate::shared::{CpuShared, Cpus, bump};
 use crate::softirq::SoftirqShared;
 use crate::trace::{Recorder, Role, TraceSpec};
 use crate::usage::Usage;
@@ -21,36 +22,19 @@ use irqlab_core::StopFlag;
 use irqlab_core::flood::FloodDetector;
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimStats};
 use irqlab_core::irq_poll::{IrqPollCounters, IrqPollId};
-use irqlab_core::nvme::{NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, Sqe};
+use irqlab_core::nvme::{NVME_CMD_READ, NVME_CMD_WRITE, NvmePoll, SQE_HINT_BARRIER, Sqe, TagSet};
 use irqlab_core::posted::PostedStats;
 use irqlab_core::softirq::SoftirqCounters;
 use irqlab_core::{HandlerStyle, ModeratorKind, Policy};
-use irqlab_report::ModerationReport;
 use irqlab_report::observe::SliceKind;
+use irqlab_report::{Latency, ModerationReport};
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Mutex};
-
-/// Host-side request table of one queue: command id to the I/O it carries (the tag set).
-#[derive(Debug, Default)]
-pub(crate) struct Tags {
-    slots: Vec<Option<Io>>,
-    free: Vec<u16>,
-}
-
-impl Tags {
-    fn new(q_depth: u32) -> Tags {
-        let n = q_depth as usize;
-        Tags {
-            slots: vec![None; n],
-            free: (0..n as u16).rev().collect(),
-        }
-    }
-}
 
 /// The CPU thread's view of its queues while a job commits a batch.
 struct SubmitPort<'a> {
     shared: &'a CpuShared,
-    tags: &'a mut [Tags],
+    tags: &'a mut [TagSet<Io>],
     polled: bool,
     /// Ran out of tags or SQ slots: a topology bug, reported rather than hidden.
     overflow: &'a mut u64,
@@ -66,11 +50,10 @@ impl Port for SubmitPort<'_> {
                 *self.overflow += 1;
                 continue;
             };
-            let Some(cid) = self.tags[q].free.pop() else {
+            let Some(cid) = self.tags[q].alloc(*io) else {
                 *self.overflow += 1;
                 continue;
             };
-            self.tags[q].slots[usize::from(cid)] = Some(*io);
             self.shared.queues[q].set_command(cid, io.offset, io.len);
             let sqe = Sqe {
                 command_id: cid,
@@ -88,8 +71,7 @@ impl Port for SubmitPort<'_> {
                 data: io.slot,
             };
             if self.shared.queues[q].qp.submit(sqe, false).is_err() {
-                self.tags[q].slots[usize::from(cid)] = None;
-                self.tags[q].free.push(cid);
+                let _ = self.tags[q].complete(cid);
                 *self.overflow += 1;
                 continue;
             }
@@ -106,16 +88,15 @@ impl Port for SubmitPort<'_> {
 
 /// blk_mq_end_request for the request of `cid`: frees its tag and completes it to its
 /// job. Returns its bytes (0 and counted in `unknown` when the tag carried nothing).
-pub(crate) fn complete_cid(
-    tags: &mut Tags,
+fn complete_cid(
+    tags: &mut TagSet<Io>,
     jobs: &mut [JobRun],
     unknown: &mut u64,
     cid: u16,
     now: u64,
 ) -> u64 {
-    match tags.slots.get_mut(usize::from(cid)).and_then(Option::take) {
+    match tags.complete(cid) {
         Some(io) => {
-            tags.free.push(cid);
             jobs[io.slot as usize].complete(io, now);
             u64::from(io.len)
         }
@@ -141,16 +122,33 @@ pub struct CpuResult {
     pub time: CpuTime,
     /// CPU time (thread CPU clocks) of the CPU thread and its kernel threads in the window.
     pub window_cpu_ns: u64,
-    /// Interrupt entries: device vectors (remapped), notifications (posted), timers.
+    /// Interrupt entries: device vectors, notifications (posted), timers.
     pub hardirqs: u64,
+    /// Of those, device vectors (remapped messages, resends, self-IPIs).
+    pub device_irqs: u64,
     pub pmn: u64,
     pub posted: PostedStats,
     /// Notifications taken that found nothing pending.
     pub spurious: u64,
-    /// Interrupts that found their IRQ disabled (irq_poll or GSIM): resent at enable.
+    /// Interrupts that found their IRQ disabled (irq_poll, NAPI or GSIM) or its handler
+    /// running on another CPU: pended, and resent at enable or run again there.
     pub held_disabled: u64,
-    /// Per queue: vector handler calls and completions reaped.
-    pub vec_handled: Vec<u64>,
+    /// Interrupts resent at enable_irq (IRQS_PENDING), and handler runs repeated for an
+    /// interrupt that came while it ran elsewhere.
+    pub resent: u64,
+    pub irq_reruns: u64,
+    /// The LOC row: local timer interrupts, and how late each ran after its period.
+    pub timer_ticks: u64,
+    pub tick_lateness: Latency,
+    /// `--notification self-ipi`: vectors the demux sent back to this CPU.
+    pub self_ipis: u64,
+    /// `--notification preemptable`: interrupts taken inside the demux.
+    pub preempted: u64,
+    /// Old vectors still pending here when their cleanup ran (__vector_cleanup re-armed).
+    pub cleanup_rearms: u64,
+    /// Per queue: handler runs on each CPU thread (its /proc/interrupts row).
+    pub vec_handled_on: Vec<Vec<u64>>,
+    /// Per queue: completions reaped.
     pub vec_completions: Vec<u64>,
     /// Completions reaped by polling (polled jobs and reap-after-submit).
     pub polled_completions: u64,
@@ -180,6 +178,8 @@ pub struct CpuResult {
     /// vector interrupts taken while the CPU counted as flooded.
     pub flood_avg_interval_ns: Option<u64>,
     pub flooded_interrupts: u64,
+    /// `--handler napi-defer`: polls that kept the IRQ masked (napi_defer_hard_irqs).
+    pub napi_deferrals: u64,
     /// Hybrid polling: waits that slept, and the time asleep.
     pub hybrid_sleeps: u64,
     pub hybrid_sleep_ns: u64,
@@ -214,9 +214,14 @@ enum TimeBook {
 /// A CPU thread's state.
 pub struct CpuThread {
     pub(crate) shared: Arc<CpuShared>,
+    /// Every CPU thread of the run (interrupts of this CPU's queues may go to others).
+    pub(crate) all: Arc<Cpus>,
     pub(crate) policy: Policy,
     pub(crate) jobs: Vec<JobRun>,
-    pub(crate) tags: Vec<Tags>,
+    pub(crate) tags: Vec<TagSet<Io>>,
+    /// The command ids the running handler reaped, for its batch completion.
+    pub(crate) batch: Vec<u16>,
+    pub(crate) tick: Tick,
     pub(crate) soft: Arc<SoftirqShared>,
     pub(crate) poll_ids: Vec<Option<IrqPollId>>,
     pub(crate) moderation: Option<Arc<Moderation>>,
@@ -238,26 +243,38 @@ pub struct CpuThread {
     pub(crate) res: CpuResult,
 }
 
+/// How often a CPU thread whose jobs have ended, and which still takes another CPU's
+/// moved vector, looks whether that CPU's jobs have ended too.
+const SERVE_RECHECK_NS: u64 = 1_000_000;
+
 impl CpuThread {
     pub fn new(
-        shared: Arc<CpuShared>,
+        all: Arc<Cpus>,
+        index: usize,
         policy: Policy,
         jobs: Vec<JobRun>,
         gsim: Option<Arc<Mutex<GsimGlobal>>>,
         spec: TraceSpec,
         clock: RunClock,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RtError> {
+        let shared = all[index].clone();
         let tags = shared
             .queues
             .iter()
-            .map(|q| Tags::new(q.plan.q_depth))
+            .map(|q| TagSet::new(q.plan.q_depth))
             .collect();
-        let soft = Arc::new(SoftirqShared::default());
+        let soft = Arc::new(SoftirqShared::new(
+            irqlab_core::softirq::SoftirqConfig::default(),
+            policy.irq_poll_until,
+        ));
         let mut poll_ids = Vec::new();
         for (i, q) in shared.queues.iter().enumerate() {
-            let id = match policy.handler {
-                HandlerStyle::IrqPoll { weight, .. } if !q.plan.polled => {
-                    Some(soft.add_poll_queue(i, weight)?)
+            let id = match (
+                policy.handler.poll_weight(),
+                NvmePoll::for_style(policy.handler),
+            ) {
+                (Some(weight), Some(poll)) if !q.plan.polled => {
+                    Some(soft.add_poll_queue(i, weight, poll)?)
                 }
                 _ => None,
             };
@@ -270,7 +287,6 @@ impl CpuThread {
         let n = shared.queues.len();
         let res = CpuResult {
             index: shared.index,
-            vec_handled: vec![0; n],
             vec_completions: vec![0; n],
             ..CpuResult::default()
         };
@@ -289,6 +305,9 @@ impl CpuThread {
             TimeBook::Own(ledger)
         };
         Ok(CpuThread {
+            all,
+            batch: Vec::new(),
+            tick: Tick::new(soft.hz(), clock.start),
             irq: threaded.then(|| Arc::new(IrqThread::default())),
             flood: policy.flood_detection.then(FloodDetector::default),
             shared,
@@ -326,10 +345,11 @@ impl CpuThread {
         let mut records = Vec::new();
         std::thread::scope(|s| {
             let ks = needs_ksoftirqd.then(|| {
-                let (soft, cpu) = (soft.clone(), shared.clone());
+                let (soft, all) = (soft.clone(), self.all.clone());
+                let index = shared.index;
                 s.spawn(move || {
                     let mut rec = Recorder::new(spec);
-                    (ksoftirqd::run(&soft, &cpu, &mut rec, ws), rec)
+                    (ksoftirqd::run(&soft, &all, index, &mut rec, ws), rec)
                 })
             });
             let it = irq.clone().map(|irq| {
@@ -374,6 +394,7 @@ impl CpuThread {
         self.res.softirq = softirq;
         self.res.irq_poll = irq_poll;
         self.res.ksoftirqd_wakeups = soft.ksoftirqd.wakeups();
+        self.res.napi_deferrals = soft.napi_deferrals();
         if let Some(i) = &irq {
             self.res.irq_thread_wakeups = i.notifier.wakeups();
         }
@@ -425,15 +446,26 @@ impl CpuThread {
                 self.stop_jobs(now, &finished);
             }
             self.gsim_timer(now);
-            // An interrupt-enabled point: take a pending notification.
-            if self.shared.notifier.take() {
+            self.napi_timers(now);
+            self.res.cleanup_rearms += self.shared.run_cleanups();
+            // An interrupt-enabled point: take what is pending (a notification, the tick).
+            self.raise_tick(now);
+            if self.shared.notifier.take() || self.shared.irr.any() {
                 self.interrupt(false);
             }
             self.take_inbox();
             let (progress, all_done) =
                 self.step_jobs(&mut finished, &mut ends, &mut blocked_polled);
             if all_done {
-                break;
+                self.shared.set_jobs_done();
+                // A kernel CPU takes interrupts whether or not it has tasks: while a
+                // vector of another CPU's running jobs was moved here, serve it, looking
+                // again every SERVE_RECHECK_NS for that CPU's end.
+                if !self.shared.serves_running_cpu(&self.all) {
+                    break;
+                }
+                self.halt(abort, Some(now_ns() + SERVE_RECHECK_NS));
+                continue;
             }
             if progress {
                 continue;
@@ -442,7 +474,13 @@ impl CpuThread {
                 self.wait_polled(abort, &blocked_polled, any_irq_queue);
                 continue;
             }
-            let deadline = self.gsim.as_ref().and_then(|g| g.cpu.timer_deadline());
+            let deadline = [
+                self.gsim.as_ref().and_then(|g| g.cpu.timer_deadline()),
+                self.soft.next_deferred(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             self.halt(abort, deadline);
         }
         self.close_jobs(t0, &u0, &finished, &ends);
@@ -550,7 +588,7 @@ impl CpuThread {
         self.res.usage = Usage::thread().since(u0);
         self.res.sleeps = self.shared.notifier.sleeps();
         self.res.pmn = self.shared.live.pmn.load(Relaxed);
-        self.res.vec_handled = self.shared.live.handled();
+        self.res.vec_handled_on = self.shared.queues.iter().map(|q| q.handled()).collect();
         for (j, job) in self.jobs.iter().enumerate() {
             let start = job.window_start();
             let end = if finished[j] { ends[j] } else { end };
@@ -566,11 +604,19 @@ impl CpuThread {
         let t = now_ns();
         self.set_kind(t, SliceKind::Idle);
         let shared = self.shared.clone();
+        let soft = self.soft.clone();
+        // A NAPI timer armed by ksoftirqd meanwhile moves the wake-up earlier.
+        let earlier = move || {
+            soft.next_deferred()
+                .is_some_and(|d| deadline_ns.is_none_or(|dl| d < dl))
+        };
         let woken = shared.notifier.wait_until(
-            || abort.load(Relaxed) || shared.inbox.has_work(),
+            || abort.load(Relaxed) || shared.inbox.has_work() || earlier(),
             deadline_ns,
         );
         let now = now_ns();
+        // tick_nohz_idle_exit: the tick restarts at the next period.
+        self.tick.restart(now);
         self.set_kind(now, SliceKind::Usr);
         if woken == crate::wake::Woken::Notified {
             self.interrupt(true);
@@ -593,6 +639,19 @@ impl CpuThread {
         (n, bytes)
     }
 
+    /// blk_mq_end_request for the request of `cid` on queue `q`: frees its tag and
+    /// completes it to its job. Returns its bytes (0 and counted in `unknown_cqes` when
+    /// the tag carried nothing).
+    pub(crate) fn complete_cid(&mut self, q: usize, cid: u16, now: u64) -> u64 {
+        complete_cid(
+            &mut self.tags[q],
+            &mut self.jobs,
+            &mut self.res.unknown_cqes,
+            cid,
+            now,
+        )
+    }
+
     /// Completes to their jobs the commands the irq thread and ksoftirqd reaped; each
     /// batch is one handler run or poll call for the moderator.
     fn take_inbox(&mut self) {
@@ -604,13 +663,7 @@ impl CpuThread {
             let now = now_ns();
             let mut bytes = 0;
             for &cid in &batch.command_ids {
-                bytes += complete_cid(
-                    &mut self.tags[q],
-                    &mut self.jobs,
-                    &mut self.res.unknown_cqes,
-                    cid,
-                    now,
-                );
+                bytes += self.complete_cid(q, cid, now);
             }
             let n = batch.command_ids.len() as u32;
             self.res.vec_completions[q] += u64::from(n);
@@ -638,7 +691,10 @@ impl CpuThread {
             if plan.polled || !self.jobs[j].plan.controllers.contains(&plan.controller) {
                 continue;
             }
-            if self.poll_ids[q].is_some_and(|id| self.soft.is_scheduled(id)) {
+            // irq_poll or NAPI owns a disabled queue (a deferring NAPI has unlisted it).
+            if self.poll_ids[q].is_some_and(|id| self.soft.is_scheduled(id))
+                || self.shared.queues[q].is_disabled()
+            {
                 continue;
             }
             if !self.shared.queues[q].try_lock_cq() {

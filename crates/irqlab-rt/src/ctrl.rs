@@ -3,15 +3,16 @@
 //! fetches every visible SQE (round-robin arbitration), serves it on the media, posts
 //! completions with phase tags, and carries out what each queue's MSI-X vector (core's
 //! `MsixVector`: the device's coalescing, the one-outstanding-message rule, the
-//! coalescing timer) decides. The vector's mask and pending bits are the host's to
-//! write from other threads, so they stay in `QueueShared` and apply as a message leaves.
+//! coalescing timer, feature 09h's Coalescing Disable) decides. The vector's mask and
+//! pending bits are the host's to write from other threads, so they stay in `QueueShared`
+//! and apply as a message leaves, through the queue's IRTE to whichever CPU it names.
 
 use crate::clock::now_ns;
 use crate::file_media::{MediaCmd, UringMedia};
 use crate::media::MediaClock;
-use crate::shared::CpuShared;
+use crate::shared::{CpuShared, Cpus};
 use crate::trace::{Event, Recorder, TraceSpec};
-use irqlab_core::DeviceCoalescing;
+use irqlab_core::Policy;
 use irqlab_core::nvme::{Hint, MsiRule, MsixAction, MsixVector, NVME_CMD_READ, Quiet, Sqe};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -55,9 +56,9 @@ impl CtrlQueue {
     }
 
     /// Carries out what the vector decided.
-    fn carry_out(&mut self, action: MsixAction, now: u64, rec: &mut Recorder) {
+    fn carry_out(&mut self, action: MsixAction, now: u64, cpus: &Cpus, rec: &mut Recorder) {
         match action {
-            MsixAction::SendMsi => self.send(now, rec),
+            MsixAction::SendMsi => self.send(now, cpus, rec),
             // A later arming replaces this one; the vector knows a stale epoch anyway.
             MsixAction::ArmTimer { deadline_ns, epoch } => self.timer = Some((deadline_ns, epoch)),
             MsixAction::Quiet(_) => {}
@@ -65,13 +66,13 @@ impl CtrlQueue {
     }
 
     /// An MSI-X message goes out (or waits in the pending bit of a masked vector).
-    fn send(&mut self, now: u64, rec: &mut Recorder) {
-        let notified = self.cpu.queues[self.q].send_msix(&self.cpu);
+    fn send(&mut self, now: u64, cpus: &Cpus, rec: &mut Recorder) {
+        let sent = self.cpu.queues[self.q].send_msix(cpus);
         if rec.is_on() {
             let vector = (self.cpu.vector_base + self.q) as u32;
             rec.record(now, Event::Message { vector });
-            if notified == Some(true) {
-                let (cpu, pmn) = (self.cpu.index as u32, self.cpu.is_posted());
+            if let Some((to, true)) = sent {
+                let (cpu, pmn) = (to as u32, cpus[to].is_posted());
                 rec.record(now, Event::Notification { cpu, pmn });
             }
         }
@@ -113,32 +114,37 @@ impl Backend {
 
 /// One emulated controller: its media queue and the queue pairs it serves.
 pub struct Controller {
-    pub index: usize,
     media: Backend,
     queues: Vec<CtrlQueue>,
+    /// Every CPU thread: a queue's messages go where its IRTE says.
+    cpus: Arc<Cpus>,
     /// Messages and notifications for `--trace`.
     rec: Recorder,
 }
 
 impl Controller {
-    /// A controller serving queue pairs `(cpu, index in cpu.queues)`.
+    /// A controller serving queue pairs `(cpu, index in cpu.queues)` of `cpus`.
     pub fn new(
-        index: usize,
         media: Backend,
         queues: Vec<(Arc<CpuShared>, usize)>,
-        coalescing: DeviceCoalescing,
+        cpus: Arc<Cpus>,
+        policy: &Policy,
         trace: TraceSpec,
     ) -> Controller {
         let queues = queues
             .into_iter()
             .map(|(cpu, q)| {
-                let polled = cpu.queues[q].plan.polled;
+                let plan = &cpu.queues[q].plan;
+                // Feature 09h: nvme-pci's I/O queue N interrupts on vector N.
+                let cfg = policy.coalescing_disable.config(plan.qid);
+                let polled = plan.polled;
                 CtrlQueue {
                     cpu,
                     q,
                     // NVMe's rule: one message outstanding until the CQ head doorbell.
-                    vector: (!polled)
-                        .then(|| MsixVector::from_policy(coalescing, MsiRule::UntilDoorbell)),
+                    vector: (!polled).then(|| {
+                        MsixVector::for_vector(policy.coalescing, cfg, MsiRule::UntilDoorbell)
+                    }),
                     doorbells_seen: 0,
                     timer: None,
                     completions: 0,
@@ -147,9 +153,9 @@ impl Controller {
             })
             .collect();
         Controller {
-            index,
             media,
             queues,
+            cpus,
             rec: Recorder::new(trace),
         }
     }
@@ -171,13 +177,13 @@ impl Controller {
                 busy = true;
                 let unacked = cq.unacked();
                 if let Some(a) = cq.vector.as_mut().map(|v| v.cq_head_doorbell(unacked)) {
-                    cq.carry_out(a, now_ns, &mut self.rec);
+                    cq.carry_out(a, now_ns, &self.cpus, &mut self.rec);
                 }
             }
             if let Some(p) = cq.cpu.queues[cq.q].take_coalescing() {
                 let unacked = cq.unacked();
                 if let Some(a) = cq.vector.as_mut().map(|v| v.program(p, now_ns, unacked)) {
-                    cq.carry_out(a, now_ns, &mut self.rec);
+                    cq.carry_out(a, now_ns, &self.cpus, &mut self.rec);
                 }
             }
         }
@@ -202,7 +208,7 @@ impl Controller {
                 .as_mut()
                 .map(|v| v.post_completion(now_ns, hint, unacked))
             {
-                cq.carry_out(a, now_ns, &mut self.rec);
+                cq.carry_out(a, now_ns, &self.cpus, &mut self.rec);
             }
         }
         for cq in &mut self.queues {
@@ -218,7 +224,7 @@ impl Controller {
                 {
                     // The timer fired the vector's coalesced completions.
                     busy |= a != MsixAction::Quiet(Quiet::NothingDue);
-                    cq.carry_out(a, now_ns, &mut self.rec);
+                    cq.carry_out(a, now_ns, &self.cpus, &mut self.rec);
                 }
             }
         }
@@ -291,14 +297,6 @@ impl Controller {
             .iter()
             .map(|q| ((q.cpu.index, q.q), q.counters()))
             .collect()
-    }
-
-    /// Commands still on the media.
-    pub fn busy(&self) -> bool {
-        match &self.media {
-            Backend::Model { inflight, .. } => !inflight.is_empty(),
-            Backend::File(u) => u.busy(),
-        }
     }
 }
 

@@ -373,11 +373,6 @@ impl UringMedia {
     pub fn pop_done(&mut self) {
         self.done.pop_front();
     }
-
-    /// Commands not yet posted.
-    pub fn busy(&self) -> bool {
-        self.inflight > 0 || !self.backlog.is_empty() || !self.done.is_empty()
-    }
 }
 
 impl Drop for UringMedia {

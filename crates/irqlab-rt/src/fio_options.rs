@@ -100,7 +100,7 @@ fn control(job: &JobSpec) -> Option<(&'static [&'static str], &'static str)> {
 }
 
 /// The first option of `jobs` the runtime would not carry out, as FILE:LINE: why.
-pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
+pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), crate::RtError> {
     for job in jobs {
         if let Some((names, why)) = control(job) {
             // The option written last of those that ask for it (the one fio uses).
@@ -113,21 +113,21 @@ pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
                 .map_or((job.file.as_path(), job.line, names[0]), |o| {
                     (o.file.as_path(), o.line, o.name.as_str())
                 });
-            return Err(format!(
+            return Err(crate::RtError::Refused(format!(
                 "{}:{line}: job '{}': {name} is not carried out by irqlab rt ({why}); expected the option removed, or irqlab run to simulate it",
                 file.display(),
                 job.name,
-            ));
+            )));
         }
         for o in &job.options {
             if let Some((_, why)) = NOT_IN_RT.iter().find(|(name, _)| *name == o.name) {
-                return Err(format!(
+                return Err(crate::RtError::Refused(format!(
                     "{}:{}: job '{}': {} is not carried out by irqlab rt ({why}); expected the option removed, or irqlab run to simulate it",
                     o.file.display(),
                     o.line,
                     job.name,
                     o.name
-                ));
+                )));
             }
         }
     }
@@ -137,7 +137,10 @@ pub fn refuse_unmodelled(jobs: &[JobSpec]) -> Result<(), String> {
 /// Engines the runtime does not carry out (its job loop drives the kernel's engines),
 /// and a polled policy for an engine that cannot poll, refused as `irqlab run` refuses it
 /// ([`irqlab_fio::IoEngine::NO_POLL`]), at the ioengine line.
-pub fn refuse_engines(jobs: &[JobSpec], policy: &irqlab_core::Policy) -> Result<(), String> {
+pub fn refuse_engines(
+    jobs: &[JobSpec],
+    policy: &irqlab_core::Policy,
+) -> Result<(), crate::RtError> {
     let polled_run = matches!(
         policy.delivery,
         irqlab_core::Delivery::Polled | irqlab_core::Delivery::Hybrid
@@ -148,21 +151,21 @@ pub fn refuse_engines(jobs: &[JobSpec], policy: &irqlab_core::Policy) -> Result<
             .unwrap_or((job.file.as_path(), job.line));
         let engine = job.ioengine;
         if !engine.has_device() || engine == irqlab_fio::IoEngine::PosixAio {
-            return Err(format!(
+            return Err(crate::RtError::Refused(format!(
                 "{}:{line}: job '{}': ioengine={} is not carried out by irqlab rt (its job loop drives libaio, io_uring, pvsync2 and psync); expected one of those, or irqlab run to simulate it",
                 file.display(),
                 job.name,
                 engine.name()
-            ));
+            )));
         }
         if (polled_run || job.hipri) && !engine.can_poll() {
-            return Err(format!(
+            return Err(crate::RtError::Refused(format!(
                 "{}:{line}: job '{}': {} {}",
                 file.display(),
                 job.name,
                 engine.name(),
                 irqlab_fio::IoEngine::NO_POLL
-            ));
+            )));
         }
     }
     Ok(())
@@ -170,7 +173,7 @@ pub fn refuse_engines(jobs: &[JobSpec], policy: &irqlab_core::Policy) -> Result<
 
 /// A job whose runtime plus ramp_time does not fit the runtime's ns clock (584 years) is
 /// refused at the line that set the longer one, rather than wrapped into a run of no time.
-pub fn refuse_unfit_times(jobs: &[JobSpec]) -> Result<(), String> {
+pub fn refuse_unfit_times(jobs: &[JobSpec]) -> Result<(), crate::RtError> {
     for job in jobs {
         let Some(runtime) = job.runtime_ns else {
             continue;
@@ -191,11 +194,11 @@ pub fn refuse_unfit_times(jobs: &[JobSpec]) -> Result<(), String> {
             .map_or((job.file.as_path(), job.line), |o| {
                 (o.file.as_path(), o.line)
             });
-        return Err(format!(
+        return Err(crate::RtError::Refused(format!(
             "{}:{line}: job '{}': runtime + ramp_time is over 584 years, more than the runtime's clock holds; expected a shorter {longer}",
             file.display(),
             job.name
-        ));
+        )));
     }
     Ok(())
 }
@@ -211,7 +214,7 @@ mod tests {
             "r.fio".as_ref(),
         )
         .unwrap();
-        let e = refuse_unmodelled(&jobs).unwrap_err();
+        let e = refuse_unmodelled(&jobs).unwrap_err().to_string();
         assert!(
             e.starts_with("r.fio:5: job 'a': rate_iops is not carried out by irqlab rt"),
             "{e}"
@@ -241,7 +244,7 @@ mod tests {
         ] {
             let text = format!("[a]\nfilename=/dev/nvme0n1\n{line}\n");
             let jobs = irqlab_fio::parse_str(&text, "c.fio".as_ref()).unwrap();
-            let e = refuse_unmodelled(&jobs).unwrap_err();
+            let e = refuse_unmodelled(&jobs).unwrap_err().to_string();
             let at = 3 + line
                 .lines()
                 .position(|l| {
@@ -267,6 +270,7 @@ mod tests {
         assert!(
             refuse_unmodelled(&wf)
                 .unwrap_err()
+                .to_string()
                 .starts_with("c.fio:5: job 'b': wait_for")
         );
     }
@@ -278,7 +282,7 @@ mod tests {
             "t.fio".as_ref(),
         )
         .unwrap();
-        let e = refuse_unfit_times(&jobs).unwrap_err();
+        let e = refuse_unfit_times(&jobs).unwrap_err().to_string();
         assert!(
             e.starts_with("t.fio:4: job 'a': runtime + ramp_time is over 584 years"),
             "{e}"
@@ -288,7 +292,7 @@ mod tests {
             "t.fio".as_ref(),
         )
         .unwrap();
-        let e = refuse_unfit_times(&jobs).unwrap_err();
+        let e = refuse_unfit_times(&jobs).unwrap_err().to_string();
         assert!(e.starts_with("t.fio:4: "), "{e}");
         assert!(e.ends_with("expected a shorter ramp_time"), "{e}");
         let ok = irqlab_fio::parse_str(

@@ -15,10 +15,11 @@
 use crate::clock::now_ns;
 use crate::cpu_time::WindowCpu;
 use crate::sched;
-use crate::shared::{CpuShared, Irr, Reaped};
+use crate::shared::{CpuShared, Reaped};
 use crate::trace::{Event, Recorder, Role};
 use crate::usage::Usage;
 use crate::wake::Notifier;
+use irqlab_core::irq::SharedIrr;
 use irqlab_report::observe::SliceKind;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 
@@ -28,7 +29,7 @@ pub struct IrqThread {
     /// Wakes the irq thread (wake_up_process of irq/N-nvme0qM; a sleeping one only).
     pub notifier: Notifier,
     /// Vectors whose thread function must run (IRQTF_RUNTHREAD).
-    runthread: Irr,
+    runthread: SharedIrr,
     stop: AtomicBool,
 }
 
@@ -36,7 +37,7 @@ impl Default for IrqThread {
     fn default() -> Self {
         IrqThread {
             notifier: Notifier::lazy(),
-            runthread: Irr::default(),
+            runthread: SharedIrr::default(),
             stop: AtomicBool::new(false),
         }
     }
@@ -95,8 +96,8 @@ impl IrqThread {
             rec.slice(t, cpu.index, Role::IrqThread, SliceKind::IrqThread);
             let mut handed = false;
             let under_way = cpu.begin_delivery();
-            for v in self.runthread.take() {
-                let Some(q) = cpu.queue_of(v) else {
+            while let Some(v) = self.runthread.take_highest() {
+                let Some((_, q)) = cpu.queue_of(v).filter(|&(owner, _)| owner == cpu.index) else {
                     continue;
                 };
                 out.runs += 1;

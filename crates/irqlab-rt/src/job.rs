@@ -224,11 +224,6 @@ impl JobRun {
         self.queued.len() as u32 + self.inflight
     }
 
-    /// I/Os the handler completed that the job has not reaped yet.
-    pub fn completed_unreaped(&self) -> usize {
-        self.done.len()
-    }
-
     /// Whether completions handed to it let a blocked job go on (it is runnable).
     pub fn ready(&self) -> bool {
         self.inflight > 0 && self.done.len() >= self.needed()

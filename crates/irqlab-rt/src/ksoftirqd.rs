@@ -5,7 +5,7 @@
 
 use crate::clock::now_ns;
 use crate::cpu_time::WindowCpu;
-use crate::shared::{CpuShared, Reaped};
+use crate::shared::{CpuShared, Cpus, Reaped};
 use crate::softirq::{SoftirqContextOps, SoftirqShared};
 use crate::trace::{Event, Recorder, Role};
 use crate::usage::Usage;
@@ -29,6 +29,7 @@ pub struct KsoftirqdResult {
 /// The poll side of a softirq run in ksoftirqd.
 struct InThread<'a> {
     cpu: &'a CpuShared,
+    all: &'a Cpus,
     rec: &'a mut Recorder,
     completions: u64,
 }
@@ -58,16 +59,24 @@ impl SoftirqContextOps for InThread<'_> {
         n
     }
 
-    fn unmask(&mut self, queue: usize) {
-        if self.cpu.queues[queue].unmask(self.cpu) == Some(true) {
+    fn reenable(&mut self, queue: usize) {
+        let qs = &self.cpu.queues[queue];
+        let r = qs.enable(self.all);
+        if r.pending_bit == Some(true) || r.resent {
+            let cpu = qs.irte.route().cpu;
             self.rec.record(
                 now_ns(),
                 Event::Notification {
-                    cpu: self.cpu.index as u32,
-                    pmn: self.cpu.is_posted(),
+                    cpu,
+                    pmn: self.all[cpu as usize].is_posted() && !r.resent,
                 },
             );
         }
+    }
+
+    /// The CPU thread looks at its NAPI timers when it wakes.
+    fn deferred(&mut self, _queue: usize) {
+        self.cpu.notifier.kick();
     }
 }
 
@@ -76,10 +85,12 @@ impl SoftirqContextOps for InThread<'_> {
 /// opens at `window_start`.
 pub fn run(
     soft: &SoftirqShared,
-    cpu: &CpuShared,
+    all: &Cpus,
+    index: usize,
     rec: &mut Recorder,
     window_start: u64,
 ) -> KsoftirqdResult {
+    let cpu = &*all[index];
     let u0 = Usage::thread();
     let mut window = WindowCpu::new(window_start);
     let mut out = KsoftirqdResult::default();
@@ -98,6 +109,7 @@ pub fn run(
         rec.slice(t, cpu.index, Role::Ksoftirqd, SliceKind::Ksoftirqd);
         let mut ops = InThread {
             cpu,
+            all,
             rec,
             completions: 0,
         };

@@ -59,13 +59,14 @@ impl Moderation {
     /// A `kind` moderator for every interrupt queue of `cpu` (none for poll queues),
     /// each queue's device starting at the moderator's start profile, as the driver
     /// programs it when it sets the CQ up.
-    pub fn new(kind: ModeratorKind, cpu: &CpuShared) -> Result<Moderation, String> {
+    pub fn new(kind: ModeratorKind, cpu: &CpuShared) -> Result<Moderation, crate::RtError> {
         let mut moderators = Vec::new();
         for q in &cpu.queues {
             let m = if q.plan.polled {
                 None
             } else {
-                Moderator::new(kind, None).map_err(|e| e.to_string())?
+                Moderator::new(kind, None)
+                    .map_err(|e| crate::RtError::Refused(format!("--moderator {kind}: {e}")))?
             };
             if let Some(m) = &m {
                 q.request_coalescing(m.profile().usec, m.profile().count);

@@ -2,28 +2,29 @@
 //! real wake-ups, driving the mechanisms of irqlab-core with the monotonic clock.
 //!
 //! Entry point: [`run`] takes parsed fio jobs, a core [`irqlab_core::Policy`] and an
-//! [`RtConfig`], and returns the same [`irqlab_report::RunReport`] the simulator fills.
+//! [`RtConfig`], and returns the same [`irqlab_report::RunReport`] the simulator fills,
+//! or an [`RtError`] saying why it refused or failed.
 
 // Public for the stress test (tests/stress.rs drives shared descriptors, queue plans and
-// wake-ups directly) and the benchmark example (pin). clock, ctrl, file_media and job
-// stay public only because they hold items nothing in the crate uses yet (spin_until,
-// Controller::busy, ...): private, they would be dead code. The rest is reached through
-// the re-exports below.
-pub mod clock;
-pub mod ctrl;
-pub mod file_media;
-pub mod job;
+// wake-ups directly), the benchmark example (pin) and the command (topology's controller
+// names). The rest is reached through the re-exports below.
 pub mod pin;
 pub mod shared;
 pub mod topology;
 pub mod wake;
 
+mod clock;
 mod config;
 mod cpu;
 mod cpu_time;
+mod ctrl;
+mod error;
+mod events;
+mod file_media;
 mod fio_options;
 mod irq;
 mod irq_thread;
+mod job;
 mod ksoftirqd;
 mod kworker;
 mod live;
@@ -37,6 +38,7 @@ mod usage;
 mod wake_audit;
 
 pub use config::{RtConfig, check_policy};
+pub use error::RtError;
 pub use irqlab_core::StopFlag;
 pub use live::{LiveCounters, LiveSnapshot};
 pub use media::{Media, MediaModel};

@@ -58,7 +58,7 @@ impl LiveCounters {
         cpus: Vec<Arc<CpuShared>>,
         names: Vec<String>,
         expected_ios: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::RtError> {
         self.run
             .set(LiveRun {
                 cpus,
@@ -67,7 +67,7 @@ impl LiveCounters {
                 start_ns: AtomicU64::new(0),
                 end_ns: AtomicU64::new(0),
             })
-            .map_err(|_| "these live counters already watched a run: use one per run".into())
+            .map_err(|_| crate::RtError::LiveReused)
     }
 
     pub(crate) fn mark_start(&self, t: u64) {
@@ -109,10 +109,10 @@ impl LiveCounters {
         let at = if end != 0 { end } else { now_ns() };
         let ncpus = r.cpus.len();
         let mut vectors = Vec::new();
-        for (c, cpu) in r.cpus.iter().enumerate() {
-            for h in cpu.live.handled.iter() {
-                let mut row = vec![0; ncpus];
-                row[c] = h.load(Relaxed);
+        for cpu in &r.cpus {
+            for q in &cpu.queues {
+                let mut row = q.handled();
+                row.resize(ncpus, 0);
                 vectors.push(row);
             }
         }

@@ -1,6 +1,7 @@
 //! What serves an emulated controller's commands: a timing model of the media, or real
 //! I/O to a file or block device.
 
+use crate::error::RtError;
 use std::path::PathBuf;
 
 /// The media behind every emulated controller of a run.
@@ -14,16 +15,16 @@ pub enum Media {
 
 impl Media {
     /// Parses `--media`: "model" or "file:PATH".
-    pub fn parse(s: &str, model: MediaModel) -> Result<Media, String> {
+    pub fn parse(s: &str, model: MediaModel) -> Result<Media, RtError> {
         if s == "model" {
             return Ok(Media::Model(model));
         }
         match s.strip_prefix("file:") {
-            Some("") => Err("--media file:PATH needs a path".into()),
+            Some("") => Err(RtError::Media("--media file:PATH needs a path".into())),
             Some(p) => Ok(Media::File(PathBuf::from(p))),
-            None => Err(format!(
+            None => Err(RtError::Media(format!(
                 "--media '{s}': expected \"model\" or \"file:PATH\""
-            )),
+            ))),
         }
     }
 
@@ -44,9 +45,11 @@ pub struct MediaModel {
 }
 
 impl MediaModel {
-    pub fn new(latency_ns: u64, iops: u64) -> Result<MediaModel, String> {
+    pub fn new(latency_ns: u64, iops: u64) -> Result<MediaModel, RtError> {
         if iops == 0 {
-            return Err("the media rate must be at least 1 I/O per second".into());
+            return Err(RtError::Media(
+                "the media rate must be at least 1 I/O per second".into(),
+            ));
         }
         Ok(MediaModel { latency_ns, iops })
     }
@@ -105,6 +108,11 @@ mod tests {
             Ok(Media::File("/tmp/x".into()))
         );
         assert!(Media::parse("file:", m).is_err());
-        assert!(Media::parse("disk", m).unwrap_err().contains("file:PATH"));
+        assert!(
+            Media::parse("disk", m)
+                .unwrap_err()
+                .to_string()
+                .contains("file:PATH")
+        );
     }
 }

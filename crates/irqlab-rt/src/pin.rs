@@ -1,5 +1,6 @@
 //! Thread placement: pin a thread to one host CPU where the host allows it.
 
+use crate::error::RtError;
 use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
 
 /// The host CPUs this process may run on, ascending.
@@ -14,13 +15,15 @@ pub fn allowed_cpus() -> Vec<usize> {
 }
 
 /// Pins the calling thread to host CPU `cpu`.
-pub fn pin_current(cpu: usize) -> Result<(), String> {
+pub fn pin_current(cpu: usize) -> Result<(), RtError> {
     if cpu >= CpuSet::MAX_CPU {
-        return Err(format!("CPU {cpu} is beyond the affinity mask"));
+        return Err(RtError::Pin(format!(
+            "CPU {cpu} is beyond the affinity mask"
+        )));
     }
     let mut set = CpuSet::new();
     set.set(cpu);
-    sched_setaffinity(None, &set).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))
+    sched_setaffinity(None, &set).map_err(|e| RtError::Pin(format!("cannot pin to CPU {cpu}: {e}")))
 }
 
 #[cfg(test)]

@@ -5,16 +5,18 @@ use crate::config::RtConfig;
 use crate::cpu::CpuResult;
 use crate::cpu_time::settle;
 use crate::ctrl::VectorCounters;
+use crate::events::EventCounts;
 use crate::job::JobStats;
 use crate::media::Media;
 use crate::topology::Topology;
 use crate::usage::Usage;
+use irqlab_core::irq_poll::IrqPollUntil;
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::JobSpec;
 use irqlab_report::observe::SliceKind;
 use irqlab_report::{
-    CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, Engine, HostMeasures, JobReport,
-    Latency, RunReport, VectorReport, pci_address,
+    CHIP_POLLED, CpuReport, DirReport, Engine, HostMeasures, JobReport, Latency, RunReport,
+    VectorReport, pci_address,
 };
 
 /// Process-wide measures of one run.
@@ -36,6 +38,8 @@ pub struct Measured {
     pub controller_off_cpu_ns: u64,
     /// CPU threads found asleep next to work whose delivery had ended (must stay 0).
     pub lost_wakeups: u64,
+    /// What the `--event`s did, when the run had some.
+    pub events: Option<EventCounts>,
 }
 
 fn merge_dir(into: &mut DirReport, from: &DirReport, window_ns: u64) {
@@ -169,8 +173,9 @@ fn cpu_reports(cpus: &[CpuResult], window_end: u64) -> (Vec<CpuReport>, Vec<u64>
                     + kernel_threads_usage(r).iter().map(Usage::ctx).sum::<u64>(),
                 hardirqs: r.hardirqs,
                 pmn: r.pmn,
+                timer_ticks: r.timer_ticks,
+                tick_lateness: r.tick_lateness.clone(),
                 ksoftirqd_wakeups: r.ksoftirqd_wakeups,
-                ..CpuReport::default()
             }
         })
         .collect();
@@ -186,21 +191,17 @@ fn vector_reports(
     let mut out = Vec::new();
     for (c, plan) in topo.cpus.iter().enumerate() {
         for (q, qp) in plan.queues.iter().enumerate() {
-            let chip = if qp.polled {
-                CHIP_POLLED
-            } else {
-                match policy.delivery {
-                    Delivery::Posted { .. } => CHIP_POSTED,
-                    _ => CHIP_REMAPPED,
-                }
+            let chip = match policy.delivery.chip() {
+                Some(chip) if !qp.polled => chip.name(),
+                _ => CHIP_POLLED,
             };
             let dev = counters
                 .iter()
                 .find(|(k, _)| *k == (c, q))
                 .map(|(_, v)| *v)
                 .unwrap_or_default();
-            let mut per_cpu = vec![0; topo.cpus.len()];
-            per_cpu[c] = cpus[c].vec_handled[q];
+            let mut per_cpu = cpus[c].vec_handled_on.get(q).cloned().unwrap_or_default();
+            per_cpu.resize(topo.cpus.len(), 0);
             out.push(VectorReport {
                 name: qp.name(&topo.controllers[qp.controller]),
                 chip: chip.to_string(),
@@ -238,6 +239,31 @@ fn mechanism_counters(policy: &Policy, cpus: &[CpuResult]) -> Vec<(String, f64)>
             sum(&|c| c.irq_poll.budget_exhausted),
         );
         push("irq_poll_time_limit", sum(&|c| c.irq_poll.time_limit));
+    }
+    if policy.irq_poll_until == IrqPollUntil::Resched {
+        push("irq_poll_need_resched", sum(&|c| c.irq_poll.need_resched));
+    }
+    if let HandlerStyle::NapiDefer { .. } = policy.handler {
+        push("softirq_invocations", sum(&|c| c.softirq.invocations));
+        push("ksoftirqd_runs", sum(&|c| c.ksoftirqd.runs));
+        push("irq_poll_polls", sum(&|c| c.irq_poll.polls));
+        push("napi_deferrals", sum(&|c| c.napi_deferrals));
+    }
+    if !matches!(
+        policy.handler,
+        HandlerStyle::Hardirq | HandlerStyle::Threaded
+    ) || policy.moderator == ModeratorKind::Gsim
+    {
+        push("irq_pended", sum(&|c| c.held_disabled));
+        push("irq_resent", sum(&|c| c.resent));
+    }
+    if let Some((mode, _)) = policy.delivery.posted_mode() {
+        if mode.self_ipi {
+            push("self_ipis", sum(&|c| c.self_ipis));
+        }
+        if mode.preemptable {
+            push("demux_preempted", sum(&|c| c.preempted));
+        }
     }
     if policy.handler == HandlerStyle::Threaded {
         push(
@@ -317,6 +343,17 @@ pub fn build_report(
     extra.extend(cost_counters(cfg, cpus, m, &totals));
     extra.extend(path_counters(cpus, counters, m));
     extra.extend(mechanism_counters(policy, cpus));
+    if let Some(e) = m.events {
+        extra.extend([
+            ("irq_migrations".to_string(), e.migrations as f64),
+            ("cpus_offlined".to_string(), e.offlined as f64),
+            ("offline_retriggered".to_string(), e.retriggered as f64),
+            (
+                "vector_cleanup_rearms".to_string(),
+                cpus.iter().map(|c| c.cleanup_rearms).sum::<u64>() as f64,
+            ),
+        ]);
+    }
     if cpus.iter().any(|c| c.interrupted) {
         extra.push((irqlab_report::EXTRA_INTERRUPTED.to_string(), 1.0));
     }
@@ -397,12 +434,12 @@ impl Totals {
         let thread_cpu: u64 = cpus.iter().map(|c| c.usage.cpu_ns()).sum::<u64>() + kernel_cpu;
         // An emulated CPU's kernel threads work for its I/Os too.
         let window_cpu: u64 = clones.iter().map(|c| c.usr_ns + c.sys_ns).sum::<u64>() + kernel_cpu;
-        let notifications: u64 = cpus.iter().map(|c| c.pmn).sum::<u64>()
-            + if matches!(policy.delivery, Delivery::Posted { .. }) {
-                0
-            } else {
-                cpus.iter().map(|c| c.hardirqs).sum::<u64>()
-            };
+        // The IOMMU's interrupts: posted notifications, or remapped device vectors.
+        let notifications: u64 = if policy.delivery.is_posted() {
+            cpus.iter().map(|c| c.pmn).sum::<u64>()
+        } else {
+            cpus.iter().map(|c| c.device_irqs).sum::<u64>()
+        };
         Totals {
             window_ios,
             completions,

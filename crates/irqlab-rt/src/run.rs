@@ -5,18 +5,20 @@ use crate::clock::now_ns;
 use crate::config::{RtConfig, check_policy};
 use crate::cpu::{CpuResult, CpuThread, RunClock};
 use crate::ctrl::{Backend, Controller, VectorCounters, run_controllers};
+use crate::error::RtError;
+use crate::events::Events;
 use crate::file_media::{FileTarget, UringMedia};
 use crate::job::JobRun;
 use crate::media::{Media, MediaClock};
 use crate::pin::{allowed_cpus, pin_current};
 use crate::report::{Measured, build_report};
-use crate::shared::{CpuShared, QueueShared};
+use crate::shared::{CpuShared, Cpus, QueueShared};
 use crate::topology::{ClonePlan, Placement, Topology};
 use crate::trace::{Recorder, TraceSpec, replay};
 use crate::usage::Usage;
 use crate::wake_audit::WakeAudit;
+use irqlab_core::delivery::DeliveryPath;
 use irqlab_core::gsim::{GsimGlobal, GsimParams};
-use irqlab_core::remapped::DeliveryPath;
 use irqlab_core::{Delivery, ModeratorKind, Policy};
 use irqlab_fio::JobSpec;
 use irqlab_report::RunReport;
@@ -27,7 +29,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 
 /// Runs `jobs` under `policy` on real threads and reports what was measured.
-pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunReport, String> {
+pub fn run(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<RunReport, RtError> {
     run_traced(jobs, policy, cfg, TraceOptions::default()).map(|(r, _)| r)
 }
 
@@ -49,7 +51,7 @@ pub fn run_observed(
     cfg: &RtConfig,
     window: Option<Range<u64>>,
     observer: &mut dyn Observer,
-) -> Result<RunReport, String> {
+) -> Result<RunReport, RtError> {
     let opts = TraceOptions { on: true, window };
     let (mut report, trace) = run_traced(jobs, policy, cfg, opts)?;
     if let Some(t) = trace {
@@ -74,18 +76,25 @@ fn run_traced(
     policy: &Policy,
     cfg: &RtConfig,
     opts: TraceOptions,
-) -> Result<(RunReport, Option<Trace>), String> {
+) -> Result<(RunReport, Option<Trace>), RtError> {
     check_inputs(jobs, policy, cfg)?;
     let file = open_file_target(jobs, cfg)?;
+    // Device vectors end where the delivery path's system vectors begin.
+    let first_system_vector = DeliveryPath::for_delivery(policy.delivery, 0)
+        .map_or(irqlab_core::posted::FIRST_SYSTEM_VECTOR, |p| {
+            p.first_system_vector()
+        });
     let topo = Topology::build(
         jobs,
         Placement {
             cpu_threads: cfg.cpu_threads,
-            all_polled: matches!(policy.delivery, Delivery::Polled | Delivery::Hybrid),
+            all_polled: !policy.delivery.takes_interrupts(),
             hybrid: policy.delivery == Delivery::Hybrid,
             span: file.as_ref().map_or(cfg.namespace_bytes, |f| f.size),
+            first_system_vector,
         },
     )?;
+    let mut events = Events::plan(&cfg.events, policy, &topo, first_system_vector)?;
     let cpus = cpu_shared(&topo, policy, cfg)?;
     let gsim = gsim_global(policy)?;
     // Trace time 0: just before the threads start.
@@ -107,12 +116,11 @@ fn run_traced(
         min_ramp: min_ramp(&topo),
         pins: &pins,
     };
-    let ran = run_threads(&cpus, ctrl_threads, &launch);
+    let ran = run_threads(&cpus, ctrl_threads, &launch, &mut events);
     if ran.stalled {
-        return Err(format!(
-            "no I/O completed for {} s: the run was stopped (a lost wake-up or a stuck controller)",
-            cfg.stall_timeout_ns / 1_000_000_000
-        ));
+        return Err(RtError::Stalled {
+            secs: cfg.stall_timeout_ns / 1_000_000_000,
+        });
     }
     let gathered = ran.gathered;
     if let Some(e) = gathered.media_errors.into_iter().next() {
@@ -142,17 +150,18 @@ fn run_traced(
             controller_off_cpu_ns: gathered.ctrl_off_cpu_ns,
             lost_wakeups: ran.audit.lost(),
             media: file.map_or_else(|| cfg.media.describe(), |f| f.describe()),
+            events: (!cfg.events.is_empty()).then_some(events.counts),
         },
     );
     Ok((report, trace))
 }
 
 /// Refuses a policy, configuration or job file the runtime cannot run.
-fn check_inputs(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<(), String> {
+fn check_inputs(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<(), RtError> {
     check_policy(policy)?;
     cfg.check()?;
     if jobs.is_empty() {
-        return Err("the job file defines no job".into());
+        return Err(RtError::Refused("the job file defines no job".into()));
     }
     crate::fio_options::refuse_unmodelled(jobs)?;
     crate::fio_options::refuse_engines(jobs, policy)?;
@@ -162,39 +171,32 @@ fn check_inputs(jobs: &[JobSpec], policy: &Policy, cfg: &RtConfig) -> Result<(),
 
 /// Opens `--media file:PATH`, sized for the largest block and any write; `None` for a
 /// modelled medium.
-fn open_file_target(jobs: &[JobSpec], cfg: &RtConfig) -> Result<Option<Arc<FileTarget>>, String> {
+fn open_file_target(jobs: &[JobSpec], cfg: &RtConfig) -> Result<Option<Arc<FileTarget>>, RtError> {
     Ok(match &cfg.media {
         Media::Model(_) => None,
         Media::File(path) => {
             let max_bs = jobs.iter().map(|j| j.bs.max(1)).max().unwrap_or(1);
             let aligned = jobs.iter().all(|j| j.bs.is_multiple_of(512));
             let write = jobs.iter().any(|j| j.rw.read_pct() < 100);
-            Some(Arc::new(FileTarget::open(
-                path,
-                cfg.media_size,
-                max_bs,
-                aligned,
-                write,
-                &cfg.stop,
-            )?))
+            Some(Arc::new(
+                FileTarget::open(path, cfg.media_size, max_bs, aligned, write, &cfg.stop)
+                    .map_err(RtError::Media)?,
+            ))
         }
     })
 }
 
 /// The state each CPU thread shares with the controllers and its kernel threads: its
 /// queues, numbered into one vector space across the CPUs.
-fn cpu_shared(
-    topo: &Topology,
-    policy: &Policy,
-    cfg: &RtConfig,
-) -> Result<Vec<Arc<CpuShared>>, String> {
+fn cpu_shared(topo: &Topology, policy: &Policy, cfg: &RtConfig) -> Result<Arc<Cpus>, RtError> {
     let mut cpus = Vec::new();
     let mut vector_base = 0;
+    let n = topo.cpus.len();
     for (i, plan) in topo.cpus.iter().enumerate() {
         let queues = plan
             .queues
             .iter()
-            .map(|q| QueueShared::new(q.clone()))
+            .map(|q| QueueShared::new(q.clone(), i, n))
             .collect::<Result<Vec<_>, _>>()?;
         let mut shared = CpuShared::new(
             i,
@@ -208,17 +210,17 @@ fn cpu_shared(
         }
         cpus.push(Arc::new(shared));
     }
-    Ok(cpus)
+    Ok(cpus.into())
 }
 
 /// GSIM's global half, when the policy's moderator is GSIM.
-fn gsim_global(policy: &Policy) -> Result<Option<Arc<Mutex<GsimGlobal>>>, String> {
+fn gsim_global(policy: &Policy) -> Result<Option<Arc<Mutex<GsimGlobal>>>, RtError> {
     // GSIM's global half (irq_mod_info), shared by every CPU thread; the parameters the
     // patch suggests, as the simulator uses.
     Ok((policy.moderator == ModeratorKind::Gsim)
         .then(|| GsimGlobal::new(GsimParams::suggested()))
         .transpose()
-        .map_err(|e| format!("gsim: {e}"))?
+        .map_err(|e| RtError::Refused(format!("gsim: {e}")))?
         .map(|g| Arc::new(Mutex::new(g))))
 }
 
@@ -226,12 +228,12 @@ fn gsim_global(policy: &Policy) -> Result<Option<Arc<Mutex<GsimGlobal>>>, String
 /// threads.
 fn controller_threads(
     topo: &Topology,
-    cpus: &[Arc<CpuShared>],
+    cpus: &Arc<Cpus>,
     policy: &Policy,
     cfg: &RtConfig,
     file: &Option<Arc<FileTarget>>,
     spec: TraceSpec,
-) -> Result<Vec<Vec<Controller>>, String> {
+) -> Result<Vec<Vec<Controller>>, RtError> {
     let mut ctrl_threads: Vec<Vec<Controller>> =
         (0..cfg.controller_threads).map(|_| Vec::new()).collect();
     for c in 0..topo.controllers.len() {
@@ -252,18 +254,23 @@ fn controller_threads(
                     .iter()
                     .map(|(cpu, qi)| cpu.queues[*qi].plan.q_depth)
                     .sum();
-                Backend::File(Box::new(UringMedia::new(target.clone(), depth)?))
+                Backend::File(Box::new(
+                    UringMedia::new(target.clone(), depth).map_err(RtError::Media)?,
+                ))
             }
             (Media::Model(m), _) => Backend::model(MediaClock::new(*m)),
             (Media::File(p), None) => {
-                return Err(format!("--media file:{}: not opened", p.display()));
+                return Err(RtError::Media(format!(
+                    "--media file:{}: not opened",
+                    p.display()
+                )));
             }
         };
         ctrl_threads[c % cfg.controller_threads].push(Controller::new(
-            c,
             media,
             queues,
-            policy.coalescing,
+            cpus.clone(),
+            policy,
             spec,
         ));
     }
@@ -272,7 +279,7 @@ fn controller_threads(
 
 /// Hands the live counters the CPUs, the vectors' names and the I/Os the run will
 /// complete (when known), so they can be read while it runs.
-fn attach_live(cfg: &RtConfig, topo: &Topology, cpus: &[Arc<CpuShared>]) -> Result<(), String> {
+fn attach_live(cfg: &RtConfig, topo: &Topology, cpus: &Cpus) -> Result<(), RtError> {
     if let Some(live) = &cfg.live {
         let names = topo
             .cpus
@@ -347,8 +354,8 @@ struct RunSync {
 /// the CPU threads first, then the controller threads.
 #[derive(Default)]
 struct Gathered {
-    pin_errors: Vec<String>,
-    media_errors: Vec<String>,
+    pin_errors: Vec<RtError>,
+    media_errors: Vec<RtError>,
     records: Vec<Recorder>,
     ctrl_off_cpu_ns: u64,
 }
@@ -356,17 +363,17 @@ struct Gathered {
 /// What a controller thread hands back.
 struct ControllerOut {
     counters: Vec<((usize, usize), VectorCounters)>,
-    pinned: Option<String>,
-    errors: Vec<String>,
+    pinned: Option<RtError>,
+    errors: Vec<RtError>,
     recs: Vec<Recorder>,
     off_cpu: u64,
 }
 
-type CpuOut = (Result<(CpuResult, Vec<Recorder>), String>, Option<String>);
+type CpuOut = (Result<(CpuResult, Vec<Recorder>), RtError>, Option<RtError>);
 
 /// What the threads of one run measured.
 struct Ran {
-    cpu_results: Vec<Result<CpuResult, String>>,
+    cpu_results: Vec<Result<CpuResult, RtError>>,
     counters: Vec<((usize, usize), VectorCounters)>,
     stalled: bool,
     /// The run's start, as every thread saw it.
@@ -380,9 +387,10 @@ struct Ran {
 /// Starts the controller threads, then the CPU threads, releases them together, watches
 /// them to their end, then stops and joins the controllers.
 fn run_threads(
-    cpus: &[Arc<CpuShared>],
+    cpus: &Arc<Cpus>,
     ctrl_threads: Vec<Vec<Controller>>,
     launch: &CpuLaunch,
+    events: &mut Events,
 ) -> Ran {
     let cfg = launch.cfg;
     let sync = RunSync {
@@ -409,6 +417,7 @@ fn run_threads(
             &sync.abort,
             cfg.stall_timeout_ns,
             &mut audit,
+            (t0, events),
         );
         let cpu_results = join_cpus(cpu_handles, &mut gathered);
         if let Some(live) = &cfg.live {
@@ -449,7 +458,11 @@ fn spawn_controllers<'scope>(
             release(barrier, start_cell);
             let off_cpu = run_controllers(&mut ctrls, stop);
             let counters: Vec<_> = ctrls.iter().flat_map(Controller::counters).collect();
-            let errors: Vec<String> = ctrls.iter().filter_map(Controller::media_error).collect();
+            let errors: Vec<RtError> = ctrls
+                .iter()
+                .filter_map(Controller::media_error)
+                .map(RtError::Media)
+                .collect();
             let recs: Vec<Recorder> = ctrls.iter_mut().map(Controller::take_record).collect();
             ControllerOut {
                 counters,
@@ -467,15 +480,15 @@ fn spawn_controllers<'scope>(
 /// job clones to their end.
 fn spawn_cpus<'scope>(
     s: &'scope Scope<'scope, '_>,
-    cpus: &[Arc<CpuShared>],
+    cpus: &Arc<Cpus>,
     sync: &'scope RunSync,
     launch: &CpuLaunch,
 ) -> Vec<ScopedJoinHandle<'scope, CpuOut>> {
     let mut cpu_handles = Vec::new();
-    for (i, shared) in cpus.iter().enumerate() {
+    for i in 0..cpus.len() {
         let (barrier, abort, running, start_cell) =
             (&sync.barrier, &sync.abort, &sync.running, &sync.start_cell);
-        let shared = shared.clone();
+        let all = cpus.clone();
         let plans = launch.topo.cpus[i].clones.clone();
         let pin = launch.pins.cpu(i);
         let seed = launch.cfg.seed;
@@ -494,7 +507,7 @@ fn spawn_cpus<'scope>(
             // loaded host that can be well after the run's start.
             let start = now_ns();
             let jobs = job_runs(plans, seed, start);
-            let result = CpuThread::new(shared, policy, jobs, gsim, spec, clock)
+            let result = CpuThread::new(all, i, policy, jobs, gsim, spec, clock)
                 .map(|t| t.run(abort, &stop));
             running.fetch_sub(1, SeqCst);
             (result, pinned)
@@ -522,12 +535,10 @@ fn job_runs(plans: Vec<ClonePlan>, seed: u64, start: u64) -> Vec<JobRun> {
 fn join_cpus(
     cpu_handles: Vec<ScopedJoinHandle<'_, CpuOut>>,
     gathered: &mut Gathered,
-) -> Vec<Result<CpuResult, String>> {
+) -> Vec<Result<CpuResult, RtError>> {
     let mut cpu_results = Vec::new();
     for h in cpu_handles {
-        let (r, pinned) = h
-            .join()
-            .unwrap_or_else(|_| (Err("a CPU thread panicked".into()), None));
+        let (r, pinned) = h.join().unwrap_or((Err(RtError::Panicked("CPU")), None));
         gathered.pin_errors.extend(pinned);
         cpu_results.push(r.map(|(res, recs)| {
             gathered.records.extend(recs);
@@ -553,16 +564,14 @@ fn join_controllers(
                 gathered.media_errors.extend(out.errors);
                 gathered.records.extend(out.recs);
             }
-            Err(_) => gathered
-                .media_errors
-                .push("a controller thread panicked".into()),
+            Err(_) => gathered.media_errors.push(RtError::Panicked("controller")),
         }
     }
     counters
 }
 
 /// Wake-ups of the CPU threads and of their kernel threads.
-fn total_wakeups(cpus: &[Arc<CpuShared>], cpu_results: &[CpuResult]) -> u64 {
+fn total_wakeups(cpus: &Cpus, cpu_results: &[CpuResult]) -> u64 {
     // Waking a kernel thread (irq thread, ksoftirqd, kworker) is a wake-up too.
     cpus.iter().map(|c| c.notifier.wakeups()).sum::<u64>()
         + cpu_results
@@ -598,14 +607,16 @@ fn expected_ios(topo: &Topology) -> Option<u64> {
         .sum()
 }
 
-/// Waits for the CPU threads, auditing their sleeps for lost wake-ups; aborts them when
-/// no CQ head doorbell moved for `timeout_ns`. Returns whether it had to abort.
+/// Waits for the CPU threads, auditing their sleeps for lost wake-ups and carrying out
+/// the `--event`s when due (ns after the run's start `t0`); aborts them when no CQ head
+/// doorbell moved for `timeout_ns`. Returns whether it had to abort.
 fn watch(
-    cpus: &[Arc<CpuShared>],
+    cpus: &Cpus,
     running: &AtomicUsize,
     abort: &AtomicBool,
     timeout_ns: u64,
     audit: &mut WakeAudit,
+    (t0, events): (u64, &mut Events),
 ) -> bool {
     let progress = || -> u64 {
         cpus.iter()
@@ -615,8 +626,14 @@ fn watch(
     };
     let mut last = progress();
     let mut since = now_ns();
+    const INTERVAL_NS: u64 = 20_000_000;
     while running.load(SeqCst) > 0 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        let now = now_ns() - t0;
+        let wait = events
+            .next_at()
+            .map_or(INTERVAL_NS, |at| at.saturating_sub(now).min(INTERVAL_NS));
+        std::thread::sleep(std::time::Duration::from_nanos(wait));
+        events.apply_due(now_ns() - t0, cpus);
         audit.check(cpus);
         let p = progress();
         if p != last {

@@ -1,14 +1,18 @@
 //! A CPU thread's softirqs (kernel/softirq.c): core's `SoftirqCpu` (pending mask,
 //! MAX_SOFTIRQ_RESTART, the 2 ms MAX_SOFTIRQ_TIME, the need_resched rule, the hand-over
-//! to ksoftirqd) and its IRQ_POLL action, core's `IrqPollCpu` (lib/irq_poll.c). Two host
-//! threads run them: the CPU thread at irq_exit and the CPU's ksoftirqd. The state is
-//! per CPU under one lock taken for each step, never across a poll call, so the
-//! hardirq handler can schedule an instance while a softirq run polls another, as it
-//! can between the kernel's IRQs-off sections.
+//! to ksoftirqd) and its IRQ_POLL action, core's `IrqPollCpu` (lib/irq_poll.c, or Sagi's
+//! until-need_resched variant), whose instances end their polls by core's `NvmePoll`
+//! (re-enable, or NAPI's deferral with its timer). Two host threads run them: the CPU
+//! thread at irq_exit and the CPU's ksoftirqd. The state is per CPU under one lock taken
+//! for each step, never across a poll call, so the hardirq handler can schedule an
+//! instance while a softirq run polls another, as it can between the kernel's IRQs-off
+//! sections.
 
 use crate::clock::now_ns;
+use crate::error::RtError;
 use crate::wake::Notifier;
-use irqlab_core::irq_poll::{IrqPollCounters, IrqPollCpu, IrqPollId, jiffies};
+use irqlab_core::irq_poll::{IrqPollCounters, IrqPollCpu, IrqPollId, IrqPollUntil, jiffies};
+use irqlab_core::nvme::{NvmePoll, PollEnd};
 use irqlab_core::softirq::{
     SoftirqConfig, SoftirqContext, SoftirqCounters, SoftirqCpu, SoftirqStep, SoftirqVec,
 };
@@ -23,7 +27,10 @@ pub trait SoftirqContextOps {
     /// complete them; returns how many.
     fn poll(&mut self, queue: usize, weight: u32) -> u32;
     /// irq_poll_complete done: enable_irq() on the queue's vector.
-    fn unmask(&mut self, queue: usize);
+    fn reenable(&mut self, queue: usize);
+    /// irq_poll_complete done with the IRQ left disabled and a timer armed (NAPI's
+    /// deferral): the CPU thread must see the timer before it halts.
+    fn deferred(&mut self, queue: usize);
 }
 
 /// How one handle_softirqs invocation went.
@@ -41,8 +48,11 @@ pub struct SoftirqRun {
 struct SoftState {
     softirq: SoftirqCpu,
     irq_poll: IrqPollCpu,
-    /// The queue of each irq_poll instance, by IrqPollId.
+    /// The queue of each irq_poll instance, and its poll function's end, by IrqPollId.
     queue_of: Vec<usize>,
+    polls: Vec<NvmePoll>,
+    /// NAPI deferral timers: (expiry, instance), napi_watchdog's irq_poll_sched.
+    deferred: Vec<(u64, IrqPollId)>,
 }
 
 /// One CPU thread's softirq state and its ksoftirqd's wake word.
@@ -56,19 +66,22 @@ pub struct SoftirqShared {
 }
 
 impl Default for SoftirqShared {
+    /// The mainline limits: CONFIG_HZ=1000, MAX_SOFTIRQ_RESTART, 2 ms, irq_poll's budget.
     fn default() -> Self {
-        SoftirqShared::new(SoftirqConfig::default())
+        SoftirqShared::new(SoftirqConfig::default(), IrqPollUntil::Budget)
     }
 }
 
 impl SoftirqShared {
-    /// The mainline limits: CONFIG_HZ=1000, MAX_SOFTIRQ_RESTART, 2 ms.
-    pub fn new(config: SoftirqConfig) -> SoftirqShared {
+    /// `config`'s limits, with IRQ_POLL runs ending by `until`.
+    pub fn new(config: SoftirqConfig, until: IrqPollUntil) -> SoftirqShared {
         SoftirqShared {
             state: Mutex::new(SoftState {
                 softirq: SoftirqCpu::new(config),
-                irq_poll: IrqPollCpu::default(),
+                irq_poll: IrqPollCpu::with_until(until),
                 queue_of: Vec::new(),
+                polls: Vec::new(),
+                deferred: Vec::new(),
             }),
             config,
             ksoftirqd: Notifier::lazy(),
@@ -84,12 +97,53 @@ impl SoftirqShared {
         jiffies(now_ns(), self.config.hz)
     }
 
-    /// irq_poll_init for queue `queue` with `weight`.
-    pub fn add_poll_queue(&self, queue: usize, weight: u32) -> Result<IrqPollId, String> {
+    /// CONFIG_HZ of this CPU.
+    pub fn hz(&self) -> u32 {
+        self.config.hz
+    }
+
+    /// irq_poll_init for queue `queue` with `weight`, its polls ended by `poll`.
+    pub fn add_poll_queue(
+        &self,
+        queue: usize,
+        weight: u32,
+        poll: NvmePoll,
+    ) -> Result<IrqPollId, RtError> {
         let mut s = self.lock();
-        let id = s.irq_poll.init(weight).map_err(|e| e.to_string())?;
+        let id = s
+            .irq_poll
+            .init(weight)
+            .map_err(|e| RtError::Refused(format!("--weight {weight}: {e}")))?;
         s.queue_of.push(queue);
+        s.polls.push(poll);
         Ok(id)
+    }
+
+    /// NAPI timers due at `now` schedule their polls again (napi_watchdog); true when
+    /// one did, so the caller runs the softirq.
+    pub fn fire_deferred(&self, now: u64) -> bool {
+        let mut s = self.lock();
+        if s.deferred.iter().all(|&(at, _)| at > now) {
+            return false;
+        }
+        let (due, later): (Vec<_>, Vec<_>) = s.deferred.iter().partition(|&&(at, _)| at <= now);
+        s.deferred = later;
+        for (_, id) in due {
+            if s.irq_poll.sched(id).unwrap_or(false) {
+                s.softirq.raise(SoftirqVec::IrqPoll);
+            }
+        }
+        true
+    }
+
+    /// The earliest NAPI timer, for a halted CPU's wake-up.
+    pub fn next_deferred(&self) -> Option<u64> {
+        self.lock().deferred.iter().map(|&(at, _)| at).min()
+    }
+
+    /// Polls that kept their IRQ disabled (napi_defer_hard_irqs), all queues.
+    pub fn napi_deferrals(&self) -> u64 {
+        self.lock().polls.iter().map(NvmePoll::deferrals).sum()
     }
 
     /// irq_poll_sched from the hardirq handler: lists the instance and raises
@@ -148,16 +202,26 @@ impl SoftirqShared {
             let resched = ops.need_resched();
             let j = self.jiffies();
             let mut s = self.lock();
-            match s.irq_poll.next_poll(j) {
+            match s.irq_poll.next_poll_checked(j, resched) {
                 Ok(Some((id, weight))) => {
                     let queue = s.queue_of[id.0];
                     drop(s);
                     let work = ops.poll(queue, weight);
                     run.polls += 1;
-                    let completed = work < weight;
-                    let done = self.lock().irq_poll.poll_done(id, work, completed);
-                    if completed && done.is_ok() {
-                        ops.unmask(queue);
+                    let mut s = self.lock();
+                    let end = s.polls[id.0].done(work, weight);
+                    let done = s.irq_poll.poll_done(id, work, end != PollEnd::KeepPolling);
+                    match end {
+                        PollEnd::Reenable if done.is_ok() => {
+                            drop(s);
+                            ops.reenable(queue);
+                        }
+                        PollEnd::Defer { timer_ns } if done.is_ok() => {
+                            s.deferred.push((now_ns() + timer_ns, id));
+                            drop(s);
+                            ops.deferred(queue);
+                        }
+                        _ => {}
                     }
                     continue;
                 }
@@ -188,6 +252,14 @@ impl SoftirqShared {
 mod tests {
     use super::*;
 
+    fn irq_poll() -> NvmePoll {
+        NvmePoll::for_style(irqlab_core::HandlerStyle::IrqPoll {
+            budget: 256,
+            weight: 64,
+        })
+        .unwrap()
+    }
+
     /// A queue with `left` CQEs that reaps at most `weight` per poll.
     struct Fake {
         left: Vec<u32>,
@@ -204,15 +276,16 @@ mod tests {
             self.left[queue] -= n;
             n
         }
-        fn unmask(&mut self, queue: usize) {
+        fn reenable(&mut self, queue: usize) {
             self.unmasked.push(queue);
         }
+        fn deferred(&mut self, _queue: usize) {}
     }
 
     #[test]
     fn a_queue_drained_under_budget_completes_and_is_unmasked() {
         let s = SoftirqShared::default();
-        let id = s.add_poll_queue(3, 64).unwrap();
+        let id = s.add_poll_queue(3, 64, irq_poll()).unwrap();
         assert!(!s.irq_exit_should_run());
         assert!(s.sched(id));
         assert!(!s.sched(id), "already scheduled");
@@ -233,7 +306,7 @@ mod tests {
     #[test]
     fn endless_work_with_need_resched_goes_to_ksoftirqd_after_one_pass() {
         let s = SoftirqShared::default();
-        let id = s.add_poll_queue(0, 1).unwrap();
+        let id = s.add_poll_queue(0, 1, irq_poll()).unwrap();
         s.sched(id);
         let mut f = Fake {
             left: vec![u32::MAX],

@@ -2,8 +2,9 @@
 //! controllers, and one NVMe queue pair (with its MSI-X vector) per CPU thread and
 //! controller, as nvme-pci gives each CPU its own queue when vectors suffice.
 
+use crate::error::RtError;
 use crate::job::JobPlan;
-use irqlab_core::posted::{FIRST_EXTERNAL_VECTOR, FIRST_SYSTEM_VECTOR};
+use irqlab_core::posted::FIRST_EXTERNAL_VECTOR;
 use irqlab_fio::JobSpec;
 
 /// One emulated controller.
@@ -149,22 +150,27 @@ pub struct Placement {
     pub hybrid: bool,
     /// Bytes each controller's namespace (or the real file) spans.
     pub span: u64,
+    /// Device vectors end below this on every CPU thread (FIRST_SYSTEM_VECTOR, or a
+    /// notification vector below it: `DeliveryPath::first_system_vector`).
+    pub first_system_vector: u8,
 }
 
 impl Topology {
     /// Places `numjobs` clones of every job round robin over the CPU threads (a clone with
     /// `cpus_allowed` goes to CPU thread `first allowed CPU % cpu_threads`), and gives each
     /// CPU thread a queue pair per controller its clones use.
-    pub fn build(jobs: &[JobSpec], p: Placement) -> Result<Topology, String> {
+    pub fn build(jobs: &[JobSpec], p: Placement) -> Result<Topology, RtError> {
         if p.cpu_threads == 0 {
-            return Err("at least one CPU thread is needed".into());
+            return Err(RtError::Topology(
+                "at least one CPU thread is needed".into(),
+            ));
         }
         let controllers = controllers_of(jobs);
         if let Some(c) = controllers.iter().find(|c| virtio_disk(&c.filename)) {
-            return Err(format!(
+            return Err(RtError::Topology(format!(
                 "filename={}: a virtio-blk disk; the runtime emulates NVMe controllers only (its virtqueues, kicks and injected interrupts belong to a guest platform): simulate it with `irqlab run --platform firecracker-epyc-vm` (docs/runtime.md)",
                 c.filename
-            ));
+            )));
         }
         let ctrl_of = |f: &str| controllers.iter().position(|c| c.filename == f);
         let mut cpus = vec![CpuPlan::default(); p.cpu_threads];
@@ -207,17 +213,17 @@ impl Topology {
                     }
                     let index = cpu.queues.len();
                     let vector = usize::from(FIRST_EXTERNAL_VECTOR) + index;
-                    if vector >= usize::from(FIRST_SYSTEM_VECTOR) {
-                        return Err(format!(
+                    if vector >= usize::from(p.first_system_vector) {
+                        return Err(RtError::Topology(format!(
                             "CPU thread {c} would need more than {} vectors; use more CPU threads",
-                            FIRST_SYSTEM_VECTOR - FIRST_EXTERNAL_VECTOR
-                        ));
+                            p.first_system_vector - FIRST_EXTERNAL_VECTOR
+                        )));
                     }
                     if depth >= 65536 {
-                        return Err(format!(
+                        return Err(RtError::Topology(format!(
                             "CPU thread {c} keeps {depth} I/Os in flight on one controller; \
                              an NVMe queue holds at most 65535"
-                        ));
+                        )));
                     }
                     let qid = 1 + c as u16 + if polled { n_cpus } else { 0 };
                     cpu.queues.push(QueuePlan {
@@ -264,6 +270,7 @@ mod tests {
             all_polled: false,
             hybrid: false,
             span: 1 << 20,
+            first_system_vector: irqlab_core::posted::FIRST_SYSTEM_VECTOR,
         };
         let t = Topology::build(&j, p).unwrap();
         let inst: Vec<(&str, u32)> = t
@@ -297,6 +304,7 @@ mod tests {
             all_polled: false,
             hybrid: false,
             span: 1 << 20,
+            first_system_vector: irqlab_core::posted::FIRST_SYSTEM_VECTOR,
         };
         let t = Topology::build(&j, p).unwrap();
         // Clone 0 -> CPU 1 -> thread 1; clone 1 -> CPU 3 -> thread 0.

@@ -78,19 +78,23 @@ mod tests {
     use super::*;
     use crate::topology::QueuePlan;
     use irqlab_core::Delivery;
-    use irqlab_core::remapped::DeliveryPath;
+    use irqlab_core::delivery::DeliveryPath;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::time::Duration;
 
     fn cpu(delivery: Delivery) -> Arc<CpuShared> {
-        let q = crate::shared::QueueShared::new(QueuePlan {
-            controller: 0,
-            qid: 1,
-            vector: 0x20,
-            polled: false,
-            q_depth: 8,
-        })
+        let q = crate::shared::QueueShared::new(
+            QueuePlan {
+                controller: 0,
+                qid: 1,
+                vector: 0x20,
+                polled: false,
+                q_depth: 8,
+            },
+            0,
+            1,
+        )
         .unwrap();
         Arc::new(CpuShared::new(
             0,
@@ -106,7 +110,7 @@ mod tests {
         std::thread::spawn(move || {
             while !done.load(SeqCst) {
                 cpu.notifier.wait(|| done.load(SeqCst));
-                let _ = cpu.irr.take();
+                while cpu.irr.take_highest().is_some() {}
                 if let Some(d) = cpu.path.as_ref().and_then(DeliveryPath::pi_desc) {
                     let _ = d.harvest();
                     d.clear_on();

@@ -1,6 +1,7 @@
 //! Posted delivery under real concurrency: several controller threads post completions
-//! with random vectors to several CPU threads, which halt on their futex and handle each
-//! notification with the kernel's demux loop. Checks that every completion is handled
+//! with random vectors to several CPU threads, which halt on their futex and take each
+//! notification from their IRR through core's notification handler (the kernel's demux
+//! loop as steps). Checks that every completion is handled
 //! exactly once, in order per queue, and that no wake-up is lost (a watchdog fails the
 //! test when nothing is handled for 5 s while CPU threads sleep).
 //!
@@ -9,8 +10,7 @@
 //! for N seconds instead (the soak).
 
 use irqlab_core::Delivery;
-use irqlab_core::posted::handle_notification;
-use irqlab_core::remapped::DeliveryPath;
+use irqlab_core::delivery::{DeliveryPath, Step};
 use irqlab_rt::shared::{CpuShared, QueueShared};
 use irqlab_rt::topology::QueuePlan;
 use irqlab_rt::wake::{Notifier, Woken};
@@ -46,13 +46,17 @@ fn setup(lazy: bool) -> Setup {
         .map(|c| {
             let queues = (0..VECTORS_PER_CPU)
                 .map(|i| {
-                    QueueShared::new(QueuePlan {
-                        controller: i % CONTROLLER_THREADS,
-                        qid: 1 + i as u16,
-                        vector: 0x20 + i as u8,
-                        polled: false,
-                        q_depth: Q_DEPTH,
-                    })
+                    QueueShared::new(
+                        QueuePlan {
+                            controller: i % CONTROLLER_THREADS,
+                            qid: 1 + i as u16,
+                            vector: 0x20 + i as u8,
+                            polled: false,
+                            q_depth: Q_DEPTH,
+                        },
+                        c,
+                        CPU_THREADS,
+                    )
                     .unwrap()
                 })
                 .collect();
@@ -117,11 +121,11 @@ fn producer(s: &Setup, me: usize, quota: u64, seed: u64) -> u64 {
     sent
 }
 
-/// A CPU thread: halt until notified, then run the posted handler; each vector's handler
-/// reaps its CQ and checks the sequence numbers.
+/// A CPU thread: halt until notified, then take the IRR's vectors through the posted
+/// handler's steps; each vector's handler reaps its CQ and checks the sequence numbers.
 fn consumer(s: &Setup, c: usize) {
     let cpu = &s.cpus[c];
-    let Some(desc) = cpu.path.as_ref().and_then(DeliveryPath::pi_desc) else {
+    let Some(path) = cpu.path.as_ref() else {
         panic!("posted delivery expected");
     };
     let mut expect = [0u32; VECTORS_PER_CPU];
@@ -132,17 +136,23 @@ fn consumer(s: &Setup, c: usize) {
         if woken == Woken::Ready && !cpu.notifier.take() {
             break;
         }
-        handle_notification(desc, 3, |v| {
-            let q = cpu.queue_of(v).expect("a vector of this CPU");
-            s.dispatches[c][q].fetch_add(1, Relaxed);
-            cpu.queues[q].qp.poll_cq(u32::MAX, |cqe| {
-                if cqe.result != expect[q] {
-                    errors += 1;
-                }
-                expect[q] = cqe.result.wrapping_add(1);
-                handled += 1;
-            });
-        });
+        while let Some(idt) = cpu.irr.take_highest() {
+            let mut h = path.begin(idt);
+            while let Some(step) = h.next(path) {
+                let Step::Dispatch(v) = step else {
+                    continue;
+                };
+                let (_, q) = cpu.queue_of(v).expect("a vector of this CPU");
+                s.dispatches[c][q].fetch_add(1, Relaxed);
+                cpu.queues[q].qp.poll_cq(u32::MAX, |cqe| {
+                    if cqe.result != expect[q] {
+                        errors += 1;
+                    }
+                    expect[q] = cqe.result.wrapping_add(1);
+                    handled += 1;
+                });
+            }
+        }
         s.handled[c].store(handled, Relaxed);
         s.errors[c].store(errors, Relaxed);
     }

@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use irqlab_core::irq_poll::IrqPollUntil;
 use irqlab_core::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
 
 const QD1: &str = "[qd1]\nioengine=pvsync2\nrw=randread\nbs=4k\nfilename=nvme0n1\ncpus_allowed=0\nruntime=10ms\ntime_based\n";
@@ -176,6 +177,37 @@ fn nvme_coalescing_reduces_interrupts() {
 }
 
 #[test]
+fn feature_09h_turns_aggregation_off_on_the_listed_vectors_only() {
+    // Jobs on CPUs 0-3 use queues q1-q4 (interrupt vectors 1-4); CD on vectors 1 and 3.
+    let mut cd = irqlab_core::nvme::CoalescingDisable::default();
+    cd.insert(1).unwrap();
+    cd.insert(3).unwrap();
+    let r = run(
+        FOUR_DISKS,
+        Policy {
+            coalescing: DeviceCoalescing::Nvme {
+                thr: 7,
+                time_100us: 1,
+            },
+            coalescing_disable: cd,
+            ..Policy::default()
+        },
+        &[],
+        1,
+    );
+    let busy: Vec<_> = r.vectors.iter().filter(|v| v.completions > 0).collect();
+    assert_eq!(busy.len(), 4, "{:?}", r.vectors);
+    for v in busy {
+        let iv: u16 = v.name.rsplit_once('q').unwrap().1.parse().unwrap();
+        if cd.contains(iv) {
+            assert_eq!(v.device_coalesced, 0, "{}: CD set", v.name);
+        } else {
+            assert!(v.device_coalesced > 0, "{}: aggregated", v.name);
+        }
+    }
+}
+
+#[test]
 fn nvme_coalescing_saves_interrupt_cpu_per_io() {
     // Moderation pays in CPU: with several completions per interrupt the handler's fixed
     // cost (entry, EOI, exit, the CQ doorbell) is paid once for all of them.
@@ -227,6 +259,39 @@ fn budgeted_handler_hands_a_flood_to_ksoftirqd() {
     // The stock handler drains in hardirq and holds the tick off far longer.
     assert!(stock.cpus[0].hardirq_ns > 4 * cpu0.hardirq_ns);
     assert!(stock.cpus[0].tick_lateness.max() > budgeted.cpus[0].tick_lateness.max());
+}
+
+#[test]
+fn sagis_irq_poll_polls_until_need_resched_instead_of_the_budget() {
+    // The flood of budgeted_handler_hands_a_flood_to_ksoftirqd under both stop rules
+    // (the submitters on CPUs 1-15, the vector on CPU 0).
+    let sets = ["devices.0.queues=1", "devices.0.max_iops=4000000"];
+    let policy = |until| Policy {
+        handler: HandlerStyle::IrqPoll {
+            budget: 32,
+            weight: 16,
+        },
+        irq_poll_until: until,
+        ..Policy::default()
+    };
+    let kernel = run(SHARED_QUEUE, policy(IrqPollUntil::Budget), &sets, 1);
+    let sagi = run(SHARED_QUEUE, policy(IrqPollUntil::Resched), &sets, 1);
+    let (k0, s0) = (&kernel.cpus[0], &sagi.cpus[0]);
+    // The kernel's rule punts after 256 CQEs or a jiffy: restarts, then ksoftirqd.
+    assert!(extra(&kernel, "softirq_restarts") > 0.0 && k0.ksoftirqd_ns > 0);
+    assert!(
+        !kernel
+            .extra
+            .iter()
+            .any(|(k, _)| k == "irq_poll_need_resched")
+    );
+    // Sagi's polls until need_resched, which never comes on CPU 0 (no task of its own
+    // waits there): no restart, the whole flood drained in softirq context.
+    assert_eq!(extra(&sagi, "irq_poll_need_resched"), 0.0);
+    assert_eq!(extra(&sagi, "softirq_restarts"), 0.0);
+    assert!(s0.softirq_ns > k0.softirq_ns, "{s0:?} vs {k0:?}");
+    assert!(s0.ksoftirqd_ns * 10 < k0.ksoftirqd_ns, "{s0:?} vs {k0:?}");
+    assert!(sagi.total_ios() > 1000 && kernel.total_ios() > 1000);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use crate::RunEnd;
 use crate::output::{OutputArgs, OutputFormat, emit};
 use clap::Args;
-use irqlab_inputs::{PolicyArgs, ShapeArgs};
+use irqlab_inputs::{EventArgs, PolicyArgs, ShapeArgs};
 use irqlab_observe::{ObserveError, RtObserveArgs, dropped_events_warning, run_with_observers};
 use irqlab_rt::{Media, MediaModel, RtConfig};
 use std::path::PathBuf;
@@ -20,6 +20,8 @@ pub struct RtArgs {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub events: EventArgs,
     /// Threads emulating CPUs: each receives interrupts and runs the job clones placed on it
     /// (1 to 256; with --controllers at most 8 threads per host CPU).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -150,6 +152,7 @@ pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
 
 fn run(args: &RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
     let policy = args.policy.checked_policy()?;
+    irqlab_inputs::policy::event_contradictions(&args.policy, &args.events)?;
     let ncpus = usize::from(args.cpu_threads);
     let jobs = irqlab_inputs::JobSource::Path(args.job.clone()).jobs_for(ncpus)?;
     let controllers = irqlab_rt::topology::controller_names(&jobs);
@@ -187,6 +190,7 @@ fn run(args: &RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         lazy_wake: args.lazy_wake,
         media_size: args.media_size,
         stop: stop.clone(),
+        events: args.events.events.clone(),
         ..RtConfig::default()
     };
     // irqtop lines must not end up inside a JSON report on stdout.

@@ -75,6 +75,81 @@ impl IrqVectorConfig {
     }
 }
 
+/// Feature 09h's Coalescing Disable over a device's vectors: the IVs whose CD bit the
+/// host sets (one Set Features 09h per vector). IV ranges over the 2048 MSI-X entries a
+/// function may have; Linux's nvme-pci gives I/O queue N vector N (vector 0 is the admin
+/// queue's).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct CoalescingDisable {
+    bits: [u64; 32],
+}
+
+/// An IV beyond the 2048 MSI-X entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IvOutOfRange(pub u32);
+
+impl std::fmt::Display for IvOutOfRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "interrupt vector {} is beyond the 2048 MSI-X entries (0..=2047)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for IvOutOfRange {}
+
+impl CoalescingDisable {
+    /// The highest IV (MSI-X Table Size is at most 2048).
+    pub const MAX_IV: u16 = 2047;
+
+    /// Sets CD for vector `iv`.
+    pub fn insert(&mut self, iv: u32) -> Result<(), IvOutOfRange> {
+        if iv > u32::from(Self::MAX_IV) {
+            return Err(IvOutOfRange(iv));
+        }
+        self.bits[(iv / 64) as usize] |= 1 << (iv % 64);
+        Ok(())
+    }
+
+    /// Whether vector `iv` has CD set.
+    pub fn contains(&self, iv: u16) -> bool {
+        iv <= Self::MAX_IV && self.bits[usize::from(iv / 64)] & (1 << (iv % 64)) != 0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bits.iter().all(|&w| w == 0)
+    }
+
+    /// The vectors with CD set, ascending.
+    pub fn ivs(&self) -> impl Iterator<Item = u16> + '_ {
+        (0..=Self::MAX_IV).filter(|&iv| self.contains(iv))
+    }
+
+    /// The 09h setting of vector `iv`.
+    pub fn config(&self, iv: u16) -> IrqVectorConfig {
+        IrqVectorConfig {
+            iv,
+            cd: self.contains(iv),
+        }
+    }
+}
+
+impl std::fmt::Display for CoalescingDisable {
+    /// The IVs, comma-separated ("1,3"), as `--coalesce-disable` takes them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ivs: Vec<String> = self.ivs().map(|iv| iv.to_string()).collect();
+        f.write_str(&ivs.join(","))
+    }
+}
+
+impl std::fmt::Debug for CoalescingDisable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CoalescingDisable({self})")
+    }
+}
+
 /// Coalescing parameters in the units the state machine uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CoalesceParams {

@@ -2,7 +2,9 @@
 //! engines call this one type whichever policy a run uses.
 
 use super::calibrated::{Calibrated, CalibratedParams, Hint};
-use super::coalesce::{CoalesceParams, Fire, FireCause, IrqCoalescing, IrqDecision, NvmeCoalescer};
+use super::coalesce::{
+    CoalesceParams, Fire, FireCause, IrqCoalescing, IrqDecision, IrqVectorConfig, NvmeCoalescer,
+};
 use crate::policy::DeviceCoalescing;
 
 #[derive(Clone, Debug)]
@@ -29,6 +31,16 @@ impl DeviceIrq {
                 DeviceIrq::Calibrated(Calibrated::new(CalibratedParams::default()))
             }
         }
+    }
+
+    /// The policy's aggregation on the vector `cfg` names, with its feature 09h Coalescing
+    /// Disable applied (CD only matters to 08h aggregation).
+    pub fn for_vector(c: DeviceCoalescing, cfg: IrqVectorConfig) -> Self {
+        let mut irq = DeviceIrq::from_policy(c);
+        if let DeviceIrq::Nvme(n) = &mut irq {
+            n.set_vector_config(cfg);
+        }
+        irq
     }
 
     /// A completion was posted at `now_ns`; `hint` matters only to calibrated interrupts.

@@ -11,28 +11,36 @@
 //! - [`device_irq`]: the device-side policy chosen by [`crate::DeviceCoalescing`].
 //! - [`msix`]: one MSI-X vector as the device drives it: the policy, the gate, the
 //!   aggregation timer's epoch and the vector's mask and pending bits, for both engines.
+//! - [`tags`]: the host's tag set of a queue (command id to request).
+//! - [`irq_handler`]: the queue's interrupt handler and poll function as step machines,
+//!   built from the handler style.
 
 pub mod calibrated;
 pub mod coalesce;
 pub mod cq;
 pub mod device_irq;
 pub mod gate;
+pub mod irq_handler;
 pub mod msix;
 pub mod queue;
 pub mod sq;
+pub mod tags;
 
 pub use calibrated::{Calibrated, CalibratedParams, Hint};
 pub use coalesce::{
-    CoalesceParams, Fire, FireCause, IrqCoalescing, IrqDecision, IrqVectorConfig, NvmeCoalescer,
+    CoalesceParams, CoalescingDisable, Fire, FireCause, IrqCoalescing, IrqDecision,
+    IrqVectorConfig, IvOutOfRange, NvmeCoalescer,
 };
 pub use cq::{CompletionQueue, CqFull, Cqe};
 pub use device_irq::DeviceIrq;
 pub use gate::{MsiRule, UnknownMsiRule, VectorGate};
+pub use irq_handler::{HandlerStep, IrqReturn, NvmeIrqHandler, NvmePoll, PollEnd};
 pub use msix::{MsixAction, MsixCounters, MsixVector, Quiet};
 pub use queue::QueuePair;
 pub use sq::{
     NVME_CMD_READ, NVME_CMD_WRITE, SQE_HINT_BARRIER, SQE_HINT_URGENT, SqFull, Sqe, SubmissionQueue,
 };
+pub use tags::TagSet;
 
 /// Queue sizes outside 2..=65536 (CAP.MQES bounds; a queue needs an empty slot).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -23,26 +23,26 @@
 //! changes happen inside the call, so an engine may carry the action out later in the
 //! same step, after work of its own that does not touch this vector.
 //!
-//! # Where the simulator's code goes (irqlab-sim model/device.rs)
+//! # Who calls what
 //!
-//! | simulator                                            | here                                 |
-//! |------------------------------------------------------|--------------------------------------|
-//! | `emit_completion`: mask check, `irq.on_completion`   | [`MsixVector::post_completion`]      |
-//! | `target_receive` (model/target.rs), no mask check    | [`MsixVector::post_completion_ignoring_mask`] |
-//! | `coalesce_timer(v, epoch)`                           | [`MsixVector::timer_expired`]        |
-//! | `arm_coalesce_timer`: `timer_gen += 1`               | the epoch in [`MsixAction::ArmTimer`]|
-//! | `gate_raise`                                         | inside every method (private `raise`)|
-//! | `cq_doorbell_arrives`, masked or not                 | [`MsixVector::cq_head_doorbell`]     |
-//! | `start_vector`: `masked = true` (mask_ack_irq)       | [`MsixVector::mask`]                 |
-//! | `unmask_vector`: `masked`, `mask_pending`, raise     | [`MsixVector::unmask`]               |
-//! | `moderator_program`: `irq.program` then the decision | [`MsixVector::program`]              |
+//! | call                                     | simulator (irqlab-sim model/)            | runtime (irqlab-rt)              |
+//! |------------------------------------------|------------------------------------------|----------------------------------|
+//! | [`MsixVector::post_completion`]          | device.rs `emit_completion`              | ctrl.rs `Controller::pass`       |
+//! | [`MsixVector::post_completion_ignoring_mask`] | target.rs `target_receive` (NVMe over RDMA target CQ) | not used               |
+//! | [`MsixVector::timer_expired`]            | device.rs `coalesce_timer`               | ctrl.rs `Controller::pass`       |
+//! | [`MsixAction::ArmTimer`]'s epoch         | device.rs `carry_out` (a CoalesceTimer event) | ctrl.rs `CtrlQueue::carry_out` |
+//! | [`MsixVector::cq_head_doorbell`]         | device.rs `cq_doorbell_arrives`          | ctrl.rs `Controller::pass`       |
+//! | [`MsixVector::mask`]                     | cpu.rs `start_vector` (mask_ack_irq)     | not used (below)                 |
+//! | [`MsixVector::unmask`]                   | device.rs `unmask_vector`                | not used (below)                 |
+//! | [`MsixVector::program`]                  | device.rs `moderator_program`            | ctrl.rs `Controller::pass`       |
 //!
-//! The runtime (irqlab-rt ctrl.rs) never masks this machine: its host masks the vector
-//! from CPU and ksoftirqd threads while the controller thread runs, so its mask and
-//! pending bit are shared atomics (irqlab-rt shared.rs) applied after the rule.
+//! The runtime never masks this machine: its host masks the vector from CPU and
+//! ksoftirqd threads while the controller thread runs, so the mask and pending bits it
+//! writes are shared atomics (irqlab-rt shared.rs, driven by [`crate::irq::IrqDesc`])
+//! applied after the rule.
 
 use super::calibrated::Hint;
-use super::coalesce::{CoalesceParams, Fire, IrqDecision};
+use super::coalesce::{CoalesceParams, Fire, IrqDecision, IrqVectorConfig};
 use super::device_irq::DeviceIrq;
 use super::gate::{MsiRule, VectorGate};
 use crate::policy::DeviceCoalescing;
@@ -124,6 +124,12 @@ impl MsixVector {
     /// An unmasked vector with the aggregation a policy chose.
     pub fn from_policy(coalescing: DeviceCoalescing, rule: MsiRule) -> Self {
         Self::new(DeviceIrq::from_policy(coalescing), rule)
+    }
+
+    /// [`MsixVector::from_policy`] for the vector `cfg` names, with its feature 09h
+    /// Coalescing Disable.
+    pub fn for_vector(coalescing: DeviceCoalescing, cfg: IrqVectorConfig, rule: MsiRule) -> Self {
+        Self::new(DeviceIrq::for_vector(coalescing, cfg), rule)
     }
 
     /// The device posted a completion entry on the vector's CQ at `now_ns`; `unacked` is

@@ -9,7 +9,7 @@ use crate::observer::{Observer, SliceKind};
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
 use irqlab_core::irq_poll::jiffies;
-use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP, vector_bit};
+use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
 use irqlab_core::{Delivery, HandlerStyle};
 use irqlab_report::Latency;
@@ -175,7 +175,7 @@ impl<O: Observer> Sim<'_, O> {
 
     #[inline]
     pub(crate) fn irr_pending(&self, c: usize) -> bool {
-        self.cpus[c].irr.iter().any(|&w| w != 0)
+        self.cpus[c].irr.any()
     }
 
     /// An interrupt message reaches CPU `c` with IDT vector `vec`.
@@ -183,16 +183,14 @@ impl<O: Observer> Sim<'_, O> {
         if vec == RESCHEDULE_VECTOR {
             self.cpus[c].ipi_inflight = false;
         }
-        let (w, b) = vector_bit(vec as u8);
         let cpu = &mut self.cpus[c];
-        if cpu.irr[w] & b != 0 {
+        if !cpu.irr.set(vec as u8) {
             // Already pending in the IRR: the two messages become one interrupt.
             if let Some(v) = cpu.vec_of_idt[vec as usize] {
                 self.vectors[v.ix()].merged += 1;
             }
             return;
         }
-        cpu.irr[w] |= b;
         self.interrupt_if_enabled(c);
     }
 
@@ -220,12 +218,10 @@ impl<O: Observer> Sim<'_, O> {
     /// Enters the highest-priority pending vector.
     pub(crate) fn take_interrupt(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let Some(w) = (0..4).rev().find(|&w| cpu.irr[w] != 0) else {
+        let Some(v) = cpu.irr.take_highest() else {
             return;
         };
-        let bit = 63 - cpu.irr[w].leading_zeros();
-        cpu.irr[w] &= !(1u64 << bit);
-        let idt = (w as u16) * 64 + bit as u16;
+        let idt = u16::from(v);
         let was_idle = cpu.mode == Mode::Idle;
         cpu.irq = IrqFrame::new(idt);
         let measuring = self.measuring;
@@ -244,7 +240,7 @@ impl<O: Observer> Sim<'_, O> {
                     .record(self.now - cpu.tick_due);
             }
             LOCAL_TIMER_VECTOR => {}
-            POSTED_MSI_NOTIFICATION_VECTOR => {
+            idt if cpu.path.is_notification(idt as u8) => {
                 if measuring {
                     cpu.stats.pmn += 1;
                 }
@@ -351,7 +347,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.cpus[c].need_resched = true;
                 self.eoi_and_exit(c);
             }
-            POSTED_MSI_NOTIFICATION_VECTOR => self.pir_round(c),
+            idt if self.cpus[c].path.is_notification(idt as u8) => self.pir_round(c),
             _ => match self.cpus[c].vec_of_idt[idt as usize] {
                 Some(v) => self.start_vector(c, v.ix()),
                 None => self.eoi_and_exit(c),
@@ -481,7 +477,7 @@ impl<O: Observer> Sim<'_, O> {
             self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
             let n = self.cpus[c].reaping.len() as u64;
             self.hard(c, IrqPhase::Complete, self.costs.cq_doorbell + n * per);
-        } else if reaped > 0 && self.cpus[c].irq.idt != POSTED_MSI_NOTIFICATION_VECTOR {
+        } else if reaped > 0 && !self.in_notification(c) {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
             // the doorbell leaving the CPU first.
             self.queues[q].cq_locked = false;
@@ -553,8 +549,15 @@ impl<O: Observer> Sim<'_, O> {
         self.hard(c, IrqPhase::Exit, ns);
     }
 
+    /// Whether CPU `c`'s interrupt in progress is its delivery path's posted notification
+    /// (the demux dispatches the vectors; a device vector's own handler is over at EOI).
+    fn in_notification(&self, c: usize) -> bool {
+        let cpu = &self.cpus[c];
+        cpu.path.is_notification(cpu.irq.idt as u8)
+    }
+
     fn vector_done(&mut self, c: usize) {
-        if self.cpus[c].irq.idt == POSTED_MSI_NOTIFICATION_VECTOR {
+        if self.in_notification(c) {
             self.dispatch_next(c);
         } else {
             self.eoi_and_exit(c);
@@ -715,8 +718,10 @@ impl<O: Observer> Sim<'_, O> {
         loop {
             let j = self.jiffies();
             let cpu = &mut self.cpus[c];
-            // Inside the IRQ_POLL action: irq_poll_softirq's loop.
-            if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll(j) {
+            // Inside the IRQ_POLL action: irq_poll_softirq's loop (Sagi's variant stops on
+            // need_resched, the kernel's on the budget and the jiffy).
+            let resched = cpu.need_resched || !cpu.runq.is_empty() && cpu.current.is_none();
+            if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll_checked(j, resched) {
                 let v = cpu.iop_vector[id.0];
                 return Some(self.irq_poll_call(c, v, weight));
             }
@@ -830,29 +835,31 @@ impl<O: Observer> Sim<'_, O> {
     ) -> u32 {
         let queue = &mut self.queues[q];
         let tags = &mut queue.tags;
-        let free = &mut queue.free_tags;
         let refs = &mut queue.wc_ref;
         // nvmet-rdma: a command's RECV is answered at once; its tag waits for the
         // response's SEND completion too.
         let target = queue.local_irq_ns.is_some();
         let mut sends = 0;
         let n = queue.qp.poll_cq(budget, |cqe| {
-            let t = cqe.command_id as usize;
+            let t = cqe.command_id;
             let send = cqe.result == WC_SEND;
             sends += u32::from(send);
             if target && !send {
-                out.push(tags[t].expect("a RECV's command id names a command in flight"));
+                out.push(
+                    *tags
+                        .get(t)
+                        .expect("a RECV's command id names a command in flight"),
+                );
             }
             // nvme-rdma: the request ends when its last work completion is in (req->ref).
-            let last = refs.get_mut(t).is_none_or(|r| {
+            let last = refs.get_mut(usize::from(t)).is_none_or(|r| {
                 *r -= 1;
                 *r == 0
             });
             if last {
-                let io = tags[t]
-                    .take()
+                let io = tags
+                    .complete(t)
                     .expect("a CQE's command id names a request in flight");
-                free.push(cqe.command_id);
                 if !target {
                     out.push(io);
                 }
@@ -936,8 +943,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         // The tick hrtimer's expiry stays at the first missed period until its handler
         // runs (hrtimer_forward is called there), so lateness counts from that tick.
-        let (w, b) = vector_bit(LOCAL_TIMER_VECTOR as u8);
-        if self.cpus[c].irr[w] & b == 0 {
+        if !self.cpus[c].irr.is_set(LOCAL_TIMER_VECTOR as u8) {
             self.cpus[c].tick_due = self.now;
         }
         self.notify(c, LOCAL_TIMER_VECTOR);

@@ -68,10 +68,11 @@ impl<O: Observer> Sim<'_, O> {
         let held = self.stacks[s.ix()].held.expect("the stack holds an MSI");
         let v = held.vector.ix();
         if held.notify {
-            let idt = if held.remapped {
-                self.vectors[v].idt
-            } else {
-                POSTED_MSI_NOTIFICATION_VECTOR
+            let cpu = &self.cpus[self.vectors[v].cpu.ix()];
+            // Remapped: the vector itself; posted: the descriptor's notification vector.
+            let idt = match cpu.path.pi_desc() {
+                Some(pi) if !held.remapped => u16::from(pi.nv()),
+                _ => self.vectors[v].idt,
             };
             self.send_notification(Notification {
                 cpu: self.vectors[v].cpu,
@@ -156,8 +157,8 @@ impl<O: Observer> Sim<'_, O> {
     /// The interrupt message reaches the CPU, and a remapped one frees its stack.
     fn deliver(&mut self, n: Notification) {
         let c = n.cpu.ix();
-        self.obs
-            .notification(self.now, c, n.idt == POSTED_MSI_NOTIFICATION_VECTOR);
+        let posted = self.cpus[c].path.is_notification(n.idt as u8);
+        self.obs.notification(self.now, c, posted);
         self.notify(c, n.idt);
         if let Some(s) = n.holds {
             self.free_stack(s);

@@ -21,7 +21,9 @@ impl<O: Observer> Sim<'_, O> {
             let Some(sqe) = self.queues[q].qp.fetch() else {
                 break;
             };
-            let io = self.queues[q].tags[sqe.command_id as usize]
+            let io = *self.queues[q]
+                .tags
+                .get(sqe.command_id)
                 .expect("a fetched SQE's command id names its request");
             self.media_take(d, io);
         }

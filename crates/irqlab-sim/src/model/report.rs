@@ -365,6 +365,16 @@ impl<O: Observer> Sim<'_, O> {
                 .map(|c| c.irq_poll.counters().polls)
                 .sum::<u64>() as f64,
         ));
+        if self.policy.irq_poll_until != irqlab_core::irq_poll::IrqPollUntil::Budget {
+            // Runs Sagi's variant ended on need_resched (the kernel's rule never does).
+            extra.push((
+                "irq_poll_need_resched".into(),
+                self.cpus
+                    .iter()
+                    .map(|c| c.irq_poll.counters().need_resched)
+                    .sum::<u64>() as f64,
+            ));
+        }
         for (i, port) in self.ports.iter().enumerate() {
             if port.busy_ns == 0 && port.stalled_ns == 0 {
                 continue;

@@ -6,10 +6,11 @@ use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::rng::{ServiceTime, Stream};
 use irqlab_core::Policy;
+use irqlab_core::delivery::DeliveryPath;
+use irqlab_core::irq::Irr;
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
-use irqlab_core::nvme::{MsixVector, QueuePair};
+use irqlab_core::nvme::{MsixVector, QueuePair, TagSet};
 use irqlab_core::posted::{Demux, NR_PIR_WORDS, PirSnapshot, vector_bit};
-use irqlab_core::remapped::DeliveryPath;
 use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
 use std::collections::VecDeque;
@@ -239,8 +240,8 @@ pub(crate) struct Cpu {
     pub need_resched: bool,
     /// When `current` last got the CPU (for the CFS slice at ticks).
     pub slice_start: u64,
-    /// Pending interrupt vectors (the local APIC IRR).
-    pub irr: [u64; 4],
+    /// Pending interrupt vectors (the local APIC IRR, core's: highest vector first).
+    pub irr: Irr,
     pub tick_due: u64,
     pub irq: IrqFrame,
     /// The inline softirq was interrupted by a hardirq and resumes after it.
@@ -252,7 +253,7 @@ pub(crate) struct Cpu {
     pub vec_of_idt: Vec<Option<VectorId>>,
     pub next_idt: u16,
     /// How MSIs reach this CPU: an IRTE in remapped format, or the posted-interrupt
-    /// descriptor the IOMMU updates (irqlab-core remapped::DeliveryPath).
+    /// descriptor the IOMMU updates (irqlab-core delivery::DeliveryPath).
     pub path: DeliveryPath,
     /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
     pub pir_shadow: [u64; NR_PIR_WORDS],
@@ -672,9 +673,8 @@ pub(crate) struct Queue {
     /// doorbell. None: the handler completes each entry as it polls it (idxd, ib_cq).
     pub complete_ns: Option<u64>,
     pub qp: QueuePair,
-    /// Request by NVMe command_id (tag), while the tag is in use.
-    pub tags: Vec<Option<IoId>>,
-    pub free_tags: Vec<u16>,
+    /// Request by NVMe command_id (tag), while the tag is in use (core's blk-mq tag set).
+    pub tags: TagSet<IoId>,
     /// CQE writes in the root port FIFO, not yet in the CQ (the device's view counts them).
     pub cqes_in_flight: u32,
     /// CPUs whose submissions map here (more than one: a shared queue).
@@ -717,9 +717,8 @@ impl Queue {
             cqe_ns,
             complete_ns: None,
             qp,
-            tags: vec![None; depth as usize],
             // Command ids 0..depth (65536 entries use every u16).
-            free_tags: (0..depth).rev().map(|t| t as u16).collect(),
+            tags: TagSet::new(depth),
             cqes_in_flight: 0,
             shared: false,
             cq_locked: false,

@@ -227,7 +227,7 @@ impl<O: Observer> Sim<'_, O> {
             let job = &self.jobs[j];
             let q = job.queues[job.next_file];
             // The tag set holds one entry less than the ring (nvme: q_depth - 1).
-            if self.queues[q.ix()].free_tags.len() <= 1 {
+            if self.queues[q.ix()].tags.free() <= 1 {
                 let t = self.jobs[j].thread;
                 self.queues[q.ix()].tag_waiters.push(t);
                 break;
@@ -240,11 +240,7 @@ impl<O: Observer> Sim<'_, O> {
             // the driver's commit_rqs (virtio_commit_rqs kicks), as bd->last would.
             let next_starved = i + 1 < k && {
                 let taken = usize::from(next_q == q);
-                self.queues[next_q.ix()]
-                    .free_tags
-                    .len()
-                    .saturating_sub(taken)
-                    <= 1
+                self.queues[next_q.ix()].tags.free().saturating_sub(taken) <= 1
             };
             let last =
                 i + 1 == k || next_q != q || job.engine == IoEngine::PosixAio || next_starved;
@@ -371,11 +367,20 @@ impl<O: Observer> Sim<'_, O> {
         let read = planned.ddir == 0;
         let hints = if last { SQE_HINT_BARRIER } else { 0 };
         let start = self.jobs[j].batch_start;
-        let queue = &mut self.queues[q.ix()];
-        let Some(tag) = queue.free_tags.pop() else {
+        if self.queues[q.ix()].tags.free() == 0 {
             debug_assert!(false, "no free tag: the depth check failed");
             return None;
-        };
+        }
+        // The request's slot first (a freed one, else a new one at the end), then its tag
+        // (blk_mq_get_tag), which the record carries.
+        let io = self
+            .free_ios
+            .pop()
+            .unwrap_or_else(|| IoId::new(self.ios.len()));
+        let tag = self.queues[q.ix()]
+            .tags
+            .alloc(io)
+            .expect("a free tag was checked");
         let rec = Io {
             job: JobId::new(j),
             queue: q,
@@ -388,19 +393,14 @@ impl<O: Observer> Sim<'_, O> {
             unit: 0,
             cmd: planned.cmd,
         };
-        let io = match self.free_ios.pop() {
-            Some(io) => {
-                self.ios[io.ix()] = rec;
-                io
-            }
-            None => {
-                self.ios.push(rec);
-                IoId::new(self.ios.len() - 1)
-            }
-        };
+        if io.ix() == self.ios.len() {
+            self.ios.push(rec);
+        } else {
+            self.ios[io.ix()] = rec;
+        }
+        let queue = &mut self.queues[q.ix()];
         let d = queue.device.ix();
         self.fio.disks[d].submit(now, self.measuring);
-        queue.tags[tag as usize] = Some(io);
         let _ = queue.qp.submit(
             Sqe {
                 command_id: tag,

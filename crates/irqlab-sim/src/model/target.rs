@@ -26,11 +26,10 @@ impl<O: Observer> Sim<'_, O> {
     /// the target's CQ, and the CQ's interrupt rule decides about a message.
     pub(crate) fn target_receive(&mut self, tq: usize, io: IoId) {
         let queue = &mut self.queues[tq];
-        let Some(tag) = queue.free_tags.pop() else {
+        let Some(tag) = queue.tags.alloc(io) else {
             debug_assert!(false, "target queue full: the depth check failed");
             return;
         };
-        queue.tags[tag as usize] = Some(io);
         // nvmet-rdma keeps the command until its response's SEND completes too.
         if let Some(r) = queue.wc_ref.get_mut(tag as usize) {
             *r = 2;
@@ -167,6 +166,7 @@ fn add_target(
             rule: MsiRule::UntilDoorbell,
             group: g,
             rescue_thread: false,
+            iv: None,
             // nvmet-rdma polls its CQs from a workqueue; the model runs the poll in the
             // hardirq (the command's time is the target's handler work).
             ib_softirq: false,

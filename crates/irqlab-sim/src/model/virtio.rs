@@ -132,6 +132,7 @@ pub(crate) fn add_queue_set(
                 rule: MsiRule::PerCompletion,
                 group: g,
                 rescue_thread: false,
+                iv: None,
                 ib_softirq: false,
             };
             Some(add_vector(spec, m, inp.policy, p)?)
@@ -239,12 +240,10 @@ impl<O: Observer> Sim<'_, O> {
                 continue;
             };
             let (_, at) = vq.kicking.swap_remove(pos);
-            for t in 0..self.queues[q].tags.len() {
-                if let Some(io) = self.queues[q].tags[t] {
-                    let rec = &mut self.ios[io.ix()];
-                    if rec.job == job && rec.submitted == at {
-                        rec.submitted = now;
-                    }
+            for (_, &io) in self.queues[q].tags.iter() {
+                let rec = &mut self.ios[io.ix()];
+                if rec.job == job && rec.submitted == at {
+                    rec.submitted = now;
                 }
             }
             let d = self.queues[q].device.ix();

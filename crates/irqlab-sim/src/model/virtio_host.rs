@@ -198,7 +198,9 @@ impl<O: Observer> Sim<'_, O> {
                 .qp
                 .fetch()
                 .expect("the avail ring and the SQ hold the same requests");
-            let io = self.queues[q].tags[sqe.command_id as usize]
+            let io = *self.queues[q]
+                .tags
+                .get(sqe.command_id)
                 .expect("an avail entry names a request in flight");
             return Some(io);
         }
