@@ -35,6 +35,22 @@ def test_policy_sets_and_topology_change_the_run(job, platform):
     assert len(four["jobs"]) == 8  # each of the two jobs once per disk
 
 
+def test_every_policy_option_of_the_cli_is_a_keyword(root, irqlab_bin, job, platform):
+    """Sagi Grimberg's irq_poll variant and feature 09h, as the command line takes them."""
+    args = ["--handler", "irq-poll", "--irq-poll-until", "resched", "--coalesce", "7,1", "--coalesce-disable", "1"]
+    cli = subprocess.run(
+        [irqlab_bin, "run", job, "--platform", platform, "--output-format", "json", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    got = irqlab.run(job, platform, handler="irq-poll", irq_poll_until="resched", coalesce="7,1", coalesce_disable="1")
+    assert got == json.loads(cli.stdout)
+    with pytest.raises(irqlab.IrqlabError, match="irq_poll_until"):
+        irqlab.run(job, platform, irq_poll_until="forever")
+
+
 def test_job_text_works_like_a_file(job, platform):
     text = open(job).read()
     assert irqlab.run(text, platform) == irqlab.run(job, platform)
@@ -87,7 +103,9 @@ def test_the_gil_is_released_while_simulating(root):
 def test_reproduce_one_experiment(root):
     df = irqlab.reproduce(["C6"], scenarios=root / "scenarios")
     assert list(df.columns[:6]) == ["experiment", "row", "metric", "published", "simulated", "error_pct"]
-    assert set(df["experiment"]) == {"C6"} and len(df) == 2
+    # One row per [[target]] of the C6 scenario files.
+    targets = sum(p.read_text().count("[[target]]") for p in (root / "scenarios" / "c6").glob("*.toml"))
+    assert set(df["experiment"]) == {"C6"} and len(df) == targets >= 2
     assert (df["simulated"] > 0).all() and df.attrs["failed"] == []
     with pytest.raises(irqlab.IrqlabError, match="names no scenario"):
         irqlab.reproduce(["C99"], scenarios=root / "scenarios")

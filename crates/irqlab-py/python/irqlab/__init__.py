@@ -64,11 +64,16 @@ Sets = Union[Mapping[str, Any], Sequence[str], None]
 _POLICY_KEYS = (
     "delivery",
     "max_loop",
+    "notification",
     "coalesce",
+    "coalesce_disable",
     "moderator",
     "handler",
     "budget",
     "weight",
+    "irq_poll_until",
+    "defer_hard_irqs",
+    "gro_flush_timeout",
     "reap_after_submit",
     "flood_detection",
 )
@@ -156,6 +161,11 @@ def run(
     weight: Optional[int] = None,
     reap_after_submit: Optional[bool] = None,
     flood_detection: Optional[bool] = None,
+    notification: Optional[str] = None,
+    coalesce_disable: Optional[str] = None,
+    irq_poll_until: Optional[str] = None,
+    defer_hard_irqs: Optional[int] = None,
+    gro_flush_timeout: Optional[str] = None,
     sets: Sets = None,
     disks: Optional[int] = None,
     jobs_per_disk: Optional[int] = None,
@@ -172,8 +182,10 @@ def run(
     platform: a platform file, or a bare name ("example" is platforms/example.toml,
         looked up in the current directory and above the interpreter).
     delivery, moderator, coalesce, handler, max_loop, budget, weight,
-    reap_after_submit, flood_detection: the policy, as ``irqlab run``'s options
-        (``delivery="posted"``, ``moderator="net-dim"``, ``coalesce="7,1"``).
+    reap_after_submit, flood_detection, notification, coalesce_disable, irq_poll_until,
+    defer_hard_irqs, gro_flush_timeout: the policy, as ``irqlab run``'s options
+        (``delivery="posted"``, ``moderator="net-dim"``, ``coalesce="7,1"``,
+        ``irq_poll_until="resched"``).
     sets: platform overrides, ``{"cpu.irq_entry_ns": 300}`` or ``["cpu.irq_entry_ns=300"]``.
     disks, jobs_per_disk, vectors_per_cpu: topology knobs (``--disks`` ...).
     seed: as ``--seed`` (every stream, the jobs' randseed included).
@@ -200,6 +212,11 @@ def run(
             "weight": weight,
             "reap_after_submit": reap_after_submit,
             "flood_detection": flood_detection,
+            "notification": notification,
+            "coalesce_disable": coalesce_disable,
+            "irq_poll_until": irq_poll_until,
+            "defer_hard_irqs": defer_hard_irqs,
+            "gro_flush_timeout": gro_flush_timeout,
         }
     )
     text = _native.run_json(
