@@ -3,6 +3,7 @@
 //! engines' option tables, how each value is read, and the checks fio makes on them.
 
 use crate::control::*;
+use crate::entry_value::{bad_value, bool01, flag, int, per_dir, time_s, time_us};
 use crate::error::JobFileError;
 use crate::ini::Entry;
 use crate::options::{Opt, OptDef, def};
@@ -141,76 +142,21 @@ pub(crate) struct Controls {
     num_range: Option<u32>,
 }
 
-fn bad(e: &Entry, noun: &str, expected: &str) -> JobFileError {
-    let shown = match &e.value {
-        Some(v) => format!("{}={v}", e.key),
-        None => e.key.clone(),
-    };
-    JobFileError::at(&e.file, e.line, format!("{shown} is not {noun}"), expected)
-}
-
-fn int(e: &Entry, text: &str, kb_base: u64) -> Result<u64, JobFileError> {
-    values::int(text, kb_base).map_err(|x| bad(e, "a number", x))
-}
-
-fn flag(e: &Entry, v: Option<&str>) -> Result<bool, JobFileError> {
-    values::flag(v).map_err(|x| bad(e, "a boolean", x))
-}
-
-fn bool01(e: &Entry, text: &str) -> Result<bool, JobFileError> {
-    values::bool01(text).map_err(|x| bad(e, "a boolean", x))
-}
-
 fn float(e: &Entry, text: &str) -> Result<f64, JobFileError> {
     match text.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-        _ => Err(bad(e, "a number", "a decimal number (e.g. 0.5)")),
+        _ => Err(bad_value(e, "a number", "a decimal number (e.g. 0.5)")),
     }
 }
 
-/// A time whose bare number is µs (parse.c check_str_time without is_seconds).
-fn time_us(e: &Entry, text: &str) -> Result<u64, JobFileError> {
-    values::time_us_default(text).map_err(|x| bad(e, "a time", x))
-}
-
-/// A time whose bare number is seconds (is_seconds).
-fn time_s(e: &Entry, text: &str) -> Result<u64, JobFileError> {
-    values::time_ns(text).map_err(|x| bad(e, "a time", x))
-}
-
-/// `R[,W[,T]]` per direction (options.c off1/off2/off3): one value sets all three, two
-/// set reads and writes (and trims take the writes' value), an empty part keeps the
-/// default.
+/// `R[,W[,T]]` per direction into `dst`; an empty part keeps what `dst` held.
 fn per_ddir(
     e: &Entry,
     text: &str,
     parse: impl Fn(&str) -> Result<u64, JobFileError>,
     dst: &mut [u64; 3],
 ) -> Result<(), JobFileError> {
-    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-    if parts.len() > 3 {
-        return Err(bad(
-            e,
-            "a value per direction",
-            "VALUE or READ,WRITE[,TRIM]",
-        ));
-    }
-    let one = |s: &str| -> Result<Option<u64>, JobFileError> {
-        if s.is_empty() {
-            Ok(None)
-        } else {
-            parse(s).map(Some)
-        }
-    };
-    let r = one(parts[0])?;
-    let w = match parts.get(1) {
-        Some(p) => one(p)?,
-        None => r,
-    };
-    let t = match parts.get(2) {
-        Some(p) => one(p)?,
-        None => w,
-    };
+    let (r, w, t) = per_dir(e, text, "VALUE or READ,WRITE[,TRIM]", parse)?;
     for (d, v) in [r, w, t].into_iter().enumerate() {
         if let Some(v) = v {
             dst[d] = v;
@@ -229,7 +175,7 @@ fn steadystate(
     const EXPECTED: &str = "iops, iops_slope, bw, bw_slope, lat or lat_slope, then ':' and a limit (e.g. iops:10%, bw_slope:1%, lat:2ms)";
     let (kind, limit) = text
         .split_once(':')
-        .ok_or_else(|| bad(e, "a steady-state criterion", EXPECTED))?;
+        .ok_or_else(|| bad_value(e, "a steady-state criterion", EXPECTED))?;
     let (metric, slope) = match kind.trim() {
         "iops" => (SsMetric::Iops, false),
         "iops_slope" => (SsMetric::Iops, true),
@@ -237,7 +183,7 @@ fn steadystate(
         "bw_slope" => (SsMetric::Bw, true),
         "lat" => (SsMetric::Lat, false),
         "lat_slope" => (SsMetric::Lat, true),
-        _ => return Err(bad(e, "a steady-state criterion", EXPECTED)),
+        _ => return Err(bad_value(e, "a steady-state criterion", EXPECTED)),
     };
     let limit = limit.trim();
     if let Some(pct) = limit.strip_suffix('%') {
@@ -245,7 +191,9 @@ fn steadystate(
     }
     let value = match metric {
         SsMetric::Iops => float(e, limit)?,
-        SsMetric::Bw => values::size(limit, kb_base).map_err(|x| bad(e, "a bandwidth", x))? as f64,
+        SsMetric::Bw => {
+            values::size(limit, kb_base).map_err(|x| bad_value(e, "a bandwidth", x))? as f64
+        }
         // A latency limit is a time whose bare number is µs, kept in ns.
         SsMetric::Lat => time_us(e, limit)? as f64,
     };
@@ -264,7 +212,7 @@ fn write_mode(e: &Entry, text: &str) -> Result<(Vec<(WriteCmd, u32)>, bool), Job
             "uncor" => WriteCmd::Uncor,
             "verify" => WriteCmd::Verify,
             "zone_append" => return Ok(None),
-            _ => return Err(bad(e, "a write_mode", EXPECTED)),
+            _ => return Err(bad_value(e, "a write_mode", EXPECTED)),
         }))
     };
     if !text.contains(':') {
@@ -277,7 +225,7 @@ fn write_mode(e: &Entry, text: &str) -> Result<(Vec<(WriteCmd, u32)>, bool), Job
     for tok in text.split(':') {
         let (mode, pct) = tok
             .split_once('/')
-            .ok_or_else(|| bad(e, "a write_mode mix", EXPECTED))?;
+            .ok_or_else(|| bad_value(e, "a write_mode mix", EXPECTED))?;
         let Some(c) = cmd(mode)? else {
             return Err(JobFileError::at(
                 &e.file,
@@ -291,12 +239,12 @@ fn write_mode(e: &Entry, text: &str) -> Result<(Vec<(WriteCmd, u32)>, bool), Job
         } else {
             Some(
                 pct.parse::<u32>()
-                    .map_err(|_| bad(e, "a write_mode mix", EXPECTED))?,
+                    .map_err(|_| bad_value(e, "a write_mode mix", EXPECTED))?,
             )
         };
         entries.push((c, pct));
         if entries.len() > 16 {
-            return Err(bad(
+            return Err(bad_value(
                 e,
                 "a write_mode mix",
                 "at most 16 entries (fio's WMODE_SPLIT_MAX)",
@@ -306,7 +254,7 @@ fn write_mode(e: &Entry, text: &str) -> Result<(Vec<(WriteCmd, u32)>, bool), Job
     let given: u32 = entries.iter().filter_map(|x| x.1).sum();
     let missing = entries.iter().filter(|x| x.1.is_none()).count() as u32;
     if entries.len() < 2 || given > 100 || (missing == 0 && given != 100) {
-        return Err(bad(
+        return Err(bad_value(
             e,
             "a write_mode mix",
             "at least two entries whose percentages add up to 100",
@@ -337,7 +285,7 @@ impl Controls {
                 self.offload = match text {
                     "inline" => false,
                     "offload" => true,
-                    _ => return Err(bad(e, "a submit mode", "inline or offload")),
+                    _ => return Err(bad_value(e, "a submit mode", "inline or offload")),
                 }
             }
             Ctl::SqThreadPoll => self.sqpoll = flag(e, v)?,
@@ -347,7 +295,7 @@ impl Controls {
                     usize::try_from(cpu)
                         .ok()
                         .filter(|&c| c <= values::MAX_CPU)
-                        .ok_or_else(|| bad(e, "a CPU", "a CPU number from 0 to 4095"))?,
+                        .ok_or_else(|| bad_value(e, "a CPU", "a CPU number from 0 to 4095"))?,
                 );
             }
             Ctl::ExitAll => self.exitall |= flag(e, v)?,
@@ -356,19 +304,19 @@ impl Controls {
                     "group" => ExitWhat::Group,
                     "stonewall" => ExitWhat::Stonewall,
                     "all" => ExitWhat::All,
-                    _ => return Err(bad(e, "an exit_what", "group, stonewall or all")),
+                    _ => return Err(bad_value(e, "an exit_what", "group, stonewall or all")),
                 }
             }
             Ctl::ExitAllOnError => self.exitall_on_error = flag(e, v)?,
             Ctl::FlowId => {
                 self.flow_id = u32::try_from(int(e, text, kb_base)?)
-                    .map_err(|_| bad(e, "a flow id", "a number below 4294967296"))?
+                    .map_err(|_| bad_value(e, "a flow id", "a number below 4294967296"))?
             }
             Ctl::Flow => {
                 // options.c: maxval FLOW_MAX_WEIGHT.
                 let w = int(e, text, kb_base)?;
                 if w > 1000 {
-                    return Err(bad(
+                    return Err(bad_value(
                         e,
                         "a flow weight",
                         "a weight from 0 to 1000 (fio's FLOW_MAX_WEIGHT)",
@@ -380,24 +328,24 @@ impl Controls {
                 // FIO_OPT_INT of µs.
                 self.flow_sleep_ns = int(e, text, kb_base)?
                     .checked_mul(1_000)
-                    .ok_or_else(|| bad(e, "a time", "µs below 584 years"))?
+                    .ok_or_else(|| bad_value(e, "a time", "µs below 584 years"))?
             }
             Ctl::RateMin => per_ddir(
                 e,
                 text,
-                |s| values::size(s, kb_base).map_err(|x| bad(e, "a rate in bytes/s", x)),
+                |s| values::size(s, kb_base).map_err(|x| bad_value(e, "a rate in bytes/s", x)),
                 &mut self.rate_min.bytes_per_sec,
             )?,
             Ctl::RateIopsMin => per_ddir(
                 e,
                 text,
-                |s| values::int(s, kb_base).map_err(|x| bad(e, "an IOPS rate", x)),
+                |s| values::int(s, kb_base).map_err(|x| bad_value(e, "an IOPS rate", x)),
                 &mut self.rate_min.iops,
             )?,
             Ctl::RateCycle => {
                 let ms = int(e, text, kb_base)?;
                 if ms == 0 {
-                    return Err(bad(e, "a rate cycle", "a window of at least 1 ms"));
+                    return Err(bad_value(e, "a rate cycle", "a window of at least 1 ms"));
                 }
                 self.rate_min.cycle_ms = ms;
             }
@@ -406,7 +354,7 @@ impl Controls {
             Ctl::LatencyPercentile => {
                 let p = float(e, text)?;
                 if !(0.0..=100.0).contains(&p) {
-                    return Err(bad(e, "a percentile", "a percentile from 0 to 100"));
+                    return Err(bad_value(e, "a percentile", "a percentile from 0 to 100"));
                 }
                 self.latency_percentile = Some(p);
             }
@@ -435,7 +383,7 @@ impl Controls {
             Ctl::CpuChunks => {
                 let us = int(e, text, kb_base)?;
                 if us == 0 {
-                    return Err(bad(e, "a burn cycle", "a cycle of at least 1 µs"));
+                    return Err(bad_value(e, "a burn cycle", "a cycle of at least 1 µs"));
                 }
                 self.cpuchunks_us = Some(us);
             }
@@ -443,7 +391,7 @@ impl Controls {
                 self.cpumode = Some(match text {
                     "noop" => CpuMode::Noop,
                     "qsort" => CpuMode::Qsort,
-                    _ => return Err(bad(e, "a cpumode", "noop or qsort")),
+                    _ => return Err(bad_value(e, "a cpumode", "noop or qsort")),
                 })
             }
             Ctl::ExitOnIoDone => self.exit_on_io_done = bool01(e, text)?,
@@ -452,20 +400,22 @@ impl Controls {
                 self.zbd = match text {
                     "none" | "strided" => false,
                     "zbd" => true,
-                    _ => return Err(bad(e, "a zonemode", "none, strided or zbd")),
+                    _ => return Err(bad_value(e, "a zonemode", "none, strided or zbd")),
                 }
             }
             Ctl::ZoneSize => {
-                self.zone_size = values::size(text, kb_base).map_err(|x| bad(e, "a size", x))?
+                self.zone_size =
+                    values::size(text, kb_base).map_err(|x| bad_value(e, "a size", x))?
             }
             Ctl::ZoneCapacity => {
-                self.zone_capacity = values::size(text, kb_base).map_err(|x| bad(e, "a size", x))?
+                self.zone_capacity =
+                    values::size(text, kb_base).map_err(|x| bad_value(e, "a size", x))?
             }
             Ctl::MaxOpenZones | Ctl::JobMaxOpenZones => {
                 let n = int(e, text, kb_base)?;
                 // zbd.h ZBD_MAX_WRITE_ZONES.
                 if n > 4096 {
-                    return Err(bad(e, "a zone count", "at most 4096 open zones"));
+                    return Err(bad_value(e, "a zone count", "at most 4096 open zones"));
                 }
                 if c == Ctl::MaxOpenZones {
                     self.max_open_zones = n as u32;
@@ -476,7 +426,7 @@ impl Controls {
             Ctl::ZoneResetThreshold | Ctl::ZoneResetFrequency => {
                 let x = float(e, text)?;
                 if x > 1.0 {
-                    return Err(bad(e, "a fraction", "a fraction from 0 to 1"));
+                    return Err(bad_value(e, "a fraction", "a fraction from 0 to 1"));
                 }
                 if c == Ctl::ZoneResetThreshold {
                     self.zone_reset_threshold = x;
@@ -489,7 +439,7 @@ impl Controls {
                 let n = int(e, text, kb_base)?;
                 // fio.h MAX_TRIM_RANGE.
                 if n == 0 || n > 256 {
-                    return Err(bad(
+                    return Err(bad_value(
                         e,
                         "a range count",
                         "1 to 256 ranges per trim (fio's MAX_TRIM_RANGE)",

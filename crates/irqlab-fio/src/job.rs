@@ -4,6 +4,7 @@
 use crate::control::SubmitMode;
 use crate::control_opts::{Controls, Resolved};
 use crate::engines::{self, EngineRule};
+use crate::entry_value::{bad_value, bool01, flag, int, per_dir, shown, time_s, time_us};
 use crate::error::JobFileError;
 use crate::ini::{Entry, Section};
 use crate::options::{self, Ignored, Opt};
@@ -326,8 +327,8 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
             }
         }
         // parse.c: runtime=0 means no time limit.
-        Opt::Runtime => b.runtime_ns = Some(time(e, text)?).filter(|&t| t > 0),
-        Opt::RampTime => b.ramp_time_ns = time(e, text)?,
+        Opt::Runtime => b.runtime_ns = Some(time_s(e, text)?).filter(|&t| t > 0),
+        Opt::RampTime => b.ramp_time_ns = time_s(e, text)?,
         Opt::TimeBased => b.time_based = flag(e, v)?,
         Opt::Size => {
             // size=30% or size=8z: a share of the device or a count of its zones, whose
@@ -406,7 +407,7 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
         }
         // options.c number_ios default 0: no limit.
         Opt::NumberIos => {
-            let n = values::int(text, kb_base).map_err(|x| bad_value(e, "a number", x))?;
+            let n = int(e, text, kb_base)?;
             b.number_ios = Some(n).filter(|&n| n > 0);
         }
         Opt::Loops => b.loops = u64::from(count(e, text, kb_base, 1)?),
@@ -431,14 +432,14 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
         Opt::GroupReporting => b.group_reporting = flag(e, v)?,
         Opt::KbBase => {}
         Opt::Rate => {
-            let (r, w, t) = per_dir(e, text, |s| {
+            let (r, w, t) = per_dir(e, text, PER_DIR, |s| {
                 values::size(s, kb_base).map_err(|x| bad_value(e, "a rate in bytes/s", x))
             })?;
             set_dirs(&mut b.rate.bytes_per_sec, r, w);
             b.trim_rate = t.filter(|&t| t > 0).map(|_| (e.file.clone(), e.line));
         }
         Opt::RateIops => {
-            let (r, w, t) = per_dir(e, text, |s| {
+            let (r, w, t) = per_dir(e, text, PER_DIR, |s| {
                 values::int(s, kb_base).map_err(|x| bad_value(e, "an IOPS rate", x))
             })?;
             set_dirs(&mut b.rate.iops, r, w);
@@ -451,8 +452,8 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
                 _ => return Err(bad_value(e, "a rate process", "linear or poisson")),
             }
         }
-        Opt::ThinkTime => b.think_ns = think_time(e, text)?,
-        Opt::ThinkTimeSpin => b.think_spin_ns = think_time(e, text)?,
+        Opt::ThinkTime => b.think_ns = time_us(e, text)?,
+        Opt::ThinkTimeSpin => b.think_spin_ns = time_us(e, text)?,
         Opt::ThinkTimeBlocks => b.think_blocks = u64::from(count(e, text, kb_base, 1)?),
         Opt::ThinkTimeBlocksType => {
             b.think_on_issue = match text {
@@ -477,7 +478,7 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
                 block_sizes(e, text, kb_base, (b.bs_read, b.bs_write, b.bs_trim))?;
         }
         Opt::BsRange => {
-            let (r, w, t) = per_dir(e, text, |s| {
+            let (r, w, t) = per_dir(e, text, PER_DIR, |s| {
                 values::range(s, |x| values::size(x, kb_base))
                     .map_err(|x| bad_value(e, "a block size range", x))
                     .and_then(|(lo, hi)| {
@@ -495,7 +496,7 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
             ];
         }
         Opt::BsSplit => {
-            let (r, w, t) = per_dir(e, text, |s| {
+            let (r, w, t) = per_dir(e, text, PER_DIR, |s| {
                 values::bssplit(s, kb_base).map_err(|x| bad_value(e, "a block size split", x))
             })?;
             b.bs_split = [
@@ -509,13 +510,13 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
             b.randseed = Some(values::int(text, kb_base).map_err(|x| bad_value(e, "a seed", x))?);
         }
         Opt::RandRepeat => {
-            b.randrepeat = values::bool01(text).map_err(|x| bad_value(e, "a boolean", x))?;
+            b.randrepeat = bool01(e, text)?;
         }
         Opt::StartDelay => {
             b.startdelay = if text.contains('-') || text.contains(':') {
                 values::range(text, values::time_ns).map_err(|x| bad_value(e, "a time range", x))?
             } else {
-                let t = time(e, text)?;
+                let t = time_s(e, text)?;
                 (t, t)
             }
         }
@@ -528,12 +529,12 @@ fn apply(b: &mut Builder, e: &Entry, kb_base: u64, global: bool) -> Result<(), J
         Opt::WriteIopsLog => b.logs.iops = Some(text.to_string()),
         Opt::LogAvgMsec => b.logs.avg_msec = u64::from(count(e, text, kb_base, 0)?),
         Opt::PerJobLogs => {
-            b.logs.per_job = values::bool01(text).map_err(|x| bad_value(e, "a boolean", x))?;
+            b.logs.per_job = bool01(e, text)?;
         }
         Opt::BwAvgTime => b.bw_avg_ms = Some(u64::from(count(e, text, kb_base, 1)?)),
         Opt::IopsAvgTime => b.iops_avg_ms = Some(u64::from(count(e, text, kb_base, 1)?)),
         Opt::ClatPercentiles => {
-            b.clat_percentiles = values::bool01(text).map_err(|x| bad_value(e, "a boolean", x))?;
+            b.clat_percentiles = bool01(e, text)?;
         }
         Opt::Control(c) => b.ctl.apply(c, e, v, text, kb_base)?,
         Opt::Ignored(kind) => ignored(e, v, kind, kb_base)?,
@@ -560,38 +561,8 @@ fn buffered(e: &Entry) -> JobFileError {
     )
 }
 
-/// `OPT=READ[,WRITE[,TRIM]]` (options.c off1/off2/off3): one value sets every
-/// direction, two set reads and writes (trims take the writes'); an empty part keeps
-/// what was there.
-type PerDir<T> = (Option<T>, Option<T>, Option<T>);
-
-fn per_dir<T: Clone>(
-    e: &Entry,
-    text: &str,
-    parse: impl Fn(&str) -> Result<T, JobFileError>,
-) -> Result<PerDir<T>, JobFileError> {
-    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-    if parts.len() > 3 {
-        return Err(bad_value(e, "a value per direction", "VALUE or READ,WRITE"));
-    }
-    let one = |s: &str| -> Result<Option<T>, JobFileError> {
-        if s.is_empty() {
-            Ok(None)
-        } else {
-            parse(s).map(Some)
-        }
-    };
-    let r = one(parts[0])?;
-    let w = match parts.get(1) {
-        Some(p) => one(p)?,
-        None => r.clone(),
-    };
-    let t = match parts.get(2) {
-        Some(p) => one(p)?,
-        None => w.clone(),
-    };
-    Ok((r, w, t))
-}
+/// What rate, rate_iops, bsrange and bssplit say when given more than three parts.
+const PER_DIR: &str = "VALUE or READ,WRITE";
 
 fn set_dirs(dst: &mut [u64; 2], r: Option<u64>, w: Option<u64>) {
     if let Some(r) = r {
@@ -600,10 +571,6 @@ fn set_dirs(dst: &mut [u64; 2], r: Option<u64>, w: Option<u64>) {
     if let Some(w) = w {
         dst[1] = w;
     }
-}
-
-fn think_time(e: &Entry, text: &str) -> Result<u64, JobFileError> {
-    values::time_us_default(text).map_err(|x| bad_value(e, "a time", x))
 }
 
 /// Where option `name` was last written for the job, else its section header.
@@ -1056,7 +1023,7 @@ fn block_sizes(
 }
 
 fn count(e: &Entry, text: &str, kb_base: u64, min: u32) -> Result<u32, JobFileError> {
-    let n = values::int(text, kb_base).map_err(|x| bad_value(e, "a number", x))?;
+    let n = int(e, text, kb_base)?;
     match u32::try_from(n) {
         Ok(n) if n >= min => Ok(n),
         Ok(_) => Err(out_of_range(e, &format!("at least {min}"))),
@@ -1065,30 +1032,18 @@ fn count(e: &Entry, text: &str, kb_base: u64, min: u32) -> Result<u32, JobFileEr
 }
 
 fn percent(e: &Entry, text: &str, kb_base: u64) -> Result<u8, JobFileError> {
-    let n = values::int(text, kb_base).map_err(|x| bad_value(e, "a number", x))?;
+    let n = int(e, text, kb_base)?;
     u8::try_from(n)
         .ok()
         .filter(|&p| p <= 100)
         .ok_or_else(|| out_of_range(e, "a percentage from 0 to 100"))
 }
 
-fn time(e: &Entry, text: &str) -> Result<u64, JobFileError> {
-    values::time_ns(text).map_err(|x| bad_value(e, "a time", x))
-}
-
-fn flag(e: &Entry, v: Option<&str>) -> Result<bool, JobFileError> {
-    values::flag(v).map_err(|x| bad_value(e, "a boolean", x))
-}
-
 fn ignored(e: &Entry, v: Option<&str>, kind: Ignored, kb_base: u64) -> Result<(), JobFileError> {
     match kind {
         Ignored::Flag => flag(e, v).map(drop),
-        Ignored::Bool => values::bool01(v.unwrap_or(""))
-            .map(drop)
-            .map_err(|x| bad_value(e, "a boolean", x)),
-        Ignored::Int => values::int(v.unwrap_or(""), kb_base)
-            .map(drop)
-            .map_err(|x| bad_value(e, "a number", x)),
+        Ignored::Bool => bool01(e, v.unwrap_or("")).map(drop),
+        Ignored::Int => int(e, v.unwrap_or(""), kb_base).map(drop),
         Ignored::Choice(words) => {
             if words.contains(&v.unwrap_or("")) {
                 Ok(())
@@ -1164,22 +1119,6 @@ fn unknown(e: &Entry) -> JobFileError {
         e.line,
         format!("unknown option '{}', not one of fio's", e.key),
         format!("a fio option; {OPTION_LIST}{hint}"),
-    )
-}
-
-fn shown(e: &Entry) -> String {
-    match &e.value {
-        Some(v) => format!("{}={v}", e.key),
-        None => e.key.clone(),
-    }
-}
-
-fn bad_value(e: &Entry, noun: &str, expected: &str) -> JobFileError {
-    JobFileError::at(
-        &e.file,
-        e.line,
-        format!("{} is not {noun}", shown(e)),
-        expected,
     )
 }
 

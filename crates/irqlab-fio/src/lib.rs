@@ -14,6 +14,7 @@ pub mod catalogue;
 pub mod control;
 mod control_opts;
 pub mod engines;
+mod entry_value;
 mod error;
 mod inert;
 mod ini;

@@ -13,6 +13,7 @@ mod doc;
 mod error;
 pub mod fit;
 mod kinds;
+mod measure;
 pub mod runs;
 pub mod synthetic;
 pub mod tables;

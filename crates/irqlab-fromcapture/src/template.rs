@@ -7,6 +7,7 @@
 use crate::FromCaptureError;
 use crate::doc::{Doc, Section};
 use crate::kinds::KindTable;
+use crate::measure::{device_group, int, measured};
 use crate::tables::{Choice, choose_cpu, choose_kernel, choose_uncore, copy};
 use irqlab_capture::devices::BlockDevice;
 use irqlab_capture::{Capture, DeviceKind};
@@ -50,19 +51,6 @@ pub struct Template {
     pub group_kinds: Vec<DeviceKind>,
     /// The kind tables used (`kinds/nvme.toml`, ...), with what each gave.
     pub kinds_used: Vec<String>,
-}
-
-fn measured(machine: &str, cite: &str, quote: Option<String>, note: Option<String>) -> Provenance {
-    let mut p = Provenance::new(SourceKind::Measured);
-    p.machine = Some(machine.to_string());
-    p.cite = Some(cite.to_string());
-    p.quote = quote;
-    p.note = note;
-    p
-}
-
-fn int(v: u64) -> toml::Value {
-    toml::Value::Integer(v as i64)
 }
 
 /// The machine's name: its hostname, or the capture directory's.
@@ -578,28 +566,7 @@ fn nvme_groups(
             toml::Value::Float((bpn * 100.0).round() / 100.0),
             Some(prov),
         );
-        let dp = format!("devices.{i}");
-        doc.sections.push(Section::new("devices", true, &dp));
-        doc.set(
-            &format!("{dp}.kind"),
-            toml::Value::String("nvme".into()),
-            None,
-        );
-        doc.set(
-            &format!("{dp}.prefix"),
-            toml::Value::String("nvme".into()),
-            None,
-        );
-        doc.set(
-            &format!("{dp}.count"),
-            int(1),
-            Some(measured(
-                machine,
-                "capture devices",
-                Some(d.name.clone()),
-                None,
-            )),
-        );
+        let dp = device_group(doc, i, "nvme", "nvme", machine, &d.name);
         doc.set(
             &format!("{dp}.port"),
             toml::Value::String(format!("rp{i}")),

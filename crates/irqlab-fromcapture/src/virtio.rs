@@ -8,6 +8,7 @@
 use crate::FromCaptureError;
 use crate::doc::{Doc, Section};
 use crate::kinds::KindTable;
+use crate::measure::{device_group, int, measured};
 use crate::template::Mapped;
 use irqlab_capture::Capture;
 use irqlab_capture::devices::BlockDevice;
@@ -17,19 +18,6 @@ use irqlab_sim::ledger::{Provenance, SourceKind};
 /// virtio_ring.h).
 const INDIRECT_DESC: u32 = 28;
 const EVENT_IDX: u32 = 29;
-
-fn measured(machine: &str, cite: &str, quote: Option<String>, note: Option<String>) -> Provenance {
-    let mut p = Provenance::new(SourceKind::Measured);
-    p.machine = Some(machine.to_string());
-    p.cite = Some(cite.to_string());
-    p.quote = quote;
-    p.note = note;
-    p
-}
-
-fn int(v: u64) -> toml::Value {
-    toml::Value::Integer(v as i64)
-}
 
 /// The hypervisor's name as platforms write it, and what says so.
 fn hypervisor(c: &Capture) -> (&'static str, String) {
@@ -127,28 +115,7 @@ pub fn groups(
 ) -> Result<(), FromCaptureError> {
     for (k, d) in used.iter().enumerate() {
         let g = first + k;
-        let dp = format!("devices.{g}");
-        doc.sections.push(Section::new("devices", true, &dp));
-        doc.set(
-            &format!("{dp}.kind"),
-            toml::Value::String("virtio-blk".into()),
-            None,
-        );
-        doc.set(
-            &format!("{dp}.prefix"),
-            toml::Value::String("vd".into()),
-            None,
-        );
-        doc.set(
-            &format!("{dp}.count"),
-            int(1),
-            Some(measured(
-                machine,
-                "capture devices",
-                Some(d.name.clone()),
-                None,
-            )),
-        );
+        let dp = device_group(doc, g, "virtio-blk", "vd", machine, &d.name);
         let nvec = d.vectors.len();
         let queues = d.queues.len().max(nvec).max(1);
         doc.set(
