@@ -76,9 +76,14 @@ pub fn platforms() -> Vec<String> {
     texts(&paths)
 }
 
-/// The repository's platform files (no crasher of the corpus).
+/// The repository's platform files (no crasher of the corpus): those that load, not the
+/// shared tables under platforms/cpus, kernels, uncores and kinds, which are not platforms.
 pub fn good_platforms() -> Vec<String> {
-    texts(&files(&repo().join("platforms"), ".toml"))
+    let tables = repo().join("platforms");
+    texts(&files(&tables, ".toml"))
+        .into_iter()
+        .filter(|t| irqlab_sim::ledger::from_text(t, "seed.toml", Some(&tables), &[]).is_ok())
+        .collect()
 }
 
 /// Scenario files (scenarios/), with their paths.
