@@ -199,3 +199,43 @@ fn without_moderation_each_work_completion_costs_the_host_an_interrupt() {
         100.0 * idle
     );
 }
+
+/// Messages and CPU notifications as an observer (a trace, a timeline) counts them.
+#[derive(Default)]
+struct Seen {
+    messages: u64,
+    notifications: u64,
+}
+
+impl Observer for Seen {
+    fn message(&mut self, _now: u64, _vector: usize) {
+        self.messages += 1;
+    }
+    fn notification(&mut self, _now: u64, _cpu: usize, _pmn: bool) {
+        self.notifications += 1;
+    }
+}
+
+#[test]
+fn observers_see_the_target_cpus_interrupts_as_notifications() {
+    // Without moderation every message, the host's through the router and the target
+    // NIC's straight to its CPU, is one notification: a trace must not count the target's
+    // messages without their interrupts.
+    let mut seen = Seen::default();
+    let r = simulate_observed(
+        &jobs(ONE_QUEUE),
+        &rdma_platform(),
+        &Policy::default(),
+        &SimOptions::overriding(5),
+        &mut seen,
+    )
+    .unwrap_or_else(|e| panic!("simulation runs: {e}"));
+    assert!(r.total_ios() > 1000);
+    let gap = seen.messages.abs_diff(seen.notifications);
+    assert!(
+        gap * 100 <= seen.messages,
+        "{} messages, {} notifications",
+        seen.messages,
+        seen.notifications
+    );
+}

@@ -211,7 +211,14 @@ impl<O: Observer> Sim<'_, O> {
             Event::TargetResponse { io } => self.deliver_completion(io),
             Event::SendWc { queue, tag } => self.send_wc(queue.ix(), tag),
             Event::PortDone { port } => self.port_done(port.ix()),
-            Event::Notify { cpu, vec } => self.notify(cpu.ix(), vec),
+            Event::Notify { cpu, vec } => {
+                // A target NIC's or an injected virtio interrupt reaches its CPU without the
+                // socket's router: a notification to observers as a routed one is.
+                if vec != state::RESCHEDULE_VECTOR {
+                    self.obs.notification(self.now, cpu.ix(), false);
+                }
+                self.notify(cpu.ix(), vec)
+            }
             Event::Tick { cpu } => self.tick(cpu.ix()),
             Event::CqDoorbell { queue } => self.cq_doorbell_arrives(queue.ix()),
             Event::CoalesceTimer { vector, epoch } => self.coalesce_timer(vector.ix(), epoch),
