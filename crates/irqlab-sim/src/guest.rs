@@ -12,8 +12,8 @@
 //! a VM it belongs to the host, and a guest sees (at most) an emulated vIOMMU.
 
 use crate::platform::{DeviceGroup, DeviceKind, Platform};
+use irqlab_core::Policy;
 use irqlab_core::virtio::{blk_descs_per_request, blk_queue_depth, valid_ring_size};
-use irqlab_core::{Delivery, Policy};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -114,7 +114,7 @@ impl Platform {
     /// Whether `policy` can run on this platform at all: posted MSI cannot on a guest.
     pub fn allows(&self, policy: &Policy) -> Result<(), PolicyRefused> {
         match (&self.guest, policy.delivery) {
-            (Some(g), Delivery::Posted { .. }) => Err(PolicyRefused::PostedOnGuest {
+            (Some(g), d) if d.is_posted() => Err(PolicyRefused::PostedOnGuest {
                 platform: self.name.clone(),
                 hypervisor: g.hypervisor,
             }),

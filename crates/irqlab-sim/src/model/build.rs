@@ -202,6 +202,7 @@ pub(crate) fn new_cpu(
         irr: irqlab_core::irq::Irr::default(),
         tick_due: 0,
         irq: IrqFrame::new(0),
+        preempted: None,
         soft_active: false,
         soft_phase: SoftPhase::Begin,
         reaping: Vec::with_capacity(256),
@@ -1109,7 +1110,8 @@ pub(crate) fn add_vector(
     let v = VectorId::new(m.vectors.len());
     let cpu_s = &mut m.cpus[cpu];
     let idt = cpu_s.next_idt;
-    if idt >= POSTED_MSI_NOTIFICATION_VECTOR {
+    // Attempt #2's notification vector (0xdf) ends the device range below the kernel's.
+    if idt >= u16::from(cpu_s.path.first_system_vector()) {
         return Err(SimError::Config(format!(
             "CPU {cpu} has no free interrupt vector for {}: too many device vectors on one CPU",
             spec.name
@@ -1225,11 +1227,6 @@ fn check_policy(policy: &Policy) -> Result<(), SimError> {
 /// The policy choice irqlab-core and the runtime have and this model does not run yet
 /// (issue 22's phase 2), as the option that asks for it.
 fn not_simulated(policy: &Policy) -> Option<String> {
-    if let Some((mode, _)) = policy.delivery.posted_mode()
-        && mode != irqlab_core::delivery::posted::KERNEL
-    {
-        return Some(format!("--notification {}", mode.name));
-    }
     if matches!(policy.handler, HandlerStyle::NapiDefer { .. }) {
         return Some("--handler napi-defer".into());
     }

@@ -6,12 +6,13 @@ use super::ids::{CpuId, IoId, QueueId, ThreadId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
+use irqlab_core::HandlerStyle;
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
+use irqlab_core::irq::priority_class;
 use irqlab_core::irq_poll::jiffies;
 use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
-use irqlab_core::{Delivery, HandlerStyle};
 use irqlab_report::Latency;
 
 impl<O: Observer> Sim<'_, O> {
@@ -244,10 +245,11 @@ impl<O: Observer> Sim<'_, O> {
                 if measuring {
                     cpu.stats.pmn += 1;
                 }
-                let max_loop = match self.policy.delivery {
-                    Delivery::Posted { max_loop } => max_loop,
-                    _ => MAX_POSTED_MSI_COALESCING_LOOP,
-                };
+                let max_loop = self
+                    .policy
+                    .delivery
+                    .posted_mode()
+                    .map_or(MAX_POSTED_MSI_COALESCING_LOOP, |(_, l)| l);
                 cpu.irq.demux = Some(Demux::new(max_loop));
                 self.obs.irq_counted(self.now, c, None);
             }
@@ -275,6 +277,9 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The hardirq step in progress ended: the handler's next step, by phase.
     fn irq_step(&mut self, c: usize) {
+        if self.preempt_notification(c) {
+            return;
+        }
         let phase = self.cpus[c].irq.phase;
         match phase {
             IrqPhase::Entry => self.irq_entered(c),
@@ -319,7 +324,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.vector_done(c);
             }
             IrqPhase::Primary => self.primary_handler_returned(c),
-            IrqPhase::PirRound => self.dispatch_next(c),
+            IrqPhase::PirRound | IrqPhase::SelfIpi => self.dispatch_next(c),
             IrqPhase::Mask => self.vector_done(c),
             IrqPhase::Exit => self.irq_exit(c),
             IrqPhase::VirtioDrain => self.virtio_drained(c),
@@ -612,6 +617,14 @@ impl<O: Observer> Sim<'_, O> {
             Some(x) => {
                 frame.next_vec = u16::from(x) + 1;
                 match self.cpus[c].vec_of_idt[x as usize] {
+                    Some(_)
+                        if self.cpus[c]
+                            .path
+                            .posted()
+                            .is_some_and(|p| p.mode().self_ipi) =>
+                    {
+                        self.send_self_ipi(c, x)
+                    }
                     Some(v) => self.start_vector(c, v.ix()),
                     None => self.dispatch_next(c),
                 }
@@ -620,9 +633,51 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
+    /// The talk's Attempt #3 (irqlab_core::delivery::self_ipi): apic->send_IPI_self(x)
+    /// instead of the handler call. The x2APIC SELF_IPI write is one WRMSR, charged as the
+    /// EOI's; the local APIC sets the IRR bit at once (an IRR bit already set merges the
+    /// two) and the vector is taken as an interrupt of its own after the notification's EOI.
+    fn send_self_ipi(&mut self, c: usize, x: u8) {
+        self.notify(c, u16::from(x));
+        self.hard(c, IrqPhase::SelfIpi, self.costs.eoi);
+    }
+
+    /// The talk's Attempt #2 (irqlab_core::delivery::preemptable): the demux runs after
+    /// local_irq_enable(), so at the end of any of its steps but the EOI a pending vector
+    /// of a higher priority class than the notification's (the timer, IPIs) is taken; the
+    /// notification vector stays in service, so a second notification waits in the IRR.
+    fn preempt_notification(&mut self, c: usize) -> bool {
+        let cpu = &mut self.cpus[c];
+        let Some(p) = cpu.path.posted() else {
+            return false;
+        };
+        let nv = p.mode().nv;
+        if !p.mode().preemptable
+            || cpu.irq.idt != u16::from(nv)
+            || cpu.irq.phase == IrqPhase::Exit
+            || cpu.preempted.is_some()
+            || cpu
+                .irr
+                .highest()
+                .is_none_or(|v| priority_class(v) <= priority_class(nv))
+        {
+            return false;
+        }
+        cpu.preempted = Some(cpu.irq.clone());
+        self.take_interrupt(c);
+        true
+    }
+
     fn irq_exit(&mut self, c: usize) {
         if self.policy.flood_detection {
             self.cpus[c].flood.irq_exit(self.now);
+        }
+        if let Some(frame) = self.cpus[c].preempted.take() {
+            // Back into the preempted demux: a nested irq_exit runs no softirqs
+            // (in_interrupt(), kernel/softirq.c); the step that had ended goes on.
+            self.cpus[c].irq = frame;
+            self.irq_step(c);
+            return;
         }
         if self.irr_pending(c) {
             self.take_interrupt(c);

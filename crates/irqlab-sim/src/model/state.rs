@@ -60,8 +60,6 @@ pub(crate) struct Costs {
 /// IDT vectors of the system interrupts the model raises (arch/x86/include/asm/irq_vectors.h).
 pub(crate) const RESCHEDULE_VECTOR: u16 = 0xfd;
 pub(crate) const LOCAL_TIMER_VECTOR: u16 = 0xec;
-pub(crate) const POSTED_MSI_NOTIFICATION_VECTOR: u16 =
-    irqlab_core::posted::POSTED_MSI_NOTIFICATION_VECTOR as u16;
 /// The hrtimer expiry of a hybrid-polling sleep. The kernel takes it on the local timer
 /// vector; a separate pending bit here keeps the periodic tick's accounting apart.
 pub(crate) const HRTIMER_VECTOR: u16 = 0xee;
@@ -107,6 +105,8 @@ pub(crate) enum IrqPhase {
     Primary,
     /// Posted MSI: one handle_pending_pir round.
     PirRound,
+    /// `--notification self-ipi`: the demux sent one harvested vector to this CPU.
+    SelfIpi,
     /// handle_edge_irq found the IRQ disabled: mask_ack_irq masks the MSI-X vector.
     Mask,
     /// Timer tick work.
@@ -244,6 +244,9 @@ pub(crate) struct Cpu {
     pub irr: Irr,
     pub tick_due: u64,
     pub irq: IrqFrame,
+    /// `--notification preemptable`: the notification handler a system vector preempted
+    /// between two of its steps; it goes on when that interrupt exits.
+    pub preempted: Option<IrqFrame>,
     /// The inline softirq was interrupted by a hardirq and resumes after it.
     pub soft_active: bool,
     pub soft_phase: SoftPhase,
