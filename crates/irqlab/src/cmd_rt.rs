@@ -141,13 +141,7 @@ fn parse_interval(s: &str) -> Result<u64, ObserveError> {
 }
 
 pub fn main(args: RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
-    let created = args.output.output.is_some();
-    let result = run(&args);
-    // A run that fails writes no report: its --output file does not stay behind empty.
-    if result.is_err() && created {
-        args.output.discard();
-    }
-    result
+    args.output.discard_on_error(run(&args))
 }
 
 fn run(args: &RtArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {

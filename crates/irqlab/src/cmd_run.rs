@@ -48,13 +48,7 @@ pub struct RunArgs {
 const MAX_IRQTOP_INTERVALS: u64 = 100_000;
 
 pub fn main(args: RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
-    let created = args.output.output.is_some();
-    let result = run(&args);
-    // A run that fails writes no report: its --output file does not stay behind empty.
-    if result.is_err() && created {
-        args.output.discard();
-    }
-    result
+    args.output.discard_on_error(run(&args))
 }
 
 fn run(args: &RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {

@@ -46,10 +46,19 @@ impl OutputArgs {
 
     /// Removes `--output FILE` after a run that wrote no report into it, so no empty
     /// file is left behind.
-    pub fn discard(&self) {
+    fn discard(&self) {
         if let Some(path) = &self.output {
             let _ = std::fs::remove_file(path);
         }
+    }
+
+    /// `result`, after removing `--output FILE` when it is an error: a run that fails
+    /// writes no report, and its file does not stay behind empty.
+    pub fn discard_on_error<T, E>(&self, result: Result<T, E>) -> Result<T, E> {
+        if result.is_err() {
+            self.discard();
+        }
+        result
     }
 }
 

@@ -57,14 +57,16 @@ pub(crate) struct Costs {
     pub has_virtio: bool,
 }
 
-/// IDT vectors of the system interrupts the model raises (arch/x86/include/asm/irq_vectors.h).
-pub(crate) const RESCHEDULE_VECTOR: u16 = 0xfd;
-pub(crate) const LOCAL_TIMER_VECTOR: u16 = 0xec;
+/// IDT vectors of the system interrupts the model raises: core's (irq::vectors), as the
+/// simulator's wider vector numbers.
+pub(crate) const RESCHEDULE_VECTOR: u16 = irqlab_core::irq::vectors::RESCHEDULE_VECTOR as u16;
+pub(crate) const LOCAL_TIMER_VECTOR: u16 = irqlab_core::irq::vectors::LOCAL_TIMER_VECTOR as u16;
 /// The hrtimer expiry of a hybrid-polling sleep. The kernel takes it on the local timer
 /// vector; a separate pending bit here keeps the periodic tick's accounting apart.
 pub(crate) const HRTIMER_VECTOR: u16 = 0xee;
 /// First vector given to device MSI-X entries (FIRST_EXTERNAL_VECTOR + 1).
-pub(crate) const FIRST_DEVICE_VECTOR: u16 = 0x21;
+pub(crate) const FIRST_DEVICE_VECTOR: u16 =
+    irqlab_core::irq::vectors::FIRST_EXTERNAL_VECTOR as u16 + 1;
 /// Every CPU's min_vruntime, and its threads' vruntime, when the run starts: the machine
 /// has been up a while (kernel/sched/fair.c place_entity's floor, min_vruntime minus half a
 /// latency period, is then never clamped at 0).
