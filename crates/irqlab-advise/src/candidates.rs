@@ -133,7 +133,7 @@ pub fn candidates(p: &Platform, jobs: &[JobSpec]) -> (Vec<Candidate>, Vec<Exclud
         }),
         Err(why) => left.push(Excluded {
             name: "posted".into(),
-            why,
+            why: why.to_string(),
         }),
     }
     let virtio = kinds.contains(&DeviceKind::VirtioBlk);

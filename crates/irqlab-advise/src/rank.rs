@@ -3,6 +3,7 @@
 //! kernel by more than the model's noise.
 
 use crate::measure::Figures;
+use irqlab_inputs::ValueError;
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
@@ -56,14 +57,14 @@ impl fmt::Display for Objective {
 }
 
 impl FromStr for Objective {
-    type Err = String;
+    type Err = ValueError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "iops" => Ok(Objective::Iops),
             "latency" => Ok(Objective::Latency),
             "cpu" => Ok(Objective::Cpu),
-            _ => Err(format!("objective '{s}': expected iops, latency or cpu")),
+            _ => Err(ValueError::new(s, "expected iops, latency or cpu")),
         }
     }
 }
@@ -166,20 +167,25 @@ mod tests {
             "speed"
                 .parse::<Objective>()
                 .unwrap_err()
+                .to_string()
                 .contains("iops, latency or cpu")
         );
     }
 }
 
 /// A latency limit: `200us`, `1.5ms`, `2s`, or a bare number of µs; returns µs.
-pub fn parse_latency_us(s: &str) -> Result<f64, String> {
+pub fn parse_latency_us(s: &str) -> Result<f64, ValueError> {
+    latency_us(s).map_err(|why| ValueError::new(s, why))
+}
+
+fn latency_us(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (n, unit) = t.split_at(split);
     let n: f64 = n.parse().map_err(|_| {
-        format!("'{s}': expected a duration such as 200us or 1.5ms (a bare number is µs)")
+        "expected a duration such as 200us or 1.5ms (a bare number is µs)".to_string()
     })?;
     let us = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "us" | "usec" => n,
@@ -188,12 +194,12 @@ pub fn parse_latency_us(s: &str) -> Result<f64, String> {
         "s" | "sec" => n * 1e6,
         other => {
             return Err(format!(
-                "'{s}': unit '{other}' is not one of ns, us, ms, s (a bare number is µs)"
+                "unit '{other}' is not one of ns, us, ms, s (a bare number is µs)"
             ));
         }
     };
     if !(us.is_finite() && us > 0.0) {
-        return Err(format!("'{s}': expected a duration above 0"));
+        return Err("expected a duration above 0".to_string());
     }
     Ok(us)
 }
@@ -207,8 +213,18 @@ mod parse_tests {
         assert_eq!(parse_latency_us("200us"), Ok(200.0));
         assert_eq!(parse_latency_us("1.5ms"), Ok(1500.0));
         assert_eq!(parse_latency_us("80"), Ok(80.0));
-        assert!(parse_latency_us("fast").unwrap_err().contains("200us"));
-        assert!(parse_latency_us("3h").unwrap_err().contains("unit 'h'"));
+        assert!(
+            parse_latency_us("fast")
+                .unwrap_err()
+                .to_string()
+                .contains("200us")
+        );
+        assert!(
+            parse_latency_us("3h")
+                .unwrap_err()
+                .to_string()
+                .contains("unit 'h'")
+        );
         assert!(parse_latency_us("0").is_err());
     }
 }

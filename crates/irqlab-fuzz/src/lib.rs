@@ -97,21 +97,43 @@ fn unquoted(msg: &str) -> String {
     out
 }
 
+/// What a fuzz case found wrong: a panic, a hang, a refusal that does not read as words,
+/// or an accepted input whose output is malformed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Defect(pub String);
+
+impl std::fmt::Display for Defect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Defect {}
+
+// Checks inside a case build their reason as text; `?` makes it a defect.
+impl From<String> for Defect {
+    fn from(s: String) -> Self {
+        Defect(s)
+    }
+}
+
 /// Checks a refusal reads as words: no Rust type, no debug print.
-pub fn check_message(msg: &str) -> Result<(), String> {
+pub fn check_message(msg: &str) -> Result<(), Defect> {
     if msg.trim().is_empty() {
-        return Err("an empty error message".into());
+        return Err(Defect("an empty error message".into()));
     }
     let text = unquoted(msg);
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     for word in text.split(|c: char| !is_word(c)) {
         if RUST_TYPES.contains(&word) {
-            return Err(format!("the message shows the Rust type '{word}': {msg}"));
+            return Err(Defect(format!(
+                "the message shows the Rust type '{word}': {msg}"
+            )));
         }
     }
     for p in DEBUG_PRINTS {
         if text.contains(p) {
-            return Err(format!("the message shows '{p}': {msg}"));
+            return Err(Defect(format!("the message shows '{p}': {msg}")));
         }
     }
     Ok(())
@@ -121,8 +143,8 @@ pub fn check_message(msg: &str) -> Result<(), String> {
 pub fn guarded<T: Send + 'static>(
     input: T,
     limit: Duration,
-    case: fn(T) -> Result<bool, String>,
-) -> Result<bool, String> {
+    case: fn(T) -> Result<bool, Defect>,
+) -> Result<bool, Defect> {
     let (tx, rx) = mpsc::channel();
     let worker = std::thread::Builder::new()
         .name("fuzz-case".into())
@@ -143,15 +165,18 @@ pub fn guarded<T: Send + 'static>(
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default();
-            Err(format!("PANIC: {why}"))
+            Err(Defect(format!("PANIC: {why}")))
         }
         // The worker is left behind; the failing test ends the process.
-        Err(_) => Err(format!("HANG: the case ran past {} s", limit.as_secs())),
+        Err(_) => Err(Defect(format!(
+            "HANG: the case ran past {} s",
+            limit.as_secs()
+        ))),
     }
 }
 
 /// Fuzzes `case` over `strategy` as `plan` says; panics with the smallest failing input.
-pub fn fuzz<S>(name: &str, plan: Plan, strategy: S, case: fn(S::Value) -> Result<bool, String>)
+pub fn fuzz<S>(name: &str, plan: Plan, strategy: S, case: fn(S::Value) -> Result<bool, Defect>)
 where
     S: Strategy,
     S::Value: Debug + Clone + Send + 'static,
@@ -184,7 +209,7 @@ where
             if let Some(path) = &dump {
                 let _ = std::fs::write(path, format!("{input:?}"));
             }
-            let ok = guarded(input, limit, case).map_err(TestCaseError::fail)?;
+            let ok = guarded(input, limit, case).map_err(|d| TestCaseError::fail(d.0))?;
             accepted.fetch_add(u64::from(ok), Ordering::Relaxed);
             Ok(())
         });

@@ -2,7 +2,7 @@
 //! Ok(true) when irqlab accepts it, Ok(false) when it refuses it in the user's terms, and
 //! Err(why) when the refusal does not read as words.
 
-use crate::check_message;
+use crate::{Defect, check_message};
 use irqlab_core::{Delivery, DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
 use irqlab_sim::{Budget, SimOptions};
 use std::path::Path;
@@ -34,7 +34,7 @@ fn text(bytes: &[u8]) -> Result<String, String> {
 
 /// A refusal: its message must read as words. FUZZ_VERBOSE=1 prints it, to see what
 /// keeps cases from running.
-fn refused(msg: String) -> Result<bool, String> {
+fn refused(msg: String) -> Result<bool, Defect> {
     check_message(&msg)?;
     if std::env::var_os("FUZZ_VERBOSE").is_some() {
         eprintln!("refused: {}", msg.lines().next().unwrap_or(""));
@@ -43,7 +43,7 @@ fn refused(msg: String) -> Result<bool, String> {
 }
 
 /// The fio job-file parser.
-pub fn fio_parser(bytes: Vec<u8>) -> Result<bool, String> {
+pub fn fio_parser(bytes: Vec<u8>) -> Result<bool, Defect> {
     let t = match text(&bytes) {
         Ok(t) => t,
         Err(e) => return refused(e),
@@ -53,7 +53,7 @@ pub fn fio_parser(bytes: Vec<u8>) -> Result<bool, String> {
         Ok(jobs) => {
             let clones: u64 = jobs.iter().map(|j| u64::from(j.numjobs)).sum();
             if clones > irqlab_fio::MAX_JOBS {
-                return Err(format!("{clones} jobs accepted, past fio's limit"));
+                return Err(Defect(format!("{clones} jobs accepted, past fio's limit")));
             }
             Ok(true)
         }
@@ -61,7 +61,7 @@ pub fn fio_parser(bytes: Vec<u8>) -> Result<bool, String> {
 }
 
 /// The platform loader, with `--set` overrides.
-pub fn platform_loader((bytes, sets): (Vec<u8>, Vec<String>)) -> Result<bool, String> {
+pub fn platform_loader((bytes, sets): (Vec<u8>, Vec<String>)) -> Result<bool, Defect> {
     let t = match text(&bytes) {
         Ok(t) => t,
         Err(e) => return refused(e),
@@ -71,7 +71,7 @@ pub fn platform_loader((bytes, sets): (Vec<u8>, Vec<String>)) -> Result<bool, St
     match irqlab_sim::ledger::from_text(&t, "fuzz.toml", Some(&tables), &sets) {
         Err(e) => refused(e.to_string()),
         Ok(irqlab_sim::ledger::Resolved { platform: p, .. }) => {
-            p.validate()?;
+            p.validate().map_err(|e| Defect(e.0))?;
             // What a model of it would take is computable, without building it.
             let job = irqlab_fio::parse_str(
                 "[j]\nfilename=nvme0n1\nruntime=1ms\n",
@@ -139,7 +139,7 @@ pub fn policies() -> Vec<Policy> {
 /// (ns) every runtime capped, as `--max-runtime` does for a user trying a file.
 pub fn simulate(
     (job, platform, policy, cap): (Vec<u8>, Vec<u8>, usize, Option<u64>),
-) -> Result<bool, String> {
+) -> Result<bool, Defect> {
     let (jt, pt) = match (text(&job), text(&platform)) {
         (Ok(j), Ok(p)) => (j, p),
         (Err(e), _) | (_, Err(e)) => return refused(e),

@@ -90,3 +90,27 @@ impl From<PlatformError> for InputError {
         InputError::Platform(e)
     }
 }
+
+/// An option's value that does not parse: the value as given and what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueError {
+    pub value: String,
+    pub why: String,
+}
+
+impl ValueError {
+    pub fn new(value: &str, why: impl Into<String>) -> ValueError {
+        ValueError {
+            value: value.to_string(),
+            why: why.into(),
+        }
+    }
+}
+
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "'{}': {}", self.value, self.why)
+    }
+}
+
+impl std::error::Error for ValueError {}

@@ -2,6 +2,7 @@
 //! interrupts go at given times of a run (irqlab-core delivery/events.rs). TIME takes a
 //! unit: ns, us, ms or s (`5ms`, `250us`, `0.5s`).
 
+use crate::ValueError;
 use clap::Args;
 use irqlab_core::delivery::{AffinityChange, AffinityEvent};
 
@@ -15,25 +16,26 @@ pub struct EventArgs {
 }
 
 /// One `--event` value.
-pub fn parse_event(s: &str) -> Result<AffinityEvent, String> {
+pub fn parse_event(s: &str) -> Result<AffinityEvent, ValueError> {
+    event(s).map_err(|why| ValueError::new(s, why))
+}
+
+/// One `--event` value, or why it is not one.
+fn event(s: &str) -> Result<AffinityEvent, String> {
     let expected = "expected TIME:migrate=QUEUE:cpuN or TIME:offline=cpuN, e.g. 5ms:migrate=nvme0q3:cpu1 or 8ms:offline=cpu1";
-    let (time, change) = s
-        .split_once(':')
-        .ok_or_else(|| format!("'{s}': {expected}"))?;
-    let at_ns = parse_time(time).map_err(|e| format!("'{s}': {e}; {expected}"))?;
-    let (what, arg) = change
-        .split_once('=')
-        .ok_or_else(|| format!("'{s}': {expected}"))?;
+    let (time, change) = s.split_once(':').ok_or_else(|| expected.to_string())?;
+    let at_ns = parse_time(time).map_err(|e| format!("{e}; {expected}"))?;
+    let (what, arg) = change.split_once('=').ok_or_else(|| expected.to_string())?;
     let cpu = |t: &str| -> Result<usize, String> {
         t.strip_prefix("cpu")
             .and_then(|n| n.parse::<usize>().ok())
-            .ok_or_else(|| format!("'{s}': '{t}' is not a CPU such as cpu3; {expected}"))
+            .ok_or_else(|| format!("'{t}' is not a CPU such as cpu3; {expected}"))
     };
     let change = match what {
         "migrate" => {
             let (queue, to) = arg
                 .rsplit_once(':')
-                .ok_or_else(|| format!("'{s}': migrate needs QUEUE:cpuN; {expected}"))?;
+                .ok_or_else(|| format!("migrate needs QUEUE:cpuN; {expected}"))?;
             if !is_queue_name(queue) {
                 return Err(format!(
                     "'{s}': '{queue}' is not a queue such as nvme0q3; {expected}"
@@ -45,7 +47,7 @@ pub fn parse_event(s: &str) -> Result<AffinityEvent, String> {
             }
         }
         "offline" => AffinityChange::Offline { cpu: cpu(arg)? },
-        _ => return Err(format!("'{s}': unknown change '{what}'; {expected}")),
+        _ => return Err(format!("unknown change '{what}'; {expected}")),
     };
     Ok(AffinityEvent { at_ns, change })
 }
@@ -113,7 +115,7 @@ mod tests {
             "5ms:reboot=cpu1",
             "5parsecs:offline=cpu1",
         ] {
-            let e = parse_event(bad).unwrap_err();
+            let e = parse_event(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("expected"), "{bad}: {e}");
         }
     }

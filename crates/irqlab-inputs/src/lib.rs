@@ -13,7 +13,7 @@ pub mod source;
 pub mod topology;
 
 pub use budget::BudgetArgs;
-pub use error::InputError;
+pub use error::{InputError, ValueError};
 pub use events::EventArgs;
 pub use locate::{find_dir, resolve_platform};
 pub use policy::{

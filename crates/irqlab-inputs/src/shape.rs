@@ -4,7 +4,7 @@
 //! package and a future `advise` all call [`shape_jobs`]; what it did comes back as
 //! notes for the report.
 
-use crate::InputError;
+use crate::{InputError, ValueError};
 use irqlab_fio::JobSpec;
 
 /// `--map PATTERN=DEVICE`: files whose name matches PATTERN (`*` any run of characters,
@@ -96,11 +96,11 @@ fn parse_map(s: &str) -> Result<MapRule, String> {
 
 /// A duration with fio's suffixes (`5ms`, `2s`, `100us`; a bare number is seconds),
 /// above zero.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
+pub fn parse_duration(s: &str) -> Result<u64, ValueError> {
     match irqlab_fio::parse_time(s) {
-        Ok(0) => Err(format!("'{s}': expected a duration above 0")),
+        Ok(0) => Err(ValueError::new(s, "expected a duration above 0")),
         Ok(ns) => Ok(ns),
-        Err(expected) => Err(format!("'{s}': expected {expected}")),
+        Err(expected) => Err(ValueError::new(s, format!("expected {expected}"))),
     }
 }
 

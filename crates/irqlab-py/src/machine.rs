@@ -150,7 +150,7 @@ fn advise_json(
     py.detach(move || -> Result<String, String> {
         let objective: Objective = objective
             .parse()
-            .map_err(|e: String| format!("objective: {e}"))?;
+            .map_err(|e: irqlab_inputs::ValueError| format!("objective: {e}"))?;
         let max_p99_us = max_p99
             .map(|t| irqlab_advise::rank::parse_latency_us(&t).map_err(|e| format!("max_p99: {e}")))
             .transpose()?;

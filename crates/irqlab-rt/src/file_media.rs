@@ -11,6 +11,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::error::RtError;
 use io_uring::{IoUring, opcode, types};
 use irqlab_core::StopFlag;
 use irqlab_core::nvme::Sqe;
@@ -224,7 +225,7 @@ pub struct UringMedia {
 
 impl UringMedia {
     /// A ring for at most `depth` commands in flight (capped at 4096).
-    pub fn new(target: Arc<FileTarget>, depth: u32) -> Result<UringMedia, String> {
+    pub fn new(target: Arc<FileTarget>, depth: u32) -> Result<UringMedia, RtError> {
         let entries = depth.clamp(1, MAX_RING).next_power_of_two();
         let ring = IoUring::new(entries).map_err(|e| {
             let refused = matches!(
@@ -232,17 +233,17 @@ impl UringMedia {
                 Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::EACCES)
             );
             if refused {
-                format!(
+                RtError::Media(format!(
                     "--media file:{}: io_uring_setup failed ({e}): this kernel or its seccomp \
                      policy refuses io_uring (see /proc/sys/kernel/io_uring_disabled); use \
                      --media model",
                     target.path.display()
-                )
+                ))
             } else {
-                format!(
+                RtError::Media(format!(
                     "--media file:{}: cannot set up an io_uring of {entries} entries: {e}",
                     target.path.display()
-                )
+                ))
             }
         })?;
         let n = entries as usize;

@@ -254,9 +254,7 @@ fn controller_threads(
                     .iter()
                     .map(|(cpu, qi)| cpu.queues[*qi].plan.q_depth)
                     .sum();
-                Backend::File(Box::new(
-                    UringMedia::new(target.clone(), depth).map_err(RtError::Media)?,
-                ))
+                Backend::File(Box::new(UringMedia::new(target.clone(), depth)?))
             }
             (Media::Model(m), _) => Backend::model(MediaClock::new(*m)),
             (Media::File(p), None) => {

@@ -661,7 +661,11 @@ impl Platform {
     }
 
     /// Rejects values the model cannot run with.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PlatformError> {
+        self.check_values().map_err(PlatformError)
+    }
+
+    fn check_values(&self) -> Result<(), String> {
         self.check_machine()?;
         for (i, d) in self.devices.iter().enumerate() {
             self.check_device(i, d)?;

@@ -82,7 +82,7 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 }
 
 fn parse_window(s: &str) -> Result<u64, String> {
-    let us = irqlab_advise::rank::parse_latency_us(s)?;
+    let us = irqlab_advise::rank::parse_latency_us(s).map_err(|e| e.to_string())?;
     let ns = (us * 1000.0) as u64;
     if !(100_000..=10_000_000_000).contains(&ns) {
         return Err(format!("'{s}': expected a window from 100us to 10s"));

@@ -6,7 +6,7 @@
 
 use irqlab_fuzz::grammar::{edit_job, job_edits};
 use irqlab_fuzz::mutate::{HOSTILE_VALUES, apply, mutations};
-use irqlab_fuzz::{Plan, check_message, fuzz, seeds};
+use irqlab_fuzz::{Defect, Plan, check_message, fuzz, seeds};
 use proptest::prelude::*;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -28,7 +28,7 @@ fn case_dir() -> PathBuf {
 /// Runs irqlab in `dir` capped at `cap_kib` KiB of address space: exit 0 is Ok(true), a
 /// refusal (exit 2) is Ok(false) when it reads as words; anything else (a panic's 101, a
 /// signal) is a failure.
-fn irqlab(dir: &PathBuf, args: &[String], cap_kib: u64) -> Result<bool, String> {
+fn irqlab(dir: &PathBuf, args: &[String], cap_kib: u64) -> Result<bool, Defect> {
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -v {cap_kib}; exec \"$0\" \"$@\""))
@@ -49,7 +49,9 @@ fn irqlab(dir: &PathBuf, args: &[String], cap_kib: u64) -> Result<bool, String> 
             }
             check_message(&stderr).map(|()| false)
         }
-        code => Err(format!("irqlab {args:?} ended with {code:?}: {stderr}")),
+        code => Err(Defect(format!(
+            "irqlab {args:?} ended with {code:?}: {stderr}"
+        ))),
     }
 }
 
@@ -85,7 +87,7 @@ fn scenario_seeds() -> Vec<String> {
         .collect()
 }
 
-fn scenario_case(text: Vec<u8>) -> Result<bool, String> {
+fn scenario_case(text: Vec<u8>) -> Result<bool, Defect> {
     let d = case_dir();
     std::fs::create_dir_all(d.join("sc")).map_err(|e| e.to_string())?;
     std::fs::write(d.join("sc/s.toml"), &text).map_err(|e| e.to_string())?;
@@ -158,7 +160,7 @@ fn option() -> impl Strategy<Value = Vec<String>> {
     ]
 }
 
-fn run_case((job, opts): (Vec<u8>, Vec<Vec<String>>)) -> Result<bool, String> {
+fn run_case((job, opts): (Vec<u8>, Vec<Vec<String>>)) -> Result<bool, Defect> {
     let d = case_dir();
     std::fs::write(d.join("j.fio"), &job).map_err(|e| e.to_string())?;
     let mut args: Vec<String> = ["run", "j.fio", "--platform"].map(String::from).to_vec();

@@ -20,7 +20,7 @@ mod tables;
 mod warn;
 
 pub use resolve::{Resolved, TableUse, from_text, load, table_entries};
-pub use tables::{TableKind, cycles_to_ns, ghz_to_mhz, table_files};
+pub use tables::{FrequencyError, TableKind, cycles_to_ns, ghz_to_mhz, table_files};
 pub use warn::warn_once;
 
 use serde::Serialize;

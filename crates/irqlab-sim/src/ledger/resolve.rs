@@ -161,7 +161,7 @@ pub fn from_text(
             PlatformError(locate(&e, &merged_text, &ledger, text, origin))
         })?
     };
-    p.validate().map_err(|e| {
+    p.validate().map_err(|PlatformError(e)| {
         let key = e.split([' ', ':']).next().unwrap_or("");
         match ledger.get(key) {
             Some(en) if en.line.is_some() => PlatformError(format!("{}: {e}", en.location())),

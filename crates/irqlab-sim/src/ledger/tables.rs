@@ -56,14 +56,34 @@ pub(crate) struct Table {
     pub raws: Vec<Raw>,
 }
 
+/// Why a clock frequency was refused.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FrequencyError {
+    /// Not a number in 0.1..=10 GHz.
+    OutOfRange(f64),
+    /// Not a whole number of MHz (cycles become ns by integer arithmetic).
+    NotWholeMhz(f64),
+}
+
+impl std::fmt::Display for FrequencyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrequencyError::OutOfRange(g) => write!(f, "{g} is not a frequency in 0.1..=10 GHz"),
+            FrequencyError::NotWholeMhz(g) => write!(f, "{g} GHz is not a whole number of MHz"),
+        }
+    }
+}
+
+impl std::error::Error for FrequencyError {}
+
 /// `ghz` as whole MHz, so that cycles become ns by integer arithmetic.
-pub fn ghz_to_mhz(ghz: f64) -> Result<u64, String> {
+pub fn ghz_to_mhz(ghz: f64) -> Result<u64, FrequencyError> {
     if !(ghz.is_finite() && (0.1..=10.0).contains(&ghz)) {
-        return Err(format!("{ghz} is not a frequency in 0.1..=10 GHz"));
+        return Err(FrequencyError::OutOfRange(ghz));
     }
     let mhz = (ghz * 1000.0).round();
     if (ghz * 1000.0 - mhz).abs() > 1e-6 {
-        return Err(format!("{ghz} GHz is not a whole number of MHz"));
+        return Err(FrequencyError::NotWholeMhz(ghz));
     }
     Ok(mhz as u64)
 }

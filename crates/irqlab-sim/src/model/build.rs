@@ -302,7 +302,7 @@ pub(crate) fn build<'a, O: Observer>(
     opts: &SimOptions,
     obs: &'a mut O,
 ) -> Result<Sim<'a, O>, SimError> {
-    p.validate().map_err(SimError::Platform)?;
+    p.validate().map_err(|e| SimError::Platform(e.0))?;
     p.allows(policy).map_err(SimError::Refused)?;
     check_policy(policy)?;
     super::virtio::check_policy(p, policy)?;
