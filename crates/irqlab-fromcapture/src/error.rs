@@ -24,6 +24,8 @@ pub enum FromCaptureError {
     Run { run: String, why: String },
     /// The calibration machinery refused the fit.
     Calib(irqlab_calib::CalibError),
+    /// A synthetic capture (a simulated machine's runs) could not be written.
+    Synthetic { dir: PathBuf, why: String },
 }
 
 impl fmt::Display for FromCaptureError {
@@ -51,6 +53,13 @@ impl fmt::Display for FromCaptureError {
             ),
             FromCaptureError::Run { run, why } => write!(f, "run {run}: {why}"),
             FromCaptureError::Calib(e) => write!(f, "{e}"),
+            FromCaptureError::Synthetic { dir, why } => {
+                write!(
+                    f,
+                    "{}: cannot write the synthetic capture: {why}",
+                    dir.display()
+                )
+            }
         }
     }
 }

@@ -4,6 +4,7 @@
 //! of the tests builds a platform from it and compares what it fitted with the costs the
 //! simulation was given.
 
+use crate::FromCaptureError;
 use irqlab_capture::DeviceKind;
 use irqlab_capture::devices::{BlockDevice, HwQueue, Pci};
 use irqlab_capture::host::Host;
@@ -148,6 +149,19 @@ fn zeroed(t: &irqlab_report::proc_interrupts::Table) -> String {
 /// Simulates `runs` on `platform` (seed `seed`) and writes them, with `machine`'s
 /// manifest, into `dir`.
 pub fn write(
+    dir: &Path,
+    machine: &Machine,
+    platform: &Platform,
+    runs: &[Run],
+    seed: u64,
+) -> Result<(), FromCaptureError> {
+    write_runs(dir, machine, platform, runs, seed).map_err(|why| FromCaptureError::Synthetic {
+        dir: dir.to_path_buf(),
+        why,
+    })
+}
+
+fn write_runs(
     dir: &Path,
     machine: &Machine,
     platform: &Platform,
