@@ -3,7 +3,7 @@
 //! default), the kind of evidence behind it, and where it sits against its range.
 
 use irqlab_sim::ledger::{
-    Entry, Origin, RangeFlag, Resolved, SourceKind, TableKind, is_structural, unit_of,
+    Entry, Origin, RangeFlag, Resolved, SourceKind, TableKind, dotted, is_structural, unit_of,
 };
 use serde::Serialize;
 
@@ -87,13 +87,7 @@ pub fn explain(r: &Resolved) -> Vec<Explained> {
 
 /// The dotted keys of `v`'s scalar leaves in document order.
 fn ordered_keys(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
-    let child = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
-        }
-    };
+    let child = |k: &str| dotted(path, k);
     match v {
         serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| ordered_keys(x, &child(k), out)),
         serde_json::Value::Array(a) => a

@@ -5,6 +5,7 @@
 //! with defaults, re-serialised, patched, and deserialised again, so any parameter can be
 //! overridden and an unknown key is an error that lists the keys that do exist.
 
+use crate::ledger::dotted;
 use crate::toml_input;
 use irqlab_core::nvme::MsiRule;
 use serde::{Deserialize, Serialize};
@@ -898,13 +899,7 @@ impl Platform {
 
 /// The first `*_ns` key in `v` whose value is above 1 s, with its dotted path.
 fn ns_over_a_second(v: &toml::Value, path: String) -> Option<(String, i64)> {
-    let child = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
-        }
-    };
+    let child = |k: &str| dotted(&path, k);
     match v {
         toml::Value::Table(t) => t.iter().find_map(|(k, x)| match x {
             toml::Value::Integer(n) if k.ends_with("_ns") && *n > 1_000_000_000 => {

@@ -421,6 +421,15 @@ pub fn unit_of(key: &str) -> &'static str {
     }
 }
 
+/// A key's dotted path below `path` (`uncore` and `pid_ns` give `uncore.pid_ns`).
+pub fn dotted(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

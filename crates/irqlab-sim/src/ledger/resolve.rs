@@ -4,7 +4,7 @@
 
 use super::parse::{Raw, strip};
 use super::tables::{self, Table, TableKind, cycles_to_ns, ghz_to_mhz};
-use super::{Entry, Ledger, Origin, RangeFlag, Scalar, defaults};
+use super::{Entry, Ledger, Origin, RangeFlag, Scalar, defaults, dotted};
 use crate::platform::{Platform, PlatformError};
 use crate::toml_input;
 use serde::Serialize;
@@ -505,13 +505,7 @@ fn add_defaults(ledger: &mut Ledger, p: &Platform) {
 
 /// The scalar leaves of `v` with their dotted keys.
 pub(crate) fn leaf_values(v: &toml::Value, path: &str, out: &mut Vec<(String, Scalar)>) {
-    let child = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
-        }
-    };
+    let child = |k: &str| dotted(path, k);
     match v {
         toml::Value::Table(t) => {
             for (k, x) in t {
