@@ -153,3 +153,54 @@ fn idxd_completes_records_in_its_irq_thread_under_the_default_handler_policy() {
         );
     }
 }
+
+/// The RFC's max_loop sweep (docs/calibration.md finding 13): idxd's kernel
+/// work queues complete their records in the irq thread, so a demux round only calls
+/// irq_default_primary_handler (kernel/irq/manage.c) and a longer demux does no record
+/// work. With the DSA paths at [KUP]'s 30 GB/s, CPU 0 binds; a higher loop limit then
+/// only keeps it longer in hard-irq context, out of the thread that completes the records.
+#[test]
+fn a_longer_demux_costs_idxds_cpu_hard_irq_time_and_completes_no_more() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../platforms/spr-gen5.toml");
+    let wide = [
+        "root_ports.8.bytes_per_ns=30".to_string(),
+        "root_ports.9.bytes_per_ns=30".to_string(),
+    ];
+    let platform = Platform::load(&p, &wide).expect("spr-gen5 loads");
+    let text = MEMFILL.replace("bs=512", "bs=4k");
+    let run = |max_loop| {
+        let policy = Policy {
+            delivery: Delivery::Posted { max_loop },
+            ..Policy::default()
+        };
+        simulate(&jobs(&text), &platform, &policy, &SimOptions::overriding(3))
+            .unwrap_or_else(|e| panic!("simulation runs: {e}"))
+    };
+    let (short, long) = (run(3), run(7));
+    let window = |r: &RunReport| {
+        let c = &r.cpus[0];
+        c.hardirq_ns + c.irq_thread_ns + c.idle_ns
+    };
+    for (l, r) in [(3, &short), (7, &long)] {
+        let idle = r.cpus[0].idle_ns as f64 / window(r) as f64;
+        assert!(
+            idle < 0.05,
+            "max_loop {l}: CPU 0 idle {idle:.3}, not the bottleneck"
+        );
+    }
+    let hard_per_desc = |r: &RunReport| r.cpus[0].hardirq_ns as f64 / r.total_ios() as f64;
+    assert!(
+        hard_per_desc(&long) >= hard_per_desc(&short),
+        "hard-irq ns per descriptor fell from {:.1} (max_loop 3) to {:.1} (7)",
+        hard_per_desc(&short),
+        hard_per_desc(&long)
+    );
+    // The thread, which completes every record, gets no more of CPU 0: the descriptors
+    // cannot rise with the loop limit.
+    assert!(
+        long.total_ios() <= short.total_ios(),
+        "{} descriptors at max_loop 7 against {} at 3",
+        long.total_ios(),
+        short.total_ios()
+    );
+}
