@@ -2,6 +2,8 @@
 //! type names (`usize`, `f64`) turned into words. Platform files here, scenario and
 //! targets files in the command, all report through [`describe`].
 
+use std::collections::HashMap;
+
 /// `origin:LINE: key: message` for a TOML error in `text` (the contents of `origin`).
 pub fn describe(text: &str, origin: &str, e: &toml::de::Error) -> String {
     let msg = in_users_terms(e.message());
@@ -98,6 +100,61 @@ fn quoted(s: &str) -> String {
     s.replace('`', "'")
 }
 
+/// The table a line of a TOML file is in, followed line by line: `[name]` headers,
+/// `[[name]]` array entries (numbered from 0) and `[name.sub]` under the last entry.
+#[derive(Default)]
+struct Tables {
+    table: String,
+    arrays: Vec<(String, usize)>,
+}
+
+impl Tables {
+    /// Follows line `t` (trimmed): a header changes the table.
+    fn enter(&mut self, t: &str) {
+        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let name = name.trim().to_string();
+            let n = match self.arrays.iter_mut().find(|(a, _)| *a == name) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    self.arrays.push((name.clone(), 0));
+                    0
+                }
+            };
+            self.table = format!("{name}.{n}");
+        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            let name = name.trim();
+            // [devices.submitter] after a [[devices]] belongs to that entry.
+            self.table = match name.split_once('.') {
+                Some((root, rest)) => match self.arrays.iter().find(|(a, _)| a == root) {
+                    Some((_, n)) => format!("{root}.{n}.{rest}"),
+                    None => name.to_string(),
+                },
+                None => name.to_string(),
+            };
+        }
+    }
+
+    /// The dotted key line `t` (trimmed, already entered) writes: a header's table, or
+    /// the table's `key` of `key = value`.
+    fn key(&self, t: &str) -> Option<String> {
+        if t.starts_with('[') {
+            return (!self.table.is_empty()).then(|| self.table.clone());
+        }
+        let key = t.split_once('=').map(|(k, _)| k.trim().trim_matches('"'));
+        match key {
+            Some(k) if !k.is_empty() && !k.starts_with('#') => Some(if self.table.is_empty() {
+                k.to_string()
+            } else {
+                format!("{}.{k}", self.table)
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// The 1-based line of byte `offset` in `text`, and the dotted key written there
 /// (`devices.0.queues`), found from the table headers above it. None when the line holds
 /// no `key = value` (a header, an inline table spanning lines).
@@ -107,68 +164,47 @@ pub fn key_at(text: &str, offset: usize) -> (usize, Option<String>) {
         .iter()
         .filter(|&&b| b == b'\n')
         .count();
-    let mut table = String::new();
-    let mut arrays: Vec<(String, usize)> = Vec::new();
+    let mut tables = Tables::default();
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();
-        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
-            let name = name.trim().to_string();
-            let n = match arrays.iter_mut().find(|(a, _)| *a == name) {
-                Some((_, n)) => {
-                    *n += 1;
-                    *n
-                }
-                None => {
-                    arrays.push((name.clone(), 0));
-                    0
-                }
-            };
-            table = format!("{name}.{n}");
-        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
-            let name = name.trim();
-            // [devices.submitter] after a [[devices]] belongs to that entry.
-            table = match name.split_once('.') {
-                Some((root, rest)) => match arrays.iter().find(|(a, _)| a == root) {
-                    Some((_, n)) => format!("{root}.{n}.{rest}"),
-                    None => name.to_string(),
-                },
-                None => name.to_string(),
-            };
-        }
+        tables.enter(t);
         if i + 1 == line_no {
-            if t.starts_with('[') {
-                return (line_no, (!table.is_empty()).then_some(table));
-            }
-            let key = t.split_once('=').map(|(k, _)| k.trim().trim_matches('"'));
-            return match key {
-                Some(k) if !k.is_empty() && !k.starts_with('#') => {
-                    let full = if table.is_empty() {
-                        k.to_string()
-                    } else {
-                        format!("{table}.{k}")
-                    };
-                    (line_no, Some(full))
-                }
-                _ => (line_no, None),
-            };
+            return (line_no, tables.key(t));
         }
     }
     (line_no, None)
 }
 
+/// Every dotted key written as `key = value` in a text, with its line (the first where it
+/// is written twice): `line_of_key` for many keys in one pass over the text (a platform
+/// file's provenance has an entry per key, and a search per key made loading quadratic).
+pub struct KeyLines(HashMap<String, usize>);
+
+impl KeyLines {
+    pub fn new(text: &str) -> KeyLines {
+        let mut tables = Tables::default();
+        let mut lines = HashMap::new();
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim();
+            tables.enter(t);
+            if line.contains('=')
+                && let Some(k) = tables.key(t)
+            {
+                lines.entry(k).or_insert(i + 1);
+            }
+        }
+        KeyLines(lines)
+    }
+
+    /// The line where dotted `key` is written, if it is.
+    pub fn get(&self, key: &str) -> Option<usize> {
+        self.0.get(key).copied()
+    }
+}
+
 /// The line where dotted `key` (`devices.1.read_ns`) is written in `text`, if it is.
 pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        if line.contains('=')
-            && let (n, Some(k)) = key_at(text, offset + line.len() - line.trim_start().len())
-            && k == key
-        {
-            return Some(n);
-        }
-        offset += line.len();
-    }
-    None
+    KeyLines::new(text).get(key)
 }
 
 #[cfg(test)]
@@ -187,6 +223,46 @@ mod tests {
         assert_eq!(line_of_key(TEXT, "devices.0.queues"), Some(5));
         assert_eq!(line_of_key(TEXT, "devices.2.queues"), None);
         assert_eq!(line_of_key(TEXT, "devices.1.submitter.reap_io_ns"), Some(9));
+    }
+
+    /// The one-pass index finds, for every key, the line a search line by line with
+    /// `key_at` finds first, on every platform and table file of the repository.
+    #[test]
+    fn the_key_index_agrees_with_a_search_line_by_line() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../platforms");
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        let mut files = 0;
+        while let Some(dir) = dirs.pop() {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|x| x != "toml") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let index = KeyLines::new(&text);
+                let mut seen = std::collections::HashSet::new();
+                let mut offset = 0;
+                for line in text.split_inclusive('\n') {
+                    let start = offset + line.len() - line.trim_start().len();
+                    offset += line.len();
+                    if !line.contains('=') {
+                        continue;
+                    }
+                    if let (n, Some(k)) = key_at(&text, start)
+                        && seen.insert(k.clone())
+                    {
+                        assert_eq!(index.get(&k), Some(n), "{}: {k}", path.display());
+                    }
+                }
+                assert_eq!(index.0.len(), seen.len(), "{}", path.display());
+                files += 1;
+            }
+        }
+        assert!(files > 5, "the platform files were found");
     }
 
     #[test]

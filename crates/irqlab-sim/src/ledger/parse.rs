@@ -2,7 +2,7 @@
 //! `value`, `cycles` or `source` key becomes its plain value, and its fields an entry.
 
 use super::{Pin, Provenance, Range, Scalar, SourceKind};
-use crate::toml_input::line_of_key;
+use crate::toml_input::KeyLines;
 
 /// One value as a file writes it.
 #[derive(Clone, Debug)]
@@ -23,10 +23,15 @@ const ALSO_FIELDS: &str = "source, machine, cite, quote, note";
 /// The line of dotted `key` in `text`: its `key = ...` line, or the first line of a
 /// table written `[key]` or with dotted keys (`key.value = ...`).
 pub(crate) fn line_of_entry(text: &str, key: &str) -> Option<usize> {
-    line_of_key(text, key)
-        .or_else(|| line_of_key(text, &format!("{key}.value")))
-        .or_else(|| line_of_key(text, &format!("{key}.cycles")))
-        .or_else(|| line_of_key(text, &format!("{key}.source")))
+    entry_line(&KeyLines::new(text), key)
+}
+
+/// `line_of_entry` in a text whose keys are indexed.
+fn entry_line(keys: &KeyLines, key: &str) -> Option<usize> {
+    keys.get(key)
+        .or_else(|| keys.get(&format!("{key}.value")))
+        .or_else(|| keys.get(&format!("{key}.cycles")))
+        .or_else(|| keys.get(&format!("{key}.source")))
 }
 
 /// Replaces every provenance table in `table` by its value (a `cycles` entry by 0 until
@@ -34,7 +39,7 @@ pub(crate) fn line_of_entry(text: &str, key: &str) -> Option<usize> {
 /// errors, which read `FILE:LINE: KEY: what is wrong`.
 pub(crate) fn strip(table: &mut toml::Table, text: &str, file: &str) -> Result<Vec<Raw>, String> {
     let mut out = Vec::new();
-    strip_table(table, "", text, file, &mut out)?;
+    strip_table(table, "", &KeyLines::new(text), file, &mut out)?;
     Ok(out)
 }
 
@@ -53,13 +58,13 @@ fn is_entry(t: &toml::Table) -> bool {
 fn strip_table(
     table: &mut toml::Table,
     path: &str,
-    text: &str,
+    keys: &KeyLines,
     file: &str,
     out: &mut Vec<Raw>,
 ) -> Result<(), String> {
     for (k, v) in table.iter_mut() {
         let key = child(path, k);
-        strip_value(v, &key, text, file, out)?;
+        strip_value(v, &key, keys, file, out)?;
     }
     Ok(())
 }
@@ -67,13 +72,13 @@ fn strip_table(
 fn strip_value(
     v: &mut toml::Value,
     key: &str,
-    text: &str,
+    keys: &KeyLines,
     file: &str,
     out: &mut Vec<Raw>,
 ) -> Result<(), String> {
     match v {
         toml::Value::Table(t) if is_entry(t) => {
-            let line = line_of_entry(text, key);
+            let line = entry_line(keys, key);
             let at = |why: String| match line {
                 Some(l) => format!("{file}:{l}: {key}: {why}"),
                 None => format!("{file}: {key}: {why}"),
@@ -86,10 +91,10 @@ fn strip_value(
             };
             out.push(raw);
         }
-        toml::Value::Table(t) => strip_table(t, key, text, file, out)?,
+        toml::Value::Table(t) => strip_table(t, key, keys, file, out)?,
         toml::Value::Array(a) if a.iter().all(|x| x.is_table()) && !a.is_empty() => {
             for (i, x) in a.iter_mut().enumerate() {
-                strip_value(x, &format!("{key}.{i}"), text, file, out)?;
+                strip_value(x, &format!("{key}.{i}"), keys, file, out)?;
             }
         }
         other => {
@@ -99,7 +104,7 @@ fn strip_value(
                     value: Some(s),
                     cycles: None,
                     provenance: None,
-                    line: line_of_key(text, key),
+                    line: keys.get(key),
                 });
             }
         }
