@@ -4,6 +4,7 @@
 //! instead of working the clones, groups and waves out again.
 
 use crate::JobSpec;
+use std::sync::Arc;
 
 /// One job fio runs: clone `clone` of section `spec`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,7 +14,8 @@ pub struct Instance {
     /// Its clone number, 0 to numjobs - 1 (fio's `$jobnum`).
     pub clone: u32,
     /// The files it opens (fio's add_file per clone; empty when the section names none).
-    pub files: Vec<String>,
+    /// Clones that open the same files share one list (up to 4096 names x 4096 clones).
+    pub files: Arc<[String]>,
     /// The CPUs it may run on (cpus_allowed under cpus_allowed_policy); None: any.
     pub cpus: Option<Vec<usize>>,
 }
@@ -71,11 +73,16 @@ impl RunPlan {
         let mut sections = Vec::with_capacity(specs.len());
         for (si, s) in specs.iter().enumerate() {
             let first = instances.len();
+            let shared: Arc<[String]> = s.filenames.as_slice().into();
             for k in 0..s.numjobs.max(1) {
+                let files = match s.clone_filenames.get(k as usize) {
+                    Some(own) => own.as_slice().into(),
+                    None => shared.clone(),
+                };
                 instances.push(Instance {
                     spec: si,
                     clone: k,
-                    files: s.files_of_clone(k).to_vec(),
+                    files,
                     cpus: s.clone_cpus(k),
                 });
             }
@@ -191,7 +198,9 @@ mod tests {
              [c]\nstonewall\nfilename=x\nramp_time=5ms\nruntime=1ms\n",
         );
         let b: Vec<&Instance> = p.instances[p.clones_of(1)].iter().collect();
-        assert_eq!(b[2].files, ["f.2"]);
+        assert_eq!(*b[2].files, ["f.2".to_string()]);
+        let a = &p.instances[0];
+        assert_eq!(*a.files, ["/dev/nvme0n1".to_string()]);
         assert_eq!(b[2].clone, 2);
         assert_eq!(
             b.iter().map(|i| i.cpus.clone()).collect::<Vec<_>>(),
@@ -205,5 +214,21 @@ mod tests {
             (2_000_000, 5_000_000)
         );
         assert_eq!(p.time_bound_ns, None, "b is bounded by size");
+        // Up to 4096 names x 4096 clones: the clones share one list, not a copy each.
+        let names: Vec<String> = (0..512).map(|i| format!("/dev/nvme{i}n1")).collect();
+        let wide = plan(&format!(
+            "[w]\nnumjobs=512\nfilename={}\n",
+            names.join(":")
+        ));
+        assert_eq!(wide.instances.len(), 512);
+        assert!(
+            wide.instances
+                .iter()
+                .all(|i| Arc::ptr_eq(&i.files, &wide.instances[0].files))
+        );
+        assert!(
+            !Arc::ptr_eq(&b[0].files, &b[1].files),
+            "b's clones name their own"
+        );
     }
 }

@@ -420,10 +420,12 @@ fn job_clones(
     let mut clones = Vec::with_capacity(plan.instances.len());
     let mut any_index = 0usize;
     for (si, (per_clone, polled)) in resolved.into_iter().enumerate() {
-        for (devices, i) in per_clone
-            .into_iter()
-            .zip(&plan.instances[plan.clones_of(si)])
-        {
+        for (k, i) in plan.instances[plan.clones_of(si)].iter().enumerate() {
+            let devices = per_clone
+                .get(k)
+                .or(per_clone.first())
+                .cloned()
+                .unwrap_or_default();
             let cpu = match &i.cpus {
                 Some(set) => set[i.clone as usize % set.len()],
                 None => {
@@ -444,8 +446,8 @@ fn job_clones(
 }
 
 /// What the model refuses in a job section (with the file, line and what was expected);
-/// returns the devices the files of each of its `clones` name (none for fio's null
-/// engine) and whether it polls for completions.
+/// returns the devices the files of each of its `clones` name (one list when they share
+/// their files; none for fio's null engine) and whether it polls for completions.
 fn check_job(
     s: &JobSpec,
     clones: &[Instance],
@@ -503,13 +505,19 @@ fn check_job(
         ));
     }
     // fio's null engine opens no file: its jobs have no device.
-    let devices = clones
+    // Clones sharing their files (one list in the plan) resolve them once.
+    let shared = clones
         .iter()
-        .map(|i| match s.ioengine.has_device() {
-            true => resolve_files(s, &i.files, inp),
-            false => Ok(Vec::new()),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+        .all(|i| std::sync::Arc::ptr_eq(&i.files, &clones[0].files));
+    let devices = if !s.ioengine.has_device() {
+        vec![Vec::new()]
+    } else {
+        let distinct = if shared { &clones[..1] } else { clones };
+        distinct
+            .iter()
+            .map(|i| resolve_files(s, &i.files, inp))
+            .collect::<Result<Vec<_>, _>>()?
+    };
     let polled = s.hipri || matches!(inp.policy.delivery, Delivery::Polled | Delivery::Hybrid);
     if polled && !s.ioengine.can_poll() {
         return Err(option_err(
