@@ -216,10 +216,7 @@ mod tests {
         assert_eq!(p.time_bound_ns, None, "b is bounded by size");
         // Up to 4096 names x 4096 clones: the clones share one list, not a copy each.
         let names: Vec<String> = (0..512).map(|i| format!("/dev/nvme{i}n1")).collect();
-        let wide = plan(&format!(
-            "[w]\nnumjobs=512\nfilename={}\n",
-            names.join(":")
-        ));
+        let wide = plan(&format!("[w]\nnumjobs=512\nfilename={}\n", names.join(":")));
         assert_eq!(wide.instances.len(), 512);
         assert!(
             wide.instances
