@@ -675,11 +675,6 @@ fn new_job(
     inp: &Inputs<'_>,
 ) -> Job {
     let iodepth = s.effective_iodepth();
-    let batch_submit = if s.iodepth_batch_submit == 0 {
-        iodepth
-    } else {
-        s.iodepth_batch_submit.min(iodepth)
-    };
     // A device no fio engine drives (DSA) brings its own submitter costs.
     let submitter = c
         .devices
@@ -697,13 +692,10 @@ fn new_job(
         submitter,
         usr_io,
         iodepth,
-        batch_submit: batch_submit.max(1),
-        complete_min: s.iodepth_batch_complete_min.min(iodepth),
-        complete_max: if s.iodepth_batch_complete_max == 0 {
-            iodepth
-        } else {
-            s.iodepth_batch_complete_max
-        },
+        // The parser resolved the batch sizes as fio's init.c does (JobSpec's fields).
+        batch_submit: s.iodepth_batch_submit,
+        complete_min: s.iodepth_batch_complete_min,
+        complete_max: s.iodepth_batch_complete_max,
         polled: c.polled,
         hybrid: c.polled && inp.policy.delivery == Delivery::Hybrid,
         ramp_end: fio.measure_from,
