@@ -21,6 +21,7 @@ mod ini;
 pub mod input;
 mod job;
 mod options;
+pub mod plan;
 mod rate;
 pub mod refused;
 pub mod seeds;
@@ -33,6 +34,7 @@ pub use control::{
 };
 pub use error::{JobFileError, escape_controls};
 pub use options::{accepted as accepted_options, no_meaning};
+pub use plan::RunPlan;
 pub use rate::RateClock;
 pub use spec::{
     BlockSizes, CpusPolicy, IoEngine, JobOption, JobSpec, LogOptions, RateLimit, RateProcess,
@@ -40,37 +42,6 @@ pub use spec::{
 };
 
 use std::path::Path;
-
-/// init.c add_job: each job's reporting group. A job with `stonewall` or `new_group`
-/// starts a new group when the current one has jobs (clones share their job's group).
-pub fn reporting_groups(jobs: &[JobSpec]) -> Vec<u32> {
-    let (mut gid, mut in_group) = (0u32, 0u32);
-    jobs.iter()
-        .map(|j| {
-            if (j.stonewall || j.new_group) && in_group > 0 {
-                gid += 1;
-                in_group = 0;
-            }
-            in_group += j.numjobs;
-            gid
-        })
-        .collect()
-}
-
-/// backend.c run_threads: each job's wave. A `stonewall` job (after the first) waits
-/// for every job above it to finish; the jobs below it start with it.
-pub fn stonewall_waves(jobs: &[JobSpec]) -> Vec<u32> {
-    let mut wave = 0u32;
-    jobs.iter()
-        .enumerate()
-        .map(|(i, j)| {
-            if j.stonewall && i > 0 {
-                wave += 1;
-            }
-            wave
-        })
-        .collect()
-}
 
 /// fio's JSON "global options": what the `[global]` sections set, each option once
 /// with its last value, in the order first written.
@@ -262,31 +233,6 @@ fn check_ss_intervals(jobs: &[JobSpec]) -> Result<(), JobFileError> {
         ));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod group_tests {
-    use super::*;
-
-    #[test]
-    fn groups_and_waves_follow_fio() {
-        let jobs = parse_str(
-            "[global]\nfilename=f\n[a]\nnumjobs=2\n[b]\nnew_group\n[c]\n[d]\nstonewall\n[e]\n",
-            Path::new("g.fio"),
-        )
-        .unwrap();
-        assert_eq!(reporting_groups(&jobs), vec![0, 1, 1, 2, 2]);
-        assert_eq!(stonewall_waves(&jobs), vec![0, 0, 0, 1, 1]);
-        let first = parse_str(
-            "[a]\nfilename=f\nstonewall\nnew_group\n",
-            Path::new("g.fio"),
-        )
-        .unwrap();
-        assert_eq!(
-            (reporting_groups(&first), stonewall_waves(&first)),
-            (vec![0], vec![0])
-        );
-    }
 }
 
 #[cfg(test)]

@@ -224,13 +224,14 @@ pub struct JobSpec {
     pub bs_unaligned: bool,
     /// I/Os kept in flight; forced to 1 for synchronous engines.
     pub iodepth: u32,
-    /// I/Os submitted per submit call (`iodepth_batch_submit`; 0 in the file means iodepth).
+    /// I/Os submitted per submit call (`iodepth_batch_submit`; 0 in the file, or more
+    /// than iodepth, means iodepth: init.c fixup_options), 1 to iodepth.
     pub iodepth_batch_submit: u32,
     /// Minimum completions reaped per reap call (`iodepth_batch_complete_min`; 0 means
-    /// check without waiting).
+    /// check without waiting), at most iodepth.
     pub iodepth_batch_complete_min: u32,
     /// Maximum completions reaped per reap call (fio's default: equal to the minimum, and
-    /// at least 1), capped at iodepth.
+    /// at least 1), capped at iodepth. The engines read these three as resolved here.
     pub iodepth_batch_complete_max: u32,
     pub numjobs: u32,
     /// CPUs from `cpus_allowed`, sorted and deduplicated; None means any CPU.

@@ -823,3 +823,39 @@ fn control_options_fio_refuses_are_refused_at_their_line() {
         );
     }
 }
+
+#[test]
+fn batch_sizes_are_resolved_as_init_c_does() {
+    // Both engines read these fields as they are: 1 to iodepth, 0 meaning iodepth.
+    let batches = |text: &str| {
+        let j = &parse(text)[0];
+        (
+            j.iodepth,
+            j.iodepth_batch_submit,
+            j.iodepth_batch_complete_min,
+            j.iodepth_batch_complete_max,
+        )
+    };
+    let job = "[j]\nfilename=f\nioengine=libaio\niodepth=4\n";
+    assert_eq!(
+        batches(&format!("{job}iodepth_batch_submit=0\n")),
+        (4, 4, 1, 1)
+    );
+    assert_eq!(
+        batches(&format!(
+            "{job}iodepth_batch_submit=9\niodepth_batch_complete_min=9\niodepth_batch_complete_max=9\n"
+        )),
+        (4, 4, 4, 4)
+    );
+    assert_eq!(
+        batches(&format!(
+            "{job}iodepth_batch_complete_min=0\niodepth_batch_complete_max=0\n"
+        )),
+        (4, 1, 0, 1)
+    );
+    assert_eq!(
+        batches("[j]\nfilename=f\nioengine=psync\niodepth=8\niodepth_batch_submit=8\n"),
+        (1, 1, 1, 1),
+        "a synchronous engine's depth is 1"
+    );
+}

@@ -16,7 +16,7 @@ pub mod trace;
 pub use error::ObserveError;
 pub use irqtop::{IrqSnapshot, IrqTop, render_interval};
 pub use observers::{ObserveArgs, Observers, parse_seconds, simulate_with_observers};
-pub use progress::{Progress, SimProgress, sim_total_ns};
+pub use progress::{Progress, SimProgress};
 pub use rt_observers::{RtObserveArgs, dropped_events_warning, run_with_observers};
 pub use rt_watch::{Tracing, run_watched};
 pub use timeline::TimelineObserver;

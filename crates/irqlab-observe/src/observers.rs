@@ -5,12 +5,12 @@
 
 use crate::ObserveError;
 use crate::irqtop::IrqTop;
-use crate::progress::{self, SimProgress, sim_total_ns};
+use crate::progress::{self, SimProgress};
 use crate::timeline::{TimelineObserver, parse_timeline_window, timeline_window};
 use crate::trace::{TraceObserver, parse_window};
 use clap::Args;
 use irqlab_core::{Delivery, Policy};
-use irqlab_fio::JobSpec;
+use irqlab_fio::{JobSpec, RunPlan};
 use irqlab_inputs::DeliveryArg;
 use irqlab_report::RunReport;
 use irqlab_sim::{Observer, Platform, SimOptions, SliceKind};
@@ -232,7 +232,10 @@ pub fn simulate_with_observers(
         usize::from,
     );
     let watched = observe.trace.is_some() || observe.irqtop.is_some() || observe.timeline.is_some();
-    let total = sim_total_ns(jobs).filter(|_| observe.irqtop.is_none() && progress::drawn());
+    let plan = RunPlan::of(jobs);
+    let total = plan
+        .time_bound_ns
+        .filter(|_| observe.irqtop.is_none() && progress::drawn());
     // Unwatched, the simulator runs without an observer (every observer call compiles
     // away): no bar to draw, or parts side by side (a bar would need one clock across
     // them).
@@ -257,7 +260,7 @@ pub fn simulate_with_observers(
         None => None,
         Some(path) => {
             create_picture(path)?;
-            let (a, b) = timeline_window(jobs, observe.timeline_window);
+            let (a, b) = timeline_window(&plan, observe.timeline_window);
             Some(TimelineObserver::new(a, b))
         }
     };
@@ -295,7 +298,7 @@ pub fn simulate_with_observers(
             .map_err(|e| ObserveError::Print(e.to_string()))?;
     }
     if let (Some(t), Some(path)) = (obs.timeline, &observe.timeline) {
-        let (a, b) = timeline_window(jobs, observe.timeline_window);
+        let (a, b) = timeline_window(&plan, observe.timeline_window);
         check_window("--timeline-window", (a, b), report.end_ns, &report).inspect_err(|_| {
             let _ = std::fs::remove_file(path);
         })?;

@@ -82,7 +82,7 @@ pub struct SimProgress {
 }
 
 impl SimProgress {
-    /// A bar over `total_ns` of simulated time (see [`sim_total_ns`]).
+    /// A bar over `total_ns` of simulated time (a plan's `time_bound_ns`).
     pub fn new(total_ns: u64, msg: impl Into<String>) -> SimProgress {
         SimProgress::with(Progress::new(total_ns.div_ceil(NS_PER_UNIT), msg))
     }
@@ -122,14 +122,6 @@ impl Observer for SimProgress {
     fn message(&mut self, now: u64, _vector: usize) {
         self.at(now);
     }
-}
-
-/// The simulated time a run of `jobs` lasts when every job is time-bounded (ramp time
-/// included), else None: size-bounded jobs have no known end.
-pub fn sim_total_ns(jobs: &[irqlab_fio::JobSpec]) -> Option<u64> {
-    jobs.iter()
-        .map(|j| j.total_time_ns())
-        .try_fold(0u64, |acc, t| t.map(|t| acc.max(t)))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::timeline::{TimelineObserver, parse_timeline_window, timeline_window};
 use crate::trace::parse_window;
 use clap::Args;
 use irqlab_core::Policy;
-use irqlab_fio::JobSpec;
+use irqlab_fio::{JobSpec, RunPlan};
 use irqlab_report::RunReport;
 use irqlab_rt::RtConfig;
 use std::io::Write;
@@ -56,13 +56,13 @@ impl RtObserveArgs {
 
     /// The wall time the tracers look at: the span of the requested windows, or None
     /// (the whole run) when a trace has no window.
-    pub fn record_window(&self, jobs: &[JobSpec]) -> Option<Range<u64>> {
+    pub fn record_window(&self, plan: &RunPlan) -> Option<Range<u64>> {
         let mut windows = Vec::new();
         if self.trace.is_some() {
             windows.push(self.trace_window?);
         }
         if self.timeline.is_some() {
-            windows.push(timeline_window(jobs, self.timeline_window));
+            windows.push(timeline_window(plan, self.timeline_window));
         }
         let start = windows.iter().map(|w| w.0).min()?;
         let end = windows.iter().map(|w| w.1).max()?;
@@ -71,7 +71,7 @@ impl RtObserveArgs {
 
     /// The observers asked for, with their files created (so a bad path fails before the
     /// run).
-    fn observers(&self, jobs: &[JobSpec]) -> Result<Observers<'static>, ObserveError> {
+    fn observers(&self, plan: &RunPlan) -> Result<Observers<'static>, ObserveError> {
         let trace = match &self.trace {
             None => None,
             Some(path) => Some(create_trace(
@@ -85,7 +85,7 @@ impl RtObserveArgs {
             None => None,
             Some(path) => {
                 create_picture(path)?;
-                let (a, b) = timeline_window(jobs, self.timeline_window);
+                let (a, b) = timeline_window(plan, self.timeline_window);
                 Some(TimelineObserver::new(a, b).on_wall_clock())
             }
         };
@@ -101,7 +101,7 @@ impl RtObserveArgs {
     /// ended is an error.
     fn finish(
         &self,
-        jobs: &[JobSpec],
+        plan: &RunPlan,
         obs: Observers<'_>,
         report: &mut RunReport,
         policy: &Policy,
@@ -122,7 +122,7 @@ impl RtObserveArgs {
             }
         }
         if let (Some(t), Some(path)) = (obs.timeline, &self.timeline) {
-            let (a, b) = timeline_window(jobs, self.timeline_window);
+            let (a, b) = timeline_window(plan, self.timeline_window);
             check_window("--timeline-window", (a, b), ended_ns, report)?;
             let picture = t.finish(timeline_title(&report.platform, policy));
             irqlab_plot::timeline::write_stacked(&[picture], path).map_err(ObserveError::Plot)?;
@@ -145,10 +145,11 @@ pub fn run_with_observers(
     if !observe.wanted() {
         return run_watched(jobs, policy, cfg, irqtop_ns, out, None);
     }
-    let mut obs = observe.observers(jobs)?;
+    let plan = RunPlan::of(jobs);
+    let mut obs = observe.observers(&plan)?;
     let tracing = Tracing {
         observer: &mut obs,
-        window: observe.record_window(jobs),
+        window: observe.record_window(&plan),
     };
     // A run that fails leaves no empty or partial trace and picture behind.
     let remove_files = |_: &ObserveError| {
@@ -159,7 +160,7 @@ pub fn run_with_observers(
     let mut report =
         run_watched(jobs, policy, cfg, irqtop_ns, out, Some(tracing)).inspect_err(remove_files)?;
     observe
-        .finish(jobs, obs, &mut report, policy)
+        .finish(&plan, obs, &mut report, policy)
         .inspect_err(remove_files)?;
     Ok(report)
 }
@@ -197,9 +198,13 @@ mod tests {
             trace_window: w,
             ..RtObserveArgs::default()
         };
-        assert_eq!(trace(None).record_window(&jobs), None, "the whole run");
         assert_eq!(
-            trace(Some((2_000_000, 4_000_000))).record_window(&jobs),
+            trace(None).record_window(&RunPlan::of(&jobs)),
+            None,
+            "the whole run"
+        );
+        assert_eq!(
+            trace(Some((2_000_000, 4_000_000))).record_window(&RunPlan::of(&jobs)),
             Some(2_000_000..4_000_000)
         );
         let both = RtObserveArgs {
@@ -207,7 +212,10 @@ mod tests {
             ..trace(Some((2_000_000, 4_000_000)))
         };
         // The timeline's default window: 200 µs after the longest ramp_time.
-        assert_eq!(both.record_window(&jobs), Some(1_000_000..4_000_000));
+        assert_eq!(
+            both.record_window(&RunPlan::of(&jobs)),
+            Some(1_000_000..4_000_000)
+        );
         assert!(!RtObserveArgs::default().wanted());
     }
 
@@ -219,7 +227,11 @@ mod tests {
             timeline: timeline.map(PathBuf::from),
             ..RtObserveArgs::default()
         };
-        let err = |o: RtObserveArgs| o.observers(&jobs).err().map(|e| e.to_string());
+        let err = |o: RtObserveArgs| {
+            o.observers(&RunPlan::of(&jobs))
+                .err()
+                .map(|e| e.to_string())
+        };
         assert_eq!(
             err(named(None, Some("t.jpg"))).as_deref(),
             Some("t.jpg: the --timeline file name must end in .png or .svg")

@@ -6,9 +6,9 @@
 
 use crate::ObserveError;
 use crate::irqtop::{IrqSnapshot, render_interval};
-use crate::progress::{Progress, sim_total_ns};
+use crate::progress::Progress;
 use irqlab_core::Policy;
-use irqlab_fio::JobSpec;
+use irqlab_fio::{JobSpec, RunPlan};
 use irqlab_report::RunReport;
 use irqlab_report::observe::Observer;
 use irqlab_rt::{LiveCounters, LiveSnapshot, RtConfig};
@@ -123,7 +123,7 @@ pub fn run_watched(
     cfg.live = Some(live.clone());
     let watch = Watch {
         irqtop_ns,
-        total_ns: sim_total_ns(jobs),
+        total_ns: RunPlan::of(jobs).time_bound_ns,
     };
     let done = AtomicBool::new(false);
     let (result, printed) = std::thread::scope(|s| {

@@ -3,7 +3,7 @@
 //! the window, so its memory is bounded by the window, not by the run.
 
 use crate::ObserveError;
-use irqlab_fio::JobSpec;
+use irqlab_fio::RunPlan;
 use irqlab_plot::timeline::{Activity, Lane, Mark, MarkKind, Slice, Timeline};
 use irqlab_sim::{Observer, SliceKind};
 
@@ -181,10 +181,10 @@ impl Observer for TimelineObserver {
 }
 
 /// `--timeline-window` when given, else the first [`DEFAULT_SPAN_NS`] after the longest
-/// ramp_time (where the measured run starts, in both engines).
-pub fn timeline_window(jobs: &[JobSpec], asked: Option<(u64, u64)>) -> (u64, u64) {
+/// ramp_time of the run's `plan` (where the measured run starts, in both engines).
+pub fn timeline_window(plan: &RunPlan, asked: Option<(u64, u64)>) -> (u64, u64) {
     asked.unwrap_or_else(|| {
-        let start = jobs.iter().map(|j| j.ramp_time_ns).max().unwrap_or(0);
+        let start = plan.longest_ramp_ns;
         (start, start.saturating_add(DEFAULT_SPAN_NS))
     })
 }

@@ -50,12 +50,6 @@ impl JobPlan {
         hybrid: bool,
     ) -> JobPlan {
         let iodepth = spec.effective_iodepth().max(1);
-        let clamp = |v: u32| v.clamp(1, iodepth);
-        let batch_submit = if spec.iodepth_batch_submit == 0 {
-            iodepth
-        } else {
-            clamp(spec.iodepth_batch_submit)
-        };
         let bs = spec.bs.max(1);
         let bytes = spec.size.unwrap_or(span).min(span.max(bs));
         let by_size = (bytes / bs).max(1);
@@ -68,9 +62,10 @@ impl JobPlan {
         JobPlan {
             job,
             iodepth,
-            batch_submit,
-            complete_min: spec.iodepth_batch_complete_min.min(iodepth),
-            complete_max: clamp(spec.iodepth_batch_complete_max),
+            // The parser resolved the batch sizes as fio's init.c does (JobSpec's fields).
+            batch_submit: spec.iodepth_batch_submit,
+            complete_min: spec.iodepth_batch_complete_min,
+            complete_max: spec.iodepth_batch_complete_max,
             bs,
             read_pct: spec.rw.read_pct(),
             random: spec.rw.is_random(),

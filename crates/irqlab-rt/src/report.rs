@@ -12,7 +12,7 @@ use crate::topology::Topology;
 use crate::usage::Usage;
 use irqlab_core::irq_poll::IrqPollUntil;
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
-use irqlab_fio::JobSpec;
+use irqlab_fio::{JobSpec, RunPlan};
 use irqlab_report::observe::SliceKind;
 use irqlab_report::{
     CHIP_POLLED, CpuReport, DirReport, Engine, HostMeasures, JobReport, Latency, RunReport,
@@ -56,7 +56,8 @@ fn merge_dir(into: &mut DirReport, from: &DirReport, window_ns: u64) {
 /// One clone's stats with its share of its CPU thread's CPU time.
 struct CloneOut<'a> {
     job: usize,
-    clone: u32,
+    /// Its index in the run's plan.
+    instance: usize,
     stats: &'a JobStats,
     window_ns: u64,
     usr_ns: u64,
@@ -94,7 +95,7 @@ fn clone_outputs<'a>(topo: &Topology, cpus: &'a [CpuResult]) -> Vec<CloneOut<'a>
             };
             out.push(CloneOut {
                 job: plan.plan.job,
-                clone: plan.clone,
+                instance: plan.instance,
                 stats,
                 window_ns,
                 usr_ns,
@@ -107,10 +108,14 @@ fn clone_outputs<'a>(topo: &Topology, cpus: &'a [CpuResult]) -> Vec<CloneOut<'a>
 }
 
 /// One report per clone in fio's job order, summed by fio's group_reporting rules.
-fn job_reports(jobs: &[JobSpec], clones: &[CloneOut], start_ns: u64) -> Vec<JobReport> {
-    let groups = irqlab_fio::reporting_groups(jobs);
+fn job_reports(
+    jobs: &[JobSpec],
+    plan: &RunPlan,
+    clones: &[CloneOut],
+    start_ns: u64,
+) -> Vec<JobReport> {
     let mut order: Vec<&CloneOut> = clones.iter().collect();
-    order.sort_by_key(|c| (c.job, c.clone));
+    order.sort_by_key(|c| c.instance);
     let mut thread_number = 0;
     let out = order
         .into_iter()
@@ -119,7 +124,7 @@ fn job_reports(jobs: &[JobSpec], clones: &[CloneOut], start_ns: u64) -> Vec<JobR
             thread_number += 1;
             let mut r = JobReport {
                 name: spec.name.clone(),
-                groupid: groups[c.job],
+                groupid: plan.section_of(c.instance).group,
                 members: 1,
                 thread_number,
                 group_reporting: spec.group_reporting,
@@ -328,7 +333,7 @@ pub fn build_report(
     let end_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let job_reports = job_reports(jobs, &clones, end_ns.saturating_sub(m.wall_ns));
+    let job_reports = job_reports(jobs, &topo.plan, &clones, end_ns.saturating_sub(m.wall_ns));
     // The measured window: from the shortest ramp's end to the last CPU thread's end.
     let window_end = cpus
         .iter()

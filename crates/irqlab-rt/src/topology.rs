@@ -5,7 +5,7 @@
 use crate::error::RtError;
 use crate::job::JobPlan;
 use irqlab_core::posted::FIRST_EXTERNAL_VECTOR;
-use irqlab_fio::JobSpec;
+use irqlab_fio::{JobSpec, RunPlan};
 
 /// One emulated controller.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +42,8 @@ impl QueuePlan {
 /// One job clone placed on a CPU thread.
 #[derive(Clone, Debug)]
 pub struct ClonePlan {
+    /// Its index in the run's [`RunPlan`] (fio's thread_number - 1).
+    pub instance: usize,
     pub clone: u32,
     pub plan: JobPlan,
 }
@@ -65,6 +67,8 @@ impl CpuPlan {
 /// The whole placement.
 #[derive(Clone, Debug, Default)]
 pub struct Topology {
+    /// The job file expanded: every clone with its files, CPUs and reporting group.
+    pub plan: RunPlan,
     pub controllers: Vec<ControllerPlan>,
     pub cpus: Vec<CpuPlan>,
 }
@@ -92,21 +96,23 @@ fn virtio_disk(name: &str) -> bool {
     letters > 0 && rest[letters..].chars().all(|c| c.is_ascii_digit())
 }
 
+/// The files clone `i` of the plan opens: fio names an unnamed job's file after the job.
+fn files_of<'a>(jobs: &'a [JobSpec], i: &'a irqlab_fio::plan::Instance) -> &'a [String] {
+    let job = &jobs[i.spec];
+    if job.filenames.is_empty() {
+        std::slice::from_ref(&job.name)
+    } else {
+        &i.files
+    }
+}
+
 /// Maps every distinct `filename=` to a controller in first-seen order.
-fn controllers_of(jobs: &[JobSpec]) -> Vec<ControllerPlan> {
+fn controllers_of(jobs: &[JobSpec], plan: &RunPlan) -> Vec<ControllerPlan> {
     let mut names: Vec<String> = Vec::new();
-    for job in jobs {
-        for k in 0..job.numjobs.max(1) {
-            let files: Vec<String> = if job.filenames.is_empty() {
-                // fio names an unnamed job's file after the job.
-                vec![job.name.clone()]
-            } else {
-                job.files_of_clone(k).to_vec()
-            };
-            for f in files {
-                if !names.contains(&f) {
-                    names.push(f);
-                }
+    for i in &plan.instances {
+        for f in files_of(jobs, i) {
+            if !names.contains(f) {
+                names.push(f.clone());
             }
         }
     }
@@ -132,7 +138,7 @@ fn controllers_of(jobs: &[JobSpec]) -> Vec<ControllerPlan> {
 /// The emulated controllers a run of `jobs` has, by name (`nvme0` up to the highest
 /// instance it uses), for mapping the jobs' files onto them before the run.
 pub fn controller_names(jobs: &[JobSpec]) -> Vec<String> {
-    let n = controllers_of(jobs)
+    let n = controllers_of(jobs, &RunPlan::of(jobs))
         .iter()
         .map(|c| c.instance + 1)
         .max()
@@ -165,7 +171,8 @@ impl Topology {
                 "at least one CPU thread is needed".into(),
             ));
         }
-        let controllers = controllers_of(jobs);
+        let plan = RunPlan::of(jobs);
+        let controllers = controllers_of(jobs, &plan);
         if let Some(c) = controllers.iter().find(|c| virtio_disk(&c.filename)) {
             return Err(RtError::Topology(format!(
                 "filename={}: a virtio-blk disk; the runtime emulates NVMe controllers only (its virtqueues, kicks and injected interrupts belong to a guest platform): simulate it with `irqlab run --platform firecracker-epyc-vm` (docs/runtime.md)",
@@ -175,26 +182,25 @@ impl Topology {
         let ctrl_of = |f: &str| controllers.iter().position(|c| c.filename == f);
         let mut cpus = vec![CpuPlan::default(); p.cpu_threads];
         let mut rr = 0usize;
-        for (j, spec) in jobs.iter().enumerate() {
-            for k in 0..spec.numjobs.max(1) {
-                let files: Vec<usize> = if spec.filenames.is_empty() {
-                    vec![ctrl_of(&spec.name).unwrap_or(0)]
-                } else {
-                    spec.files_of_clone(k)
-                        .iter()
-                        .filter_map(|f| ctrl_of(f))
-                        .collect()
-                };
-                let cpu = match spec.clone_cpus(k) {
-                    Some(set) if !set.is_empty() => set[0] % p.cpu_threads,
-                    _ => {
-                        rr += 1;
-                        (rr - 1) % p.cpu_threads
-                    }
-                };
-                let plan = JobPlan::new(j, spec, files.clone(), p.span, p.all_polled, p.hybrid);
-                cpus[cpu].clones.push(ClonePlan { clone: k, plan });
-            }
+        for (instance, i) in plan.instances.iter().enumerate() {
+            let spec = &jobs[i.spec];
+            let files: Vec<usize> = files_of(jobs, i)
+                .iter()
+                .filter_map(|f| ctrl_of(f))
+                .collect();
+            let cpu = match &i.cpus {
+                Some(set) if !set.is_empty() => set[0] % p.cpu_threads,
+                _ => {
+                    rr += 1;
+                    (rr - 1) % p.cpu_threads
+                }
+            };
+            let job = JobPlan::new(i.spec, spec, files, p.span, p.all_polled, p.hybrid);
+            cpus[cpu].clones.push(ClonePlan {
+                instance,
+                clone: i.clone,
+                plan: job,
+            });
         }
         let n_cpus = p.cpu_threads as u16;
         for (c, cpu) in cpus.iter_mut().enumerate() {
@@ -236,7 +242,11 @@ impl Topology {
                 }
             }
         }
-        Ok(Topology { controllers, cpus })
+        Ok(Topology {
+            plan,
+            controllers,
+            cpus,
+        })
     }
 }
 

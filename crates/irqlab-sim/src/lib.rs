@@ -32,7 +32,7 @@ pub use observer::{NoObserver, Observer, SliceKind};
 pub use platform::{Platform, PlatformError};
 
 use irqlab_core::Policy;
-use irqlab_fio::JobSpec;
+use irqlab_fio::{JobSpec, RunPlan};
 use irqlab_report::RunReport;
 use std::fmt;
 
@@ -201,12 +201,14 @@ pub fn simulate_parallel(
     threads: usize,
 ) -> Result<RunReport, SimError> {
     let mut obs = NoObserver;
-    let mut whole = model::build(jobs, platform, policy, opts, &mut obs)?;
+    let plan = RunPlan::of(jobs);
+    let mut whole = model::build(jobs, &plan, platform, policy, opts, &mut obs)?;
     match model::Partition::of(&whole).filter(|_| threads > 1) {
         Some(partition) => {
             let built = || {
                 model::build(
                     jobs,
+                    &plan,
                     platform,
                     policy,
                     opts,
@@ -235,7 +237,7 @@ pub fn independent_parts(
     opts: &SimOptions,
 ) -> Result<usize, SimError> {
     let mut obs = NoObserver;
-    let whole = model::build(jobs, platform, policy, opts, &mut obs)?;
+    let whole = model::build(jobs, &RunPlan::of(jobs), platform, policy, opts, &mut obs)?;
     Ok(model::Partition::of(&whole).map_or(1, |p| p.parts()))
 }
 
@@ -247,7 +249,7 @@ pub fn simulate_observed<O: Observer>(
     opts: &SimOptions,
     observer: &mut O,
 ) -> Result<RunReport, SimError> {
-    let mut sim = model::build(jobs, platform, policy, opts, observer)?;
+    let mut sim = model::build(jobs, &RunPlan::of(jobs), platform, policy, opts, observer)?;
     sim.run();
     Ok(sim.report())
 }
@@ -270,5 +272,5 @@ pub fn estimate(
     platform: &Platform,
     policy: &Policy,
 ) -> Result<Estimate, SimError> {
-    model::estimate(jobs, platform, policy)
+    model::estimate(jobs, &RunPlan::of(jobs), platform, policy)
 }

@@ -171,3 +171,24 @@ fn a_retired_uncore_key_names_what_replaced_it() {
         "{e}"
     );
 }
+
+#[test]
+fn wait_for_set_by_hand_to_no_job_above_is_refused() {
+    // The parser refuses it; a spec changed after parsing (a sweep, a caller) reaches
+    // the plan's Start::Unresolved, which the build names at the section.
+    let mut specs =
+        jobs("[a]\nfilename=nvme0n1\nruntime=1ms\n[b]\nfilename=nvme0n1\nruntime=1ms\n");
+    specs[1].wait_for = Some("c".into());
+    let e = simulate(
+        &specs,
+        &platform(&[]),
+        &Policy::default(),
+        &SimOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("waitee job c unknown") && e.contains("job 'b'"),
+        "{e}"
+    );
+}

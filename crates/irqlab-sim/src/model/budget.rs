@@ -8,6 +8,7 @@ use crate::platform::Platform;
 use crate::{Budget, Estimate, SimError};
 use irqlab_core::{Delivery, Policy};
 use irqlab_fio::JobSpec;
+use irqlab_fio::plan::RunPlan;
 use std::mem::size_of;
 
 /// The longest run (startdelay + ramp_time + runtime) a job may have, and the bound of a
@@ -45,20 +46,21 @@ struct JobDemand {
     ios: u64,
 }
 
-/// Estimates memory and events of simulating `specs` on `p`.
+/// Estimates memory and events of simulating `specs`, expanded as `plan`, on `p`.
 pub(crate) fn estimate(
     specs: &[JobSpec],
+    plan: &RunPlan,
     p: &Platform,
     policy: &Policy,
 ) -> Result<Estimate, SimError> {
-    let clones: u64 = specs.iter().map(|s| u64::from(s.numjobs)).sum();
+    let clones = plan.instances.len() as u64;
     if clones > MAX_CLONES {
         return Err(SimError::Config(format!(
             "the jobs add up to {clones} clones (numjobs, --disks x --jobs-per-disk); fio runs at most {MAX_CLONES} (REAL_MAX_JOBS)"
         )));
     }
-    let work = work(specs, p)?;
-    let mut parts = memory_parts(specs, p, policy, &work.demands);
+    let work = work(specs, plan, p)?;
+    let mut parts = memory_parts(specs, plan, p, policy, &work.demands);
     parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     let memory_bytes = parts.iter().fold(0u64, |a, p| a.saturating_add(p.1));
     Ok(Estimate {
@@ -81,7 +83,7 @@ struct Work {
     events: u64,
 }
 
-fn work(specs: &[JobSpec], p: &Platform) -> Result<Work, SimError> {
+fn work(specs: &[JobSpec], plan: &RunPlan, p: &Platform) -> Result<Work, SimError> {
     let ncpu = p.cpu.count as u64;
     // The fastest a media command completes, and the devices' combined capacity.
     let mut fastest_ns = u64::MAX;
@@ -96,14 +98,14 @@ fn work(specs: &[JobSpec], p: &Platform) -> Result<Work, SimError> {
     let fastest_ns = fastest_ns.max(1);
     let demands: Vec<JobDemand> = specs
         .iter()
-        .map(|s| demand(s, fastest_ns, cpu_floor_ns(s, p)))
+        .zip(&plan.sections)
+        .map(|(s, sp)| demand(s, sp.count as u64, fastest_ns, cpu_floor_ns(s, p)))
         .collect::<Result<_, _>>()?;
     // Waves run one after the other; the run lasts the sum of their longest jobs.
-    let waves = irqlab_fio::stonewall_waves(specs);
-    let nwaves = waves.last().map_or(1, |&w| w as usize + 1);
-    let mut wave_span = vec![0u64; nwaves];
-    for (d, &w) in demands.iter().zip(&waves) {
-        wave_span[w as usize] = wave_span[w as usize].max(d.span_ns);
+    let mut wave_span = vec![0u64; plan.waves as usize];
+    for (d, sp) in demands.iter().zip(&plan.sections) {
+        let w = sp.wave as usize;
+        wave_span[w] = wave_span[w].max(d.span_ns);
     }
     let simulated_ns = wave_span.iter().fold(0u64, |a, &b| a.saturating_add(b));
     let job_ios = demands.iter().fold(0u64, |a, d| a.saturating_add(d.ios));
@@ -126,12 +128,13 @@ fn work(specs: &[JobSpec], p: &Platform) -> Result<Work, SimError> {
 /// fio logs), from the topology and the jobs' demands.
 fn memory_parts(
     specs: &[JobSpec],
+    plan: &RunPlan,
     p: &Platform,
     policy: &Policy,
     demands: &[JobDemand],
 ) -> Vec<(String, u64)> {
     let ncpu = p.cpu.count as u64;
-    let clones: u64 = specs.iter().map(|s| u64::from(s.numjobs)).sum();
+    let clones = plan.instances.len() as u64;
     let ndevices: u64 = p.devices.iter().map(|g| g.count as u64).sum();
     let all_poll = matches!(policy.delivery, Delivery::Polled | Delivery::Hybrid);
     let any_polled = all_poll || specs.iter().any(|s| s.hipri);
@@ -168,7 +171,8 @@ fn memory_parts(
     // report's copy of them.
     let options: u64 = specs
         .iter()
-        .map(|s| u64::from(s.numjobs) * s.options.len() as u64 * OPTION_BYTES)
+        .zip(demands)
+        .map(|(s, d)| d.clones * s.options.len() as u64 * OPTION_BYTES)
         .sum();
     vec![
         (
@@ -222,10 +226,9 @@ fn cpu_floor_ns(s: &JobSpec, p: &Platform) -> u64 {
     (e.usr_io_ns + sc.submit_io_ns + sc.reap_io_ns + sc.submit_call_ns / batch).max(1)
 }
 
-/// One spec's clones, depth, time span and I/O count, with its count limit checked
+/// One spec's `clones`, depth, time span and I/O count, with its count limit checked
 /// against the run-time limit.
-fn demand(s: &JobSpec, fastest_ns: u64, cpu_ns: u64) -> Result<JobDemand, SimError> {
-    let clones = u64::from(s.numjobs);
+fn demand(s: &JobSpec, clones: u64, fastest_ns: u64, cpu_ns: u64) -> Result<JobDemand, SimError> {
     let iodepth = u64::from(s.effective_iodepth().max(1));
     // The most I/Os a second one clone can complete: its depth over the fastest media
     // command, its own CPU time per I/O, or its rate limit.

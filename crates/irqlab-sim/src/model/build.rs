@@ -18,6 +18,7 @@ use irqlab_core::moderator::Moderator;
 use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, MsixVector, QueuePair};
 use irqlab_core::softirq::{SoftirqConfig, SoftirqCpu};
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
+use irqlab_fio::plan::{Instance, RunPlan};
 use irqlab_fio::{IoEngine, JobSpec};
 use std::collections::VecDeque;
 
@@ -276,19 +277,14 @@ pub(crate) fn syscall_costs(
     }
 }
 
-/// One clone of a fio job section (numjobs makes several): its CPU and devices.
+/// Where one job of the plan (an instance) goes on this machine: its CPU and devices.
 struct JobClone {
-    spec: usize,
     cpu: usize,
     devices: Vec<usize>,
     polled: bool,
     /// cpus_allowed given: the clone runs on `cpu` only. Without it the scheduler
     /// places it (model/placement.rs).
     pinned: bool,
-    /// init.c add_job: the reporting group (stonewall and new_group start one).
-    groupid: u32,
-    /// backend.c run_threads: a stonewall job waits for every job above it.
-    wave: u32,
 }
 
 /// Builds the machine one component at a time, in id order: the host's CPUs, each
@@ -297,6 +293,7 @@ struct JobClone {
 /// the run's time bound and fio's run-wide state.
 pub(crate) fn build<'a, O: Observer>(
     specs: &[JobSpec],
+    plan: &RunPlan,
     p: &Platform,
     policy: &Policy,
     opts: &SimOptions,
@@ -316,14 +313,9 @@ pub(crate) fn build<'a, O: Observer>(
         costs: costs(p),
         names: device_names(p),
     };
-    let clones = job_clones(specs, &inp)?;
+    let clones = job_clones(specs, plan, &inp)?;
     // The machine's window opens when the first wave's ramp_time ends.
-    let window_start = clones
-        .iter()
-        .filter(|c| c.wave == 0)
-        .map(|c| specs[c.spec].ramp_time_ns)
-        .max()
-        .unwrap_or(0);
+    let window_start = plan.window_start_ns;
     // GSIM with the proposal's suggested settings (delay 100 µs, 1 M interrupts/s).
     let gsim = (policy.moderator == ModeratorKind::Gsim)
         .then(|| GsimGlobal::new(GsimParams::suggested()))
@@ -343,7 +335,7 @@ pub(crate) fn build<'a, O: Observer>(
     };
     let queue_of = add_devices(&inp, &clones, &mut m)?;
     super::target::add_targets(&inp, gsim.as_ref(), &mut m)?;
-    let (jobs, waves) = add_jobs(specs, &inp, &clones, &queue_of, window_start, &mut m)?;
+    let (jobs, waves) = add_jobs(specs, plan, &inp, &clones, &queue_of, &mut m)?;
     super::virtio::check_depths(&jobs, &inp, &m)?;
     check_queue_depths(&jobs, &clones, &inp, &m)?;
     add_ksoftirqds(&mut m);
@@ -352,7 +344,7 @@ pub(crate) fn build<'a, O: Observer>(
     let mut fio = fio_run(specs, &clones, waves, m.devices.len());
     // Helper threads, flows, wait_for, steady state, commands (model/fio_build.rs).
     let mut jobs = jobs;
-    super::fio_build::complete(specs, p, &inp.names, &mut jobs, &mut m, &mut fio)?;
+    super::fio_build::complete(specs, plan, p, &inp.names, &mut jobs, &mut m, &mut fio)?;
     let topo = super::topo::Topology::new(&p.cpu);
     // Placement is on when a job may move; a run of pinned jobs keeps no such state.
     let place = clones.iter().any(|c| !c.pinned).then(|| {
@@ -408,32 +400,34 @@ pub(crate) fn build<'a, O: Observer>(
 
 // ---------------------------------------------------------------- jobs
 
-/// Checks every job section against the machine and expands it into its numjobs
-/// clones, each on its CPU (cpus_allowed round robin, or the next CPU in turn).
-fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimError> {
+/// Checks every job section against the machine and places each job of the plan:
+/// its CPU (cpus_allowed round robin, or the next CPU in turn) and devices.
+fn job_clones(
+    specs: &[JobSpec],
+    plan: &RunPlan,
+    inp: &Inputs<'_>,
+) -> Result<Vec<JobClone>, SimError> {
     let ncpu = inp.p.cpu.count;
-    let groups = irqlab_fio::reporting_groups(specs);
-    let waves = irqlab_fio::stonewall_waves(specs);
     // Every spec is checked, and the resource budget asked, before anything is made per
     // clone, queue or vector.
     let resolved = specs
         .iter()
-        .map(|s| check_job(s, inp))
+        .enumerate()
+        .map(|(si, s)| check_job(s, &plan.instances[plan.clones_of(si)], inp))
         .collect::<Result<Vec<_>, _>>()?;
-    let estimate = super::budget::estimate(specs, inp.p, inp.policy)?;
+    let estimate = super::budget::estimate(specs, plan, inp.p, inp.policy)?;
     super::budget::check(&estimate, &inp.opts.budget)?;
-    let mut clones = Vec::new();
+    let mut clones = Vec::with_capacity(plan.instances.len());
     let mut any_index = 0usize;
-    for (si, (s, (per_clone, polled))) in specs.iter().zip(resolved).enumerate() {
-        for k in 0..s.numjobs {
+    for (si, (per_clone, polled)) in resolved.into_iter().enumerate() {
+        for (k, i) in plan.instances[plan.clones_of(si)].iter().enumerate() {
             let devices = per_clone
-                .get(k as usize)
+                .get(k)
                 .or(per_clone.first())
                 .cloned()
                 .unwrap_or_default();
-            let pinned = s.clone_cpus(k).is_some();
-            let cpu = match s.clone_cpus(k) {
-                Some(set) => set[k as usize % set.len()],
+            let cpu = match &i.cpus {
+                Some(set) => set[i.clone as usize % set.len()],
                 None => {
                     let c = any_index % ncpu;
                     any_index += 1;
@@ -441,13 +435,10 @@ fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimE
                 }
             };
             clones.push(JobClone {
-                spec: si,
                 cpu,
-                devices: devices.clone(),
+                devices,
                 polled,
-                pinned,
-                groupid: groups[si],
-                wave: waves[si],
+                pinned: i.cpus.is_some(),
             });
         }
     }
@@ -455,9 +446,13 @@ fn job_clones(specs: &[JobSpec], inp: &Inputs<'_>) -> Result<Vec<JobClone>, SimE
 }
 
 /// What the model refuses in a job section (with the file, line and what was expected);
-/// returns the devices the files of each clone name (one list when the clones share
+/// returns the devices the files of each of its `clones` name (one list when they share
 /// their files; none for fio's null engine) and whether it polls for completions.
-fn check_job(s: &JobSpec, inp: &Inputs<'_>) -> Result<(Vec<Vec<usize>>, bool), SimError> {
+fn check_job(
+    s: &JobSpec,
+    clones: &[Instance],
+    inp: &Inputs<'_>,
+) -> Result<(Vec<Vec<usize>>, bool), SimError> {
     let p = inp.p;
     let ncpu = p.cpu.count;
     if s.iodepth == 0 {
@@ -510,16 +505,17 @@ fn check_job(s: &JobSpec, inp: &Inputs<'_>) -> Result<(Vec<Vec<usize>>, bool), S
         ));
     }
     // fio's null engine opens no file: its jobs have no device.
+    // Clones sharing their files (one list in the plan) resolve them once.
+    let shared = clones
+        .iter()
+        .all(|i| std::sync::Arc::ptr_eq(&i.files, &clones[0].files));
     let devices = if !s.ioengine.has_device() {
         vec![Vec::new()]
     } else {
-        let clones = if s.clone_filenames.is_empty() {
-            1
-        } else {
-            s.numjobs
-        };
-        (0..clones)
-            .map(|k| resolve_files(s, s.files_of_clone(k), inp))
+        let distinct = if shared { &clones[..1] } else { clones };
+        distinct
+            .iter()
+            .map(|i| resolve_files(s, &i.files, inp))
             .collect::<Result<Vec<_>, _>>()?
     };
     let polled = s.hipri || matches!(inp.policy.delivery, Delivery::Polled | Delivery::Hybrid);
@@ -627,31 +623,29 @@ fn check_job_length(s: &JobSpec) -> Result<(), SimError> {
 /// order, a polled one spinning on its queues; and the jobs of each stonewall wave.
 fn add_jobs(
     specs: &[JobSpec],
+    plan: &RunPlan,
     inp: &Inputs<'_>,
     clones: &[JobClone],
     queue_of: &[[Vec<QueueId>; 2]],
-    window_start: u64,
     m: &mut Machine,
 ) -> Result<(Vec<Job>, Vec<Vec<JobId>>), SimError> {
-    let nwaves = irqlab_fio::stonewall_waves(specs)
-        .last()
-        .map_or(1, |&w| w as usize + 1);
-    let mut waves: Vec<Vec<JobId>> = vec![Vec::new(); nwaves];
+    let mut waves: Vec<Vec<JobId>> = vec![Vec::new(); plan.waves as usize];
     let mut jobs = Vec::new();
     let seed = inp.opts.seed;
     let seed_override = inp.opts.override_randseed.then_some(seed);
     for (ji, c) in clones.iter().enumerate() {
-        let s = &specs[c.spec];
+        let section = plan.section_of(ji);
+        let s = &specs[plan.instances[ji].spec];
         let set = usize::from(c.polled);
         let queues: Vec<QueueId> = c.devices.iter().map(|&d| queue_of[d][set][c.cpu]).collect();
-        let mut fio = FioJob::new(s, ji as u32 + 1, c.wave, seed_override, seed);
-        waves[c.wave as usize].push(JobId::new(ji));
+        let mut fio = FioJob::new(s, ji as u32 + 1, section.wave, seed_override, seed);
+        waves[section.wave as usize].push(JobId::new(ji));
         // Jobs of the first wave start at their startdelay; later waves when the one
         // before is over (job.rs job_exit).
         // (Their first events are scheduled by Sim::start.)
-        let starts_now = c.wave == 0 && fio.startdelay_ns == 0;
+        let starts_now = section.wave == 0 && fio.startdelay_ns == 0;
         if starts_now {
-            fio.start(0, window_start);
+            fio.start(0, plan.window_start_ns);
         }
         m.threads.push(Thread {
             start_runnable: starts_now,
@@ -664,14 +658,16 @@ fn add_jobs(
                 m.queues[q.ix()].spinners.push(thread);
             }
         }
-        jobs.push(new_job(s, c, thread, queues, fio, inp));
+        jobs.push(new_job(s, section.group, c, thread, queues, fio, inp));
     }
     Ok((jobs, waves))
 }
 
-/// A job as fio's loop starts it: nothing issued, its batch sizes from the section.
+/// A job of the file as fio's loop starts it: nothing issued, its batch sizes from the
+/// section.
 fn new_job(
     s: &JobSpec,
+    groupid: u32,
     c: &JobClone,
     thread: ThreadId,
     queues: Vec<QueueId>,
@@ -679,11 +675,6 @@ fn new_job(
     inp: &Inputs<'_>,
 ) -> Job {
     let iodepth = s.effective_iodepth();
-    let batch_submit = if s.iodepth_batch_submit == 0 {
-        iodepth
-    } else {
-        s.iodepth_batch_submit.min(iodepth)
-    };
     // A device no fio engine drives (DSA) brings its own submitter costs.
     let submitter = c
         .devices
@@ -694,48 +685,25 @@ fn new_job(
     } else {
         inp.costs.usr_io
     };
+    let devices = c.devices.iter().map(|&d| DeviceId::new(d)).collect();
     Job {
-        name: s.name.clone(),
-        groupid: c.groupid,
+        groupid,
         options: s.job_options(),
-        thread,
-        engine: s.ioengine,
         submitter,
         usr_io,
-        queues,
-        devices: c.devices.iter().map(|&d| DeviceId::new(d)).collect(),
-        next_file: 0,
         iodepth,
-        batch_submit: batch_submit.max(1),
-        complete_min: s.iodepth_batch_complete_min.min(iodepth),
-        complete_max: if s.iodepth_batch_complete_max == 0 {
-            iodepth
-        } else {
-            s.iodepth_batch_complete_max
-        },
+        // The parser resolved the batch sizes as fio's init.c does (JobSpec's fields).
+        batch_submit: s.iodepth_batch_submit,
+        complete_min: s.iodepth_batch_complete_min,
+        complete_max: s.iodepth_batch_complete_max,
         polled: c.polled,
         hybrid: c.polled && inp.policy.delivery == Delivery::Hybrid,
         ramp_end: fio.measure_from,
         end: if fio.started { s.total_time_ns() } else { None },
         // number_ios here; size is a byte budget (FioJob::byte_limit).
         io_limit: if s.time_based { None } else { s.number_ios },
-        issued: 0,
-        outstanding: 0,
         ready: VecDeque::with_capacity(iodepth.min(4096) as usize),
-        waiting_for: 0,
-        phase: JobPhase::Start,
-        batch_start: 0,
-        hybrid_poll: irqlab_core::hybrid::HybridPoll::new(),
-        last_submit: 0,
-        finished_at: 0,
-        read: DirStats::default(),
-        write: DirStats::default(),
-        usr: 0,
-        sys: 0,
-        ctx: 0,
-        migrations: 0,
-        depth_level: [0; 7],
-        fio: Box::new(fio),
+        ..Job::new(s.name.clone(), thread, s.ioengine, queues, devices, fio)
     }
 }
 

@@ -11,8 +11,8 @@ use super::ids::{CpuId, JobId, QueueId, ThreadId};
 use super::state::*;
 use crate::SimError;
 use crate::platform::Platform;
+use irqlab_fio::plan::{RunPlan, Start};
 use irqlab_fio::{IoEngine, JobSpec, SubmitMode};
-use std::collections::VecDeque;
 
 /// zbd: the most emulated zones a job's range may have here (a write pointer each).
 const MAX_ZONES: u64 = 1 << 20;
@@ -40,19 +40,11 @@ fn group_of(p: &Platform, d: usize) -> &crate::platform::DeviceGroup {
     panic!("device {d} is not on the platform")
 }
 
-/// The spec each job (clone) came from, in the build's clone order.
-fn spec_of(specs: &[JobSpec]) -> Vec<(usize, u32)> {
-    specs
-        .iter()
-        .enumerate()
-        .flat_map(|(si, s)| (0..s.numjobs).map(move |k| (si, k)))
-        .collect()
-}
-
 /// Completes the machine `build` made: refuses what the platform cannot run, adds the
 /// helper threads and sets up the run-wide mechanisms.
 pub(crate) fn complete(
     specs: &[JobSpec],
+    plan: &RunPlan,
     p: &Platform,
     names: &[String],
     jobs: &mut Vec<Job>,
@@ -62,10 +54,9 @@ pub(crate) fn complete(
     fio.cmd_times = (0..m.devices.len())
         .map(|d| CmdTimes::of(group_of(p, d)))
         .collect();
-    let origin = spec_of(specs);
     let main = jobs.len();
     for j in 0..main {
-        let (si, k) = origin[j];
+        let (si, k) = (plan.instances[j].spec, plan.instances[j].clone);
         check(&specs[si], p, names, &jobs[j], m, fio)?;
         if specs[si].submit_mode == SubmitMode::Offload {
             add_workers(&specs[si], k, j, p, jobs, m);
@@ -88,9 +79,9 @@ pub(crate) fn complete(
             })?;
         }
     }
-    flows(specs, &origin, jobs, fio);
-    zone_maps(specs, &origin, jobs, m, fio)?;
-    wait_for(specs, &origin, jobs, m)?;
+    flows(specs, plan, jobs, fio);
+    zone_maps(specs, plan, jobs, m, fio)?;
+    wait_for(specs, plan, jobs, m)?;
     if let Some(s) = specs.iter().find(|s| s.steadystate.is_some()) {
         fio.ss_interval_ms = Some(s.ss_interval_ms);
         Sim::<crate::observer::NoObserver>::steadystate_setup(&mut jobs[..main]);
@@ -220,42 +211,18 @@ fn helper_job(
     fio.logs = Default::default();
     fio.ctl = FioCtl::helper(role, s);
     let job = Job {
-        name: format!("{}:{}", p.name, id),
         groupid: p.groupid,
-        options: Vec::new(),
-        thread,
-        engine: p.engine,
-        submitter: None,
-        usr_io: 0,
-        queues,
-        devices: p.devices.clone(),
-        next_file: 0,
-        iodepth: 1,
-        batch_submit: 1,
-        complete_min: 1,
-        complete_max: 1,
         polled: p.polled,
         hybrid: p.hybrid,
-        ramp_end: 0,
-        end: None,
-        io_limit: None,
-        issued: 0,
-        outstanding: 0,
-        ready: VecDeque::new(),
-        waiting_for: 0,
         phase: JobPhase::Fio(phase),
-        batch_start: 0,
-        hybrid_poll: irqlab_core::hybrid::HybridPoll::new(),
-        last_submit: 0,
-        finished_at: 0,
-        read: DirStats::default(),
-        write: DirStats::default(),
-        usr: 0,
-        sys: 0,
-        ctx: 0,
-        migrations: 0,
-        depth_level: [0; 7],
-        fio: Box::new(fio),
+        ..Job::new(
+            format!("{}:{}", p.name, id),
+            thread,
+            p.engine,
+            queues,
+            p.devices.clone(),
+            fio,
+        )
     };
     jobs.push(job);
     id
@@ -350,7 +317,7 @@ fn add_sq_thread(
 /// device, as fio's zbd_info per file has).
 fn zone_maps(
     specs: &[JobSpec],
-    origin: &[(usize, u32)],
+    plan: &RunPlan,
     jobs: &[Job],
     m: &super::build::Machine,
     fio: &mut FioRun,
@@ -358,7 +325,8 @@ fn zone_maps(
     fio.zone_maps = vec![None; m.devices.len()];
     for d in 0..m.devices.len() {
         let mut cfgs: Vec<(usize, irqlab_fio::Zbd)> = Vec::new();
-        for (j, &(si, _)) in origin.iter().enumerate() {
+        for (j, i) in plan.instances.iter().enumerate() {
+            let si = i.spec;
             let Some(z) = specs[si].zbd else {
                 continue;
             };
@@ -388,9 +356,9 @@ fn zone_maps(
 
 /// flow.c flow_init_job: every job with a weight joins its flow id's group (its weight
 /// counted from the start, as fio counts it when the job is added).
-fn flows(specs: &[JobSpec], origin: &[(usize, u32)], jobs: &mut [Job], fio: &mut FioRun) {
-    for (j, &(si, _)) in origin.iter().enumerate() {
-        let Some(f) = specs[si].flow else {
+fn flows(specs: &[JobSpec], plan: &RunPlan, jobs: &mut [Job], fio: &mut FioRun) {
+    for (j, i) in plan.instances.iter().enumerate() {
+        let Some(f) = specs[i.spec].flow else {
             continue;
         };
         let g = match fio.flows.iter().position(|g| g.id == f.id) {
@@ -419,29 +387,27 @@ fn flows(specs: &[JobSpec], origin: &[(usize, u32)], jobs: &mut [Job], fio: &mut
 /// wait_for: the clones of the named job; a job that waits does not start at time 0.
 fn wait_for(
     specs: &[JobSpec],
-    origin: &[(usize, u32)],
+    plan: &RunPlan,
     jobs: &mut [Job],
     m: &mut super::build::Machine,
 ) -> Result<(), SimError> {
-    for (j, &(si, _)) in origin.iter().enumerate() {
-        let Some(name) = &specs[si].wait_for else {
-            continue;
+    for (j, i) in plan.instances.iter().enumerate() {
+        let above = match plan.sections[i.spec].start {
+            Start::Wave => continue,
+            Start::After(above) => above,
+            // The parser checked it names one job above (init.c wait_for_ok).
+            Start::Unresolved => {
+                let name = specs[i.spec].wait_for.as_deref().unwrap_or_default();
+                return Err(option_err(
+                    &specs[i.spec],
+                    &["wait_for"],
+                    format!(
+                        "waitee job {name} unknown: wait_for names a job defined above this one"
+                    ),
+                ));
+            }
         };
-        // The parser checked it names one job above (init.c wait_for_ok).
-        let Some(above) = (0..si).find(|&o| specs[o].name == *name) else {
-            return Err(option_err(
-                &specs[si],
-                &["wait_for"],
-                format!("waitee job {name} unknown: wait_for names a job defined above this one"),
-            ));
-        };
-        let waitees: Vec<JobId> = origin
-            .iter()
-            .enumerate()
-            .filter(|&(_, &(osi, _))| osi == above)
-            .map(|(o, _)| JobId::new(o))
-            .collect();
-        jobs[j].fio.ctl.wait_for = waitees;
+        jobs[j].fio.ctl.wait_for = plan.clones_of(above).map(JobId::new).collect();
         // It starts when they have exited (job.rs start_waiters), not with its wave.
         let job = &mut jobs[j];
         if job.fio.started {

@@ -489,15 +489,7 @@ impl<O: Observer> Sim<'_, O> {
         // What its CPU owes the job so far counts before the reset, as it always did.
         let c = self.threads[self.jobs[j].thread.ix()].cpu.ix();
         self.settle(c);
-        let job = &mut self.jobs[j];
-        job.read = DirStats::default();
-        job.write = DirStats::default();
-        job.usr = 0;
-        job.sys = 0;
-        job.ctx = 0;
-        job.migrations = 0;
-        job.depth_level = [0; 7];
-        job.fio.reset_window(now);
+        self.jobs[j].reset_window(now);
     }
 }
 

@@ -7,7 +7,7 @@
 //!   port's IIO stack and the socket's interrupt router; `target`: NVMe over RDMA targets;
 //!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
 //!   serves them; `guest`: vCPU wakes.
-//! - `job`: the fio job loop; `fio_job`: fio's per-job and run-wide state.
+//! - `job`: the fio job loop; `job_life`: a job's constructor and window reset; `fio_job`: fio's per-job and run-wide state.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
 
@@ -27,6 +27,7 @@ mod flow;
 mod guest;
 pub(crate) mod ids;
 mod job;
+mod job_life;
 mod offload;
 mod parts;
 mod pelt;

@@ -28,14 +28,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         let now = self.now;
         for job in &mut self.jobs {
-            job.read = DirStats::default();
-            job.write = DirStats::default();
-            job.usr = 0;
-            job.sys = 0;
-            job.ctx = 0;
-            job.migrations = 0;
-            job.depth_level = [0; 7];
-            job.fio.reset_window(now);
+            job.reset_window(now);
         }
         for d in &mut self.fio.disks {
             d.open(now);
