@@ -162,6 +162,11 @@ const DEFAULTS: &[Default] = &[
         "absent: masking an MSI-X vector costs no more than on bare metal",
     ),
     d(
+        "guest.unmask_hypercall_ns",
+        Estimate,
+        "absent: unmasking costs the table write only (no retarget hypercall)",
+    ),
+    d(
         "guest.guest_halt_poll_ns",
         Estimate,
         "absent: cpuidle-haltpoll does not poll; an idle vCPU halts at once",

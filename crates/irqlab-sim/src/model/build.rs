@@ -148,6 +148,7 @@ fn costs(p: &Platform) -> Costs {
         hrtimer: k.hrtimer_ns,
         moderation_program: k.moderation_program_ns,
         irq_mask: k.irq_mask_ns + g.irq_mask,
+        irq_unmask: k.irq_mask_ns + g.irq_mask + g.irq_unmask,
         usr_io: p.engine.usr_io_ns,
         stack_rtt: p.uncore.stack_rtt_ns,
         pid: p.uncore.pid_ns,

@@ -871,7 +871,7 @@ impl<O: Observer> Sim<'_, O> {
         };
         let _ = self.cpus[c].irq_poll.poll_done(id, work, completed);
         if completed && self.vectors[v].ib_eq_ns.is_none() && self.unmask_vector(v) {
-            return self.costs.irq_mask;
+            return self.costs.irq_unmask;
         }
         0
     }

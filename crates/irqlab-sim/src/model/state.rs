@@ -42,6 +42,8 @@ pub(crate) struct Costs {
     pub hrtimer: u64,
     pub moderation_program: u64,
     pub irq_mask: u64,
+    /// enable_irq's unmask: the mask's table write plus a guest's hypercall (crate::guest).
+    pub irq_unmask: u64,
     pub usr_io: u64,
     /// A remapped MSI's time at its IIO stack before the router (uncore.stack_rtt_ns).
     pub stack_rtt: u64,
