@@ -83,6 +83,12 @@ pub struct Guest {
     /// unmask (drivers/pci/controller/pci-hyperv.c, v4.x-v6.x on x86); 0 elsewhere.
     #[serde(default)]
     pub unmask_hypercall_ns: u64,
+    /// enable_irq resends an interrupt that came while the IRQ was disabled through the
+    /// resend tasklet (TASKLET_SOFTIRQ runs its flow handler) instead of a self-IPI:
+    /// kernel/irq/resend.c before v5.10 asked only the outermost chip for irq_retrigger,
+    /// and pci-hyperv's "Hyper-V PCIe MSI" chip has none.
+    #[serde(default)]
+    pub resend_tasklet: bool,
     /// cpuidle-haltpoll's window (`haltpoll.guest_halt_poll_ns`): an idle vCPU polls this
     /// long before it halts, so a wake-up within it costs no `vcpu_wake_ns`. The polling
     /// is idle time to the guest.
@@ -98,6 +104,8 @@ pub struct GuestAdds {
     pub irq_mask: u64,
     /// Unmasking's extra over a mask (`unmask_hypercall_ns`).
     pub irq_unmask: u64,
+    /// `resend_tasklet`.
+    pub resend_tasklet: bool,
     pub vcpu_wake: u64,
     pub guest_halt_poll: u64,
     pub kick: u64,
@@ -113,6 +121,7 @@ impl Platform {
                 eoi: g.eoi_exit_ns,
                 irq_mask: g.msix_trap_ns,
                 irq_unmask: g.unmask_hypercall_ns,
+                resend_tasklet: g.resend_tasklet,
                 vcpu_wake: g.vcpu_wake_ns,
                 guest_halt_poll: g.guest_halt_poll_ns,
                 kick: g.kick_ns,

@@ -157,6 +157,7 @@ fn costs(p: &Platform) -> Costs {
         guest_halt_poll: g.guest_halt_poll,
         kick: g.kick,
         has_virtio: super::virtio::any(p),
+        resend_tasklet: g.resend_tasklet,
     }
 }
 
@@ -228,6 +229,7 @@ pub(crate) fn new_cpu(
         step_end: 0,
         soft_left: 0,
         soft_reaping: Vec::with_capacity(256),
+        resend: Vec::new(),
         ipi_inflight: false,
         hrtimer_wake: Vec::new(),
         blk_done: Vec::new(),

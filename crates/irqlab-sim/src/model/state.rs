@@ -57,6 +57,8 @@ pub(crate) struct Costs {
     pub kick: u64,
     /// The platform has a virtio-blk device: the hot path's one test before its hooks.
     pub has_virtio: bool,
+    /// enable_irq resends through the resend tasklet (crate::guest `resend_tasklet`).
+    pub resend_tasklet: bool,
 }
 
 /// IDT vectors of the system interrupts the model raises: core's (irq::vectors), as the
@@ -187,6 +189,17 @@ pub(crate) enum SoftPhase {
     /// cost (model/virtio.rs).
     Block,
     BlockWakeups,
+    /// The resend tasklet runs `vector`'s flow handler: its reap (CQEs in `soft_reaping`),
+    /// then the completions' wake-ups; or the mask of a vector found disabled again.
+    Resend {
+        vector: VectorId,
+        reaped: u32,
+    },
+    ResendWakeups {
+        vector: VectorId,
+        reaped: u32,
+    },
+    ResendMasked,
 }
 
 /// Time accounting buckets of one CPU, ns, and its counters.
@@ -286,6 +299,8 @@ pub(crate) struct Cpu {
     pub soft_left: u64,
     /// CQEs popped by the softirq step in progress (inline or ksoftirqd).
     pub soft_reaping: Vec<IoId>,
+    /// Vectors the resend tasklet will replay on this CPU (kernel/irq/resend.c irqs_resend).
+    pub resend: Vec<VectorId>,
     /// A reschedule IPI is on its way here.
     pub ipi_inflight: bool,
     /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
