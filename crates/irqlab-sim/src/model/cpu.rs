@@ -9,7 +9,7 @@ use crate::observer::{Observer, SliceKind};
 use irqlab_core::HandlerStyle;
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
-use irqlab_core::irq::priority_class;
+use irqlab_core::irq::{TaskletAction, priority_class};
 use irqlab_core::irq_poll::jiffies;
 use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
@@ -816,11 +816,20 @@ impl<O: Observer> Sim<'_, O> {
                     let _ = cpu.irq_poll.start_softirq(j);
                 }
                 SoftirqStep::Run(SoftirqVec::Block) => return Some(self.block_softirq(c)),
-                SoftirqStep::Run(SoftirqVec::Tasklet) => {
-                    if let Some(ns) = self.resend_next(c) {
-                        return Some(ns);
+                SoftirqStep::Run(SoftirqVec::Tasklet) => match self.resend.action(c) {
+                    TaskletAction::NotHere => {}
+                    TaskletAction::Locked => {
+                        // Back on this CPU's list, TASKLET_SOFTIRQ raised again: the
+                        // softirq restarts (and in ten passes wakes ksoftirqd).
+                        self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
+                        return Some(self.costs.softirq.max(1));
                     }
-                }
+                    TaskletAction::Run => {
+                        if let Some(ns) = self.resend_next(c) {
+                            return Some(ns);
+                        }
+                    }
+                },
                 SoftirqStep::Run(_) => {}
                 SoftirqStep::Done => return None,
                 SoftirqStep::WakeKsoftirqd => {
@@ -910,8 +919,9 @@ impl<O: Observer> Sim<'_, O> {
             if self.measuring {
                 self.vectors[v].resent += 1;
             }
-            self.cpus[c].resend.push(VectorId::new(v));
-            self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
+            if self.resend.resend(c, v) {
+                self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
+            }
         }
         if self.unmask_vector(v) {
             return self.costs.irq_unmask;
@@ -919,11 +929,18 @@ impl<O: Observer> Sim<'_, O> {
         0
     }
 
-    /// resend_irqs, the resend tasklet: the next vector it replays runs its flow handler
-    /// (handle_edge_irq) with interrupts off. Returns the step's CPU time, or None when
-    /// the list is empty.
+    /// resend_irqs, the resend tasklet running on CPU `c`: the next vector it replays,
+    /// whichever CPU it targets, runs its flow handler (handle_edge_irq) with interrupts
+    /// off. Returns the step's CPU time, or None when the bitmap is empty.
     fn resend_next(&mut self, c: usize) -> Option<u64> {
-        let v = self.cpus[c].resend.pop()?.ix();
+        let v = self.resend.next()?;
+        let q = self.vectors[v].queue.ix();
+        if self.queues[q].cq_locked && !self.vectors[v].disabled {
+            // Its handler is running on its CPU (IRQD_IRQ_INPROGRESS) and reaps what is
+            // pending before it returns: nothing to replay.
+            self.cpus[c].soft_phase = SoftPhase::ResendMasked;
+            return Some(self.costs.poll_check);
+        }
         if self.vectors[v].disabled {
             // irq_poll owns it again: mask_ack_irq and IRQS_PENDING, as in hardirq.
             self.vectors[v].msix.mask();
@@ -936,7 +953,6 @@ impl<O: Observer> Sim<'_, O> {
             self.vectors[v].per_cpu[c] += 1;
         }
         // nvme_irq: reap (up to Sagi's budget), the head doorbell, then the completions.
-        let q = self.vectors[v].queue.ix();
         let budget = match self.policy.handler {
             HandlerStyle::IrqPoll { budget, .. } => budget,
             _ => u32::MAX,
@@ -958,10 +974,13 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     /// The replayed nvme_irq returns: with entries still pending it hands the queue to
-    /// irq_poll again (raising IRQ_POLL: the softirq restarts for it).
+    /// irq_poll again (IRQ_POLL raised: the softirq restarts for it). Replayed on another
+    /// CPU than its vector's, the kernel would poll it there; the model's irq_poll
+    /// instances live on their vector's CPU, so it leaves the queue enabled, to the
+    /// messages of what is pending.
     fn resend_done(&mut self, c: usize, v: VectorId, reaped: u32) {
         self.handler_returned(c, v.ix(), reaped);
-        if reaped > 0 {
+        if reaped > 0 && self.vectors[v.ix()].cpu.ix() == c {
             self.irq_poll_if_pending(c, v.ix());
         }
     }

@@ -299,8 +299,6 @@ pub(crate) struct Cpu {
     pub soft_left: u64,
     /// CQEs popped by the softirq step in progress (inline or ksoftirqd).
     pub soft_reaping: Vec<IoId>,
-    /// Vectors the resend tasklet will replay on this CPU (kernel/irq/resend.c irqs_resend).
-    pub resend: Vec<VectorId>,
     /// A reschedule IPI is on its way here.
     pub ipi_inflight: bool,
     /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
@@ -951,6 +949,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub merged_events: u64,
     /// GSIM's global parameters and counters (with --moderator gsim).
     pub gsim: Option<irqlab_core::gsim::GsimGlobal>,
+    /// The software resend's bitmap and tasklet (with a guest's `resend_tasklet`).
+    pub resend: irqlab_core::irq::ResendTasklet,
     /// Stonewall waves, disk accounting and global options (model/fio_job.rs).
     pub fio: super::fio_job::FioRun,
     /// The sched domains (model/topo.rs).
