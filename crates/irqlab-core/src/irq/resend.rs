@@ -19,7 +19,7 @@ pub enum TaskletAction {
     NotHere,
     /// Another CPU holds its RUN lock: back on the list, TASKLET_SOFTIRQ raised again.
     Locked,
-    /// This CPU runs it now (resend_irqs): take the vectors with [`ResendTasklet::next`].
+    /// This CPU runs it now (resend_irqs): take the vectors with [`ResendTasklet::replay_next`].
     Run,
 }
 
@@ -64,7 +64,7 @@ impl ResendTasklet {
 
     /// resend_irqs: the next vector to replay, lowest first; None (and the RUN lock
     /// released) when the bitmap is empty.
-    pub fn next(&mut self) -> Option<usize> {
+    pub fn replay_next(&mut self) -> Option<usize> {
         let v = self.pending.pop_first();
         if v.is_none() {
             self.running_on = None;
@@ -87,12 +87,12 @@ mod tests {
         // Scheduled again by CPU 1 while CPU 0 runs it: CPU 1 spins on the lock.
         assert!(t.resend(1, 9));
         assert_eq!(t.action(1), TaskletAction::Locked);
-        assert_eq!(t.next(), Some(3));
-        assert_eq!(t.next(), Some(7));
-        assert_eq!(t.next(), Some(9));
-        assert_eq!(t.next(), None);
+        assert_eq!(t.replay_next(), Some(3));
+        assert_eq!(t.replay_next(), Some(7));
+        assert_eq!(t.replay_next(), Some(9));
+        assert_eq!(t.replay_next(), None);
         assert_eq!(t.action(1), TaskletAction::Run);
-        assert_eq!(t.next(), None);
+        assert_eq!(t.replay_next(), None);
         assert_eq!(t.contended, 1);
     }
 }

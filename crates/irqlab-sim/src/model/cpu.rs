@@ -933,7 +933,7 @@ impl<O: Observer> Sim<'_, O> {
     /// whichever CPU it targets, runs its flow handler (handle_edge_irq) with interrupts
     /// off. Returns the step's CPU time, or None when the bitmap is empty.
     fn resend_next(&mut self, c: usize) -> Option<u64> {
-        let v = self.resend.next()?;
+        let v = self.resend.replay_next()?;
         let q = self.vectors[v].queue.ix();
         if self.queues[q].cq_locked && !self.vectors[v].disabled {
             // Its handler is running on its CPU (IRQD_IRQ_INPROGRESS) and reaps what is
