@@ -199,7 +199,9 @@ impl SoftirqCpu {
         if self.pending == 0 || self.current.is_some() {
             return false;
         }
-        !(self.config.defer_to_running_ksoftirqd && self.ksoftirqd_awake)
+        // ksoftirqd_running(): HI and TASKLET (SOFTIRQ_NOW_MASK) are never left to it.
+        let now = SoftirqVec::Hi.bit() | SoftirqVec::Tasklet.bit();
+        self.pending & now != 0 || !(self.config.defer_to_running_ksoftirqd && self.ksoftirqd_awake)
     }
 
     /// ksoftirqd_should_run: the thread has work when anything is pending; when it finds

@@ -106,6 +106,10 @@ fn inline_at_irq_exit_even_with_ksoftirqd_awake_unless_the_2016_rule_is_chosen()
     });
     self_raising(&mut old, |_| 0, None);
     assert!(!old.irq_exit_should_run());
+    // ksoftirqd_running(): HI and TASKLET (SOFTIRQ_NOW_MASK) still run at irq_exit.
+    let mut tasklet = old.clone();
+    tasklet.raise(SoftirqVec::Tasklet);
+    assert!(tasklet.irq_exit_should_run());
     // ksoftirqd runs the same loop; when it drains everything it sleeps again.
     assert!(old.ksoftirqd_should_run());
     assert!(old.begin(5, SoftirqContext::Ksoftirqd));

@@ -4,7 +4,7 @@
 //! A guest pays for what the hypervisor does on its behalf. The `[guest]` costs are what
 //! an exit or an injection adds to the native operation, so the native costs keep coming
 //! from the CPU and kernel tables: irq entry + `inject_ns`, EOI + `eoi_exit_ns`, an MSI-X
-//! mask + `msix_trap_ns`, a C-state exit + `vcpu_wake_ns` (a halted vCPU), and the
+//! mask + `msix_trap_ns` (an unmask + `unmask_hypercall_ns` more), a C-state exit + `vcpu_wake_ns` (a halted vCPU), and the
 //! virtio notify write costs its submitter `kick_ns`.
 //!
 //! Posted MSI (`--delivery posted`) is refused on a guest: the posted-MSI patches run on
@@ -78,6 +78,17 @@ pub struct Guest {
     /// to `kernel.irq_mask_ns`.
     #[serde(default)]
     pub msix_trap_ns: u64,
+    /// What unmasking a vector adds besides the table write: on Hyper-V, pci-hyperv's
+    /// hv_irq_unmask issues HVCALL_RETARGET_INTERRUPT before pci_msi_unmask_irq, on every
+    /// unmask (drivers/pci/controller/pci-hyperv.c, v4.x-v6.x on x86); 0 elsewhere.
+    #[serde(default)]
+    pub unmask_hypercall_ns: u64,
+    /// enable_irq resends an interrupt that came while the IRQ was disabled through the
+    /// resend tasklet (TASKLET_SOFTIRQ runs its flow handler) instead of a self-IPI:
+    /// kernel/irq/resend.c before v5.10 asked only the outermost chip for irq_retrigger,
+    /// and pci-hyperv's "Hyper-V PCIe MSI" chip has none.
+    #[serde(default)]
+    pub resend_tasklet: bool,
     /// cpuidle-haltpoll's window (`haltpoll.guest_halt_poll_ns`): an idle vCPU polls this
     /// long before it halts, so a wake-up within it costs no `vcpu_wake_ns`. The polling
     /// is idle time to the guest.
@@ -91,6 +102,10 @@ pub struct GuestAdds {
     pub irq_entry: u64,
     pub eoi: u64,
     pub irq_mask: u64,
+    /// Unmasking's extra over a mask (`unmask_hypercall_ns`).
+    pub irq_unmask: u64,
+    /// `resend_tasklet`.
+    pub resend_tasklet: bool,
     pub vcpu_wake: u64,
     pub guest_halt_poll: u64,
     pub kick: u64,
@@ -105,6 +120,8 @@ impl Platform {
                 irq_entry: g.inject_ns,
                 eoi: g.eoi_exit_ns,
                 irq_mask: g.msix_trap_ns,
+                irq_unmask: g.unmask_hypercall_ns,
+                resend_tasklet: g.resend_tasklet,
                 vcpu_wake: g.vcpu_wake_ns,
                 guest_halt_poll: g.guest_halt_poll_ns,
                 kick: g.kick_ns,

@@ -162,6 +162,16 @@ const DEFAULTS: &[Default] = &[
         "absent: masking an MSI-X vector costs no more than on bare metal",
     ),
     d(
+        "guest.unmask_hypercall_ns",
+        Estimate,
+        "absent: unmasking costs the table write only (no retarget hypercall)",
+    ),
+    d(
+        "guest.resend_tasklet",
+        Estimate,
+        "absent: enable_irq retriggers with a self-IPI (the chip or its parent has irq_retrigger)",
+    ),
+    d(
         "guest.guest_halt_poll_ns",
         Estimate,
         "absent: cpuidle-haltpoll does not poll; an idle vCPU halts at once",

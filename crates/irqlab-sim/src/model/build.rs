@@ -149,6 +149,7 @@ fn costs(p: &Platform) -> Costs {
         hrtimer: k.hrtimer_ns,
         moderation_program: k.moderation_program_ns,
         irq_mask: k.irq_mask_ns + g.irq_mask,
+        irq_unmask: k.irq_mask_ns + g.irq_mask + g.irq_unmask,
         usr_io: p.engine.usr_io_ns,
         stack_rtt: p.uncore.stack_rtt_ns,
         pid: p.uncore.pid_ns,
@@ -157,6 +158,7 @@ fn costs(p: &Platform) -> Costs {
         guest_halt_poll: g.guest_halt_poll,
         kick: g.kick,
         has_virtio: super::virtio::any(p),
+        resend_tasklet: g.resend_tasklet,
     }
 }
 
@@ -390,6 +392,7 @@ pub(crate) fn build<'a, O: Observer>(
         totals: Totals::default(),
         merged_events: 0,
         gsim,
+        resend: Default::default(),
         fio,
         topo,
         place,

@@ -9,7 +9,7 @@ use crate::observer::{Observer, SliceKind};
 use irqlab_core::HandlerStyle;
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
-use irqlab_core::irq::priority_class;
+use irqlab_core::irq::{TaskletAction, priority_class};
 use irqlab_core::irq_poll::jiffies;
 use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
@@ -767,6 +767,30 @@ impl<O: Observer> Sim<'_, O> {
                     return Some(ns);
                 }
             }
+            SoftPhase::Resend { vector, reaped } => {
+                let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+                let woke = self.complete_list(c, vector.ix(), &mut list);
+                self.cpus[c].soft_reaping = list;
+                if woke > 0 {
+                    self.cpus[c].soft_phase = SoftPhase::ResendWakeups { vector, reaped };
+                    return Some(woke * self.costs.wakeup);
+                }
+                self.resend_done(c, vector, reaped);
+                if let Some(ns) = self.resend_next(c) {
+                    return Some(ns);
+                }
+            }
+            SoftPhase::ResendWakeups { vector, reaped } => {
+                self.resend_done(c, vector, reaped);
+                if let Some(ns) = self.resend_next(c) {
+                    return Some(ns);
+                }
+            }
+            SoftPhase::ResendMasked => {
+                if let Some(ns) = self.resend_next(c) {
+                    return Some(ns);
+                }
+            }
             SoftPhase::Begin | SoftPhase::BlockWakeups => {}
         }
         self.cpus[c].soft_phase = SoftPhase::Begin;
@@ -792,6 +816,20 @@ impl<O: Observer> Sim<'_, O> {
                     let _ = cpu.irq_poll.start_softirq(j);
                 }
                 SoftirqStep::Run(SoftirqVec::Block) => return Some(self.block_softirq(c)),
+                SoftirqStep::Run(SoftirqVec::Tasklet) => match self.resend.action(c) {
+                    TaskletAction::NotHere => {}
+                    TaskletAction::Locked => {
+                        // Back on this CPU's list, TASKLET_SOFTIRQ raised again: the
+                        // softirq restarts (and in ten passes wakes ksoftirqd).
+                        self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
+                        return Some(self.costs.softirq.max(1));
+                    }
+                    TaskletAction::Run => {
+                        if let Some(ns) = self.resend_next(c) {
+                            return Some(ns);
+                        }
+                    }
+                },
                 SoftirqStep::Run(_) => {}
                 SoftirqStep::Done => return None,
                 SoftirqStep::WakeKsoftirqd => {
@@ -870,10 +908,81 @@ impl<O: Observer> Sim<'_, O> {
             return 0;
         };
         let _ = self.cpus[c].irq_poll.poll_done(id, work, completed);
-        if completed && self.vectors[v].ib_eq_ns.is_none() && self.unmask_vector(v) {
-            return self.costs.irq_mask;
+        if !completed || self.vectors[v].ib_eq_ns.is_some() {
+            return 0;
+        }
+        // check_irq_resend without a retrigger: the resend tasklet replays the interrupt
+        // on this CPU (kernel/irq/resend.c, before v5.10), not a self-IPI.
+        let tasklet = self.costs.resend_tasklet && self.vectors[v].resend_pending;
+        if tasklet {
+            self.vectors[v].resend_pending = false;
+            if self.measuring {
+                self.vectors[v].resent += 1;
+            }
+            if self.resend.resend(c, v) {
+                self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
+            }
+        }
+        if self.unmask_vector(v) {
+            return self.costs.irq_unmask;
         }
         0
+    }
+
+    /// resend_irqs, the resend tasklet running on CPU `c`: the next vector it replays,
+    /// whichever CPU it targets, runs its flow handler (handle_edge_irq) with interrupts
+    /// off. Returns the step's CPU time, or None when the bitmap is empty.
+    fn resend_next(&mut self, c: usize) -> Option<u64> {
+        let v = self.resend.replay_next()?;
+        let q = self.vectors[v].queue.ix();
+        if self.queues[q].cq_locked && !self.vectors[v].disabled {
+            // Its handler is running on its CPU (IRQD_IRQ_INPROGRESS) and reaps what is
+            // pending before it returns: nothing to replay.
+            self.cpus[c].soft_phase = SoftPhase::ResendMasked;
+            return Some(self.costs.poll_check);
+        }
+        if self.vectors[v].disabled {
+            // irq_poll owns it again: mask_ack_irq and IRQS_PENDING, as in hardirq.
+            self.vectors[v].msix.mask();
+            self.vectors[v].resend_pending = true;
+            self.vectors[v].pended += 1;
+            self.cpus[c].soft_phase = SoftPhase::ResendMasked;
+            return Some(self.costs.irq_mask.max(1));
+        }
+        if self.measuring {
+            self.vectors[v].per_cpu[c] += 1;
+        }
+        // nvme_irq: reap (up to Sagi's budget), the head doorbell, then the completions.
+        let budget = match self.policy.handler {
+            HandlerStyle::IrqPoll { budget, .. } => budget,
+            _ => u32::MAX,
+        };
+        let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+        let n = self.poll_queue(c, q, budget, &mut list);
+        self.cpus[c].soft_reaping = list;
+        let mut ns = self.handler_work_ns(q, n);
+        if n > 0 && self.queues[q].doorbell {
+            self.ring_cq_doorbell_in(q, ns + self.costs.cq_doorbell);
+            ns += self.costs.cq_doorbell;
+        }
+        ns += u64::from(n) * self.queues[q].complete_ns.unwrap_or(0);
+        self.cpus[c].soft_phase = SoftPhase::Resend {
+            vector: VectorId::new(v),
+            reaped: n,
+        };
+        Some(ns.max(1))
+    }
+
+    /// The replayed nvme_irq returns: with entries still pending it hands the queue to
+    /// irq_poll again (IRQ_POLL raised: the softirq restarts for it). Replayed on another
+    /// CPU than its vector's, the kernel would poll it there; the model's irq_poll
+    /// instances live on their vector's CPU, so it leaves the queue enabled, to the
+    /// messages of what is pending.
+    fn resend_done(&mut self, c: usize, v: VectorId, reaped: u32) {
+        self.handler_returned(c, v.ix(), reaped);
+        if reaped > 0 && self.vectors[v.ix()].cpu.ix() == c {
+            self.irq_poll_if_pending(c, v.ix());
+        }
     }
 
     // ---------------------------------------------------------------- reaping

@@ -114,13 +114,14 @@ impl Partition {
     }
 
     /// Splits `sim`'s machine into parts; None when it does not split (one part, a
-    /// global mechanism such as GSIM, stonewall waves that start jobs across parts, jobs
+    /// global mechanism such as GSIM or the resend tasklet, stonewall waves that start jobs across parts, jobs
     /// fio couples (flows, exitall, wait_for, ...), or jobs the scheduler may move to any
     /// CPU).
     pub fn of<O: Observer>(sim: &Sim<'_, O>) -> Option<Partition> {
         // A virtio-blk host thread serves all its queues' jobs, and placement moves jobs
         // between CPUs: such a machine runs whole.
         if sim.gsim.is_some()
+            || sim.costs.resend_tasklet
             || sim.fio.waves.len() > 1
             || sim.fio.couples_jobs(&sim.jobs)
             || sim.place.is_some()

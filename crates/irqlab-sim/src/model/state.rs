@@ -42,6 +42,8 @@ pub(crate) struct Costs {
     pub hrtimer: u64,
     pub moderation_program: u64,
     pub irq_mask: u64,
+    /// enable_irq's unmask: the mask's table write plus a guest's hypercall (crate::guest).
+    pub irq_unmask: u64,
     pub usr_io: u64,
     /// A remapped MSI's time at its IIO stack before the router (uncore.stack_rtt_ns).
     pub stack_rtt: u64,
@@ -55,6 +57,8 @@ pub(crate) struct Costs {
     pub kick: u64,
     /// The platform has a virtio-blk device: the hot path's one test before its hooks.
     pub has_virtio: bool,
+    /// enable_irq resends through the resend tasklet (crate::guest `resend_tasklet`).
+    pub resend_tasklet: bool,
 }
 
 /// IDT vectors of the system interrupts the model raises: core's (irq::vectors), as the
@@ -185,6 +189,17 @@ pub(crate) enum SoftPhase {
     /// cost (model/virtio.rs).
     Block,
     BlockWakeups,
+    /// The resend tasklet runs `vector`'s flow handler: its reap (CQEs in `soft_reaping`),
+    /// then the completions' wake-ups; or the mask of a vector found disabled again.
+    Resend {
+        vector: VectorId,
+        reaped: u32,
+    },
+    ResendWakeups {
+        vector: VectorId,
+        reaped: u32,
+    },
+    ResendMasked,
 }
 
 /// Time accounting buckets of one CPU, ns, and its counters.
@@ -934,6 +949,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub merged_events: u64,
     /// GSIM's global parameters and counters (with --moderator gsim).
     pub gsim: Option<irqlab_core::gsim::GsimGlobal>,
+    /// The software resend's bitmap and tasklet (with a guest's `resend_tasklet`).
+    pub resend: irqlab_core::irq::ResendTasklet,
     /// Stonewall waves, disk accounting and global options (model/fio_job.rs).
     pub fio: super::fio_job::FioRun,
     /// The sched domains (model/topo.rs).
