@@ -565,6 +565,10 @@ pub struct RdmaTarget {
     /// it: nvmet_rdma_send_done releases the response), ns. Absent: not charged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_done_ns: Option<u64>,
+    /// The target NIC's payload rate onto the network (B/ns): responses leave it one at a
+    /// time, in the order the target posts them. Absent: the network takes no time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_ns: Option<f64>,
 }
 
 impl DeviceGroup {

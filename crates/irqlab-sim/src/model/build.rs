@@ -979,6 +979,7 @@ fn new_device(
         writes_data: g.writes_data,
         response_ns: 0,
         command_time: None,
+        wire: None,
         virtio: None,
     }
 }
