@@ -565,6 +565,10 @@ pub struct RdmaTarget {
     /// it: nvmet_rdma_send_done releases the response), ns. Absent: not charged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_done_ns: Option<u64>,
+    /// The target NIC's payload rate onto the network (B/ns): responses leave it one at a
+    /// time, in the order the target posts them. Absent or 0: the network takes no time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_ns: Option<f64>,
 }
 
 impl DeviceGroup {
@@ -870,6 +874,13 @@ impl Platform {
             }
             if t.cores == 0 || t.cores > 4096 {
                 return Err(format!("devices.{i}.target.cores must be in 1..=4096"));
+            }
+            if let Some(r) = t.bytes_per_ns
+                && !(r == 0.0 || (1e-3..=1e4).contains(&r))
+            {
+                return Err(format!(
+                    "devices.{i}.target.bytes_per_ns = {r} is not 0 (no network time) or in 0.001..=10000 (1 MB/s to 10 TB/s)"
+                ));
             }
         }
         if d.vectors_per_cpu > 256 {

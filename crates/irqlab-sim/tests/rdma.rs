@@ -239,3 +239,79 @@ fn observers_see_the_target_cpus_interrupts_as_notifications() {
         seen.notifications
     );
 }
+
+/// Eight jobs of 4 KiB reads, enough to fill a network scaled down to 2 B/ns; the ramp
+/// gives rdma_dim time to climb.
+const WIRE_BOUND: &str = "\
+[global]
+ioengine=libaio
+rw=randread
+bs=4k
+iodepth=64
+iodepth_batch_submit=16
+iodepth_batch_complete_min=1
+numjobs=8
+cpus_allowed=0-7
+cpus_allowed_policy=split
+time_based
+runtime=3ms
+ramp_time=10ms
+
+[q]
+filename=/dev/nvme0n1
+";
+
+/// Host I/Os per host interrupt (the host's vectors come first) for a run whose
+/// network (2 B/ns) is in the target NIC (`at_target`) or in the host's PCIe port.
+fn host_ios_per_interrupt(moderator: ModeratorKind, at_target: bool) -> f64 {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../platforms/nvmeof-rdma-cx5.toml");
+    let sets: Vec<String> = if at_target {
+        vec!["devices.0.target.bytes_per_ns=2".into()]
+    } else {
+        vec![
+            "devices.0.target.bytes_per_ns=0".into(),
+            "root_ports.0.bytes_per_ns=2".into(),
+        ]
+    };
+    let platform = Platform::load(&p, &sets).expect("nvmeof-rdma-cx5 loads");
+    let policy = Policy {
+        moderator,
+        ..Policy::default()
+    };
+    let r = simulate_observed(
+        &jobs(WIRE_BOUND),
+        &platform,
+        &policy,
+        &SimOptions::overriding(5),
+        &mut Seen::default(),
+    )
+    .unwrap_or_else(|e| panic!("simulation runs: {e}"));
+    let host = r.vectors.iter().filter(|v| !v.name.contains("target"));
+    let (ios, irqs) = host.fold((0, 0), |(i, n), v| (i + v.completions, n + v.messages));
+    assert!(ios > 500, "{ios} I/Os");
+    ios as f64 / irqs.max(1) as f64
+}
+
+#[test]
+fn a_wire_bound_initiator_takes_an_interrupt_per_work_completion() {
+    // The network's backlog waits in the target's send queues; the host's PCIe port is
+    // faster than the wire, so a host MSI reaches its CPU at once and, without
+    // moderation, nearly every work completion (two per I/O) takes its own interrupt;
+    // rdma_dim gathers them. Were the backlog in the host's port FIFO, each MSI would wait
+    // behind it and gather tens of I/Os.
+    let none = host_ios_per_interrupt(ModeratorKind::None, true);
+    let dim = host_ios_per_interrupt(ModeratorKind::RdmaDim, true);
+    let in_port = host_ios_per_interrupt(ModeratorKind::None, false);
+    assert!(
+        none < 0.8,
+        "{none:.2} I/Os per host interrupt without moderation"
+    );
+    assert!(
+        dim > 1.3 * none,
+        "rdma_dim {dim:.2} vs {none:.2} I/Os per interrupt"
+    );
+    assert!(
+        in_port > 5.0,
+        "{in_port:.2} I/Os per host interrupt with the backlog in the host's port"
+    );
+}

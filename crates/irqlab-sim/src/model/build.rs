@@ -950,6 +950,7 @@ fn new_device(
         writes_data: g.writes_data,
         response_ns: 0,
         command_time: None,
+        wire: None,
         virtio: None,
     }
 }

@@ -677,6 +677,8 @@ pub(crate) struct Device {
     /// target's CPU time per command (spread by the device's service_cv).
     pub response_ns: u64,
     pub command_time: Option<ServiceTime>,
+    /// NVMe over RDMA: the target NIC's transmit onto the network (model/target.rs).
+    pub wire: Option<super::target::Wire>,
     /// virtio-blk: the host thread that serves the virtqueues (model/virtio.rs).
     pub virtio: Option<Box<super::virtio_host::Host>>,
 }

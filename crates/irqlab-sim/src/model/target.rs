@@ -21,6 +21,35 @@ use crate::rng::ServiceTime;
 use irqlab_core::gsim::GsimGlobal;
 use irqlab_core::nvme::{Hint, MsiRule, NVME_CMD_READ, QueuePair, Sqe};
 
+/// A response capsule on the wire: the 16 B NVMe completion in a SEND with its RoCE v2
+/// headers (Ethernet 14 + IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4).
+const RESPONSE_BYTES: u64 = 16 + 62;
+
+/// The target NIC's transmit: one response at a time onto the network at the link's
+/// payload rate, FIFO (the backlog waits in the target's send queues, not in the host's
+/// PCIe port, whose rate is above the link's).
+#[derive(Clone, Debug)]
+pub(crate) struct Wire {
+    bytes_per_ns: f64,
+    free_at: u64,
+}
+
+impl Wire {
+    fn new(bytes_per_ns: f64) -> Self {
+        Wire {
+            bytes_per_ns,
+            free_at: 0,
+        }
+    }
+
+    /// A response of `bytes` posted at `at` has left the NIC when this returns.
+    fn send(&mut self, at: u64, bytes: u64) -> u64 {
+        let ns = (bytes as f64 / self.bytes_per_ns).ceil() as u64;
+        self.free_at = self.free_at.max(at) + ns.max(1);
+        self.free_at
+    }
+}
+
 impl<O: Observer> Sim<'_, O> {
     /// Host command `io` reached target queue `tq`: the receive completion is posted in
     /// the target's CQ, and the CQ's interrupt rule decides about a message.
@@ -86,20 +115,27 @@ impl<O: Observer> Sim<'_, O> {
         commands + send_ns
     }
 
-    /// The target answered command `io`: the data and completion capsule reach the host,
-    /// and the host NIC's acknowledgement of the SEND comes back a trip later, when the
+    /// The target answered command `io`: the data and completion capsule leave its NIC
+    /// (behind the responses already on the wire) and reach the host a trip later, and
+    /// the host NIC's acknowledgement of the SEND comes back a trip after that, when the
     /// target's CQ gets the SEND's work completion (nvmet-rdma signals it).
     pub(crate) fn target_respond(&mut self, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         let d = self.queues[q].device.ix();
         let trip = self.devices[d].response_ns.max(1);
-        self.q.push(self.now + trip, Event::TargetResponse { io });
+        let mut at = self.now;
+        if let Some(wire) = &mut self.devices[d].wire {
+            // A read's data (RDMA WRITE) and the response capsule (SEND) cross the wire.
+            let rec = &self.ios[io.ix()];
+            let data = if rec.read { u64::from(rec.bytes) } else { 0 };
+            at = wire.send(at, data + RESPONSE_BYTES);
+        }
+        self.q.push(at + trip, Event::TargetResponse { io });
         if let Some(tq) = self.queues[q].target
             && !self.queues[tq.ix()].wc_ref.is_empty()
         {
             let tag = self.queues[q].peer_tag[self.ios[io.ix()].tag as usize];
-            self.q
-                .push(self.now + 2 * trip, Event::SendWc { queue: tq, tag });
+            self.q.push(at + 2 * trip, Event::SendWc { queue: tq, tag });
         }
     }
 }
@@ -139,6 +175,7 @@ fn add_target(
     let (p, policy) = (inp.p, inp.policy);
     m.devices[dev_ix].response_ns = t.network_ns;
     m.devices[dev_ix].command_time = Some(ServiceTime::new(t.command_ns, g.service_cv));
+    m.devices[dev_ix].wire = t.bytes_per_ns.filter(|&r| r > 0.0).map(Wire::new);
     let first_core = m.cpus.len();
     for k in 0..t.cores {
         m.cpus.push(new_cpu(
