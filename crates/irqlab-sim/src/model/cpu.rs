@@ -7,11 +7,11 @@ use super::state::*;
 use crate::engine::Event;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::HandlerStyle;
+use irqlab_core::delivery::Step;
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
 use irqlab_core::irq::{TaskletAction, priority_class};
 use irqlab_core::irq_poll::jiffies;
-use irqlab_core::posted::{Demux, MAX_POSTED_MSI_COALESCING_LOOP};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
 use irqlab_report::Latency;
 
@@ -245,12 +245,7 @@ impl<O: Observer> Sim<'_, O> {
                 if measuring {
                     cpu.stats.pmn += 1;
                 }
-                let max_loop = self
-                    .policy
-                    .delivery
-                    .posted_mode()
-                    .map_or(MAX_POSTED_MSI_COALESCING_LOOP, |(_, l)| l);
-                cpu.irq.demux = Some(Demux::new(max_loop));
+                cpu.irq.notification = Some(cpu.path.begin(idt as u8));
                 self.obs.irq_counted(self.now, c, None);
             }
             _ => {}
@@ -324,7 +319,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.vector_done(c);
             }
             IrqPhase::Primary => self.primary_handler_returned(c),
-            IrqPhase::PirRound | IrqPhase::SelfIpi => self.dispatch_next(c),
+            IrqPhase::PirRound | IrqPhase::SelfIpi => self.notification_step(c),
             IrqPhase::Mask => self.vector_done(c),
             IrqPhase::Exit => self.irq_exit(c),
             IrqPhase::VirtioDrain => self.virtio_drained(c),
@@ -352,7 +347,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.cpus[c].need_resched = true;
                 self.eoi_and_exit(c);
             }
-            idt if self.cpus[c].path.is_notification(idt as u8) => self.pir_round(c),
+            idt if self.cpus[c].path.is_notification(idt as u8) => self.notification_step(c),
             _ => match self.cpus[c].vec_of_idt[idt as usize] {
                 Some(v) => self.start_vector(c, v.ix()),
                 None => self.eoi_and_exit(c),
@@ -563,7 +558,7 @@ impl<O: Observer> Sim<'_, O> {
 
     fn vector_done(&mut self, c: usize) {
         if self.in_notification(c) {
-            self.dispatch_next(c);
+            self.notification_step(c);
         } else {
             self.eoi_and_exit(c);
         }
@@ -578,18 +573,19 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
-    /// One handle_pending_pir round of sysvec_posted_msi_notification.
-    fn pir_round(&mut self, c: usize) {
+    /// The posted notification handler's next step (irqlab-core's NotificationHandler, the
+    /// steps the runtime carries out): a handle_pending_pir round is charged, a vector's
+    /// handler runs (or, Attempt #3, is sent as a self-IPI), interrupts going on or off
+    /// cost nothing, and the one apic_eoi() ends the notification.
+    fn notification_step(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let (Some(demux), Some(pi)) = (cpu.irq.demux.as_mut(), cpu.path.pi_desc()) else {
-            self.eoi_and_exit(c);
-            return;
+        let step = match cpu.irq.notification.as_mut() {
+            Some(h) => h.next(&cpu.path),
+            None => Some(Step::Eoi),
         };
-        match demux.next_round(pi) {
-            Some(snap) => {
+        match step {
+            Some(Step::Round(snap)) => {
                 let missed = cpu.harvest_pir(snap.words());
-                cpu.irq.snapshot = Some(snap);
-                cpu.irq.next_vec = 0;
                 // arch/x86/kernel/irq.c handle_pending_pir: the IOMMU's atomic update
                 // evicts the line from this CPU; an untouched line is read from L1.
                 let cost = if missed {
@@ -600,36 +596,19 @@ impl<O: Observer> Sim<'_, O> {
                 self.report_pir_pending(c);
                 self.hard(c, IrqPhase::PirRound, cost);
             }
+            Some(Step::Dispatch(x)) => match cpu.vec_of_idt[x as usize] {
+                Some(v) => self.start_vector(c, v.ix()),
+                None => self.notification_step(c),
+            },
+            Some(Step::SelfIpi(x)) => match cpu.vec_of_idt[x as usize] {
+                Some(_) => self.send_self_ipi(c, x),
+                None => self.notification_step(c),
+            },
+            // Attempt #2's local_irq_enable()/disable(): preempt_notification takes
+            // higher-class vectors between the steps.
+            Some(Step::IrqsOn) | Some(Step::IrqsOff) => self.notification_step(c),
             // One apic_eoi() for the whole notification.
-            None => self.eoi_and_exit(c),
-        }
-    }
-
-    /// Calls the next vector's handler of the current PIR snapshot, ascending.
-    fn dispatch_next(&mut self, c: usize) {
-        let frame = &mut self.cpus[c].irq;
-        let from = frame.next_vec;
-        let next = frame
-            .snapshot
-            .as_ref()
-            .and_then(|s| s.vectors().find(|&x| u16::from(x) >= from));
-        match next {
-            Some(x) => {
-                frame.next_vec = u16::from(x) + 1;
-                match self.cpus[c].vec_of_idt[x as usize] {
-                    Some(_)
-                        if self.cpus[c]
-                            .path
-                            .posted()
-                            .is_some_and(|p| p.mode().self_ipi) =>
-                    {
-                        self.send_self_ipi(c, x)
-                    }
-                    Some(v) => self.start_vector(c, v.ix()),
-                    None => self.dispatch_next(c),
-                }
-            }
-            None => self.pir_round(c),
+            Some(Step::Eoi) | None => self.eoi_and_exit(c),
         }
     }
 

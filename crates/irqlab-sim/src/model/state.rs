@@ -6,11 +6,11 @@ use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::rng::{ServiceTime, Stream};
 use irqlab_core::Policy;
-use irqlab_core::delivery::DeliveryPath;
+use irqlab_core::delivery::{DeliveryPath, NotificationHandler};
 use irqlab_core::irq::Irr;
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
 use irqlab_core::nvme::{MsixVector, QueuePair, TagSet};
-use irqlab_core::posted::{Demux, NR_PIR_WORDS, PirSnapshot, vector_bit};
+use irqlab_core::posted::{NR_PIR_WORDS, vector_bit};
 use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
 use std::collections::VecDeque;
@@ -139,11 +139,9 @@ pub(crate) struct IrqFrame {
     pub vector: Option<VectorId>,
     /// CQEs reaped by the current vector's handler.
     pub reaped: u32,
-    /// Posted: the demux loop and the round being dispatched.
-    pub demux: Option<Demux>,
-    pub snapshot: Option<PirSnapshot>,
-    /// Posted: the last vector dispatched from `snapshot` (dispatch is ascending).
-    pub next_vec: u16,
+    /// Posted: the notification handler's step machine (irqlab-core delivery/handler.rs),
+    /// the same one the runtime executes.
+    pub notification: Option<NotificationHandler>,
     /// After Wakeups, go back to this phase's continuation.
     pub after_wakeups: IrqPhase,
 }
@@ -155,9 +153,7 @@ impl IrqFrame {
             phase: IrqPhase::Entry,
             vector: None,
             reaped: 0,
-            demux: None,
-            snapshot: None,
-            next_vec: 0,
+            notification: None,
             after_wakeups: IrqPhase::Reap,
         }
     }
