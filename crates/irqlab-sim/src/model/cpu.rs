@@ -34,19 +34,9 @@ impl<O: Observer> Sim<'_, O> {
     /// window's edges): the sums are what charging at every step gives.
     #[inline(always)]
     fn mark(&mut self, c: usize) {
+        let now = self.now;
         let cpu = &mut self.cpus[c];
-        if cpu.owed_to != cpu.current {
-            // The step that just ended was the previous owner's.
-            cpu.acct_mark = self.now;
-            self.settle(c);
-            let cpu = &mut self.cpus[c];
-            cpu.owed_to = cpu.current;
-            cpu.owed_job = match cpu.current.map(|t| self.threads[t.ix()].kind) {
-                Some(ThreadKind::Job(j)) => Some(j),
-                _ => None,
-            };
-        }
-        self.cpus[c].acct_mark = self.now;
+        mark_cpu(cpu, now, &mut self.threads, &mut self.jobs, self.measuring);
     }
 
     /// Charges the time CPU `c` owes (up to its last step boundary) to its kind of slice
@@ -54,48 +44,30 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     pub(crate) fn settle(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let dt = cpu.acct_mark - cpu.acct_from;
-        cpu.acct_from = cpu.acct_mark;
-        if cpu.kind == SliceKind::HardIrq {
-            cpu.hardirq_total += dt;
-        }
-        if dt == 0 {
-            return;
-        }
-        // The scheduler's clock runs from boot, the statistics from the window's start.
-        if thread_time(cpu.kind)
-            && let Some(t) = cpu.owed_to
-        {
-            self.threads[t.ix()].vruntime += dt;
-        }
-        if !self.measuring {
-            return;
-        }
-        let cpu = &mut self.cpus[c];
-        cpu.stats.time[cpu.kind as usize] += dt;
-        if !thread_time(cpu.kind) {
-            return;
-        }
-        if let Some(j) = cpu.owed_job {
-            let job = &mut self.jobs[j.ix()];
-            match cpu.kind {
-                SliceKind::Usr => job.usr += dt,
-                SliceKind::Sys => job.sys += dt,
-                _ => {}
-            }
-        }
+        settle_cpu(cpu, &mut self.threads, &mut self.jobs, self.measuring);
     }
 
     /// A step boundary, after which CPU `c` does `kind`.
     #[inline(always)]
     pub(crate) fn set_kind(&mut self, c: usize, kind: SliceKind) {
-        self.mark(c);
-        let cpu = &mut self.cpus[c];
-        if cpu.kind != kind {
-            self.settle(c);
-            self.cpus[c].kind = kind;
+        if self.boundary(c, kind) {
             self.slice_starts(c, kind);
         }
+    }
+
+    /// A step boundary's accounting on CPU `c` (one look-up of the CPU): true when `kind`
+    /// is a new kind of slice.
+    #[inline(always)]
+    fn boundary(&mut self, c: usize, kind: SliceKind) -> bool {
+        let now = self.now;
+        let cpu = &mut self.cpus[c];
+        mark_cpu(cpu, now, &mut self.threads, &mut self.jobs, self.measuring);
+        if cpu.kind == kind {
+            return false;
+        }
+        settle_cpu(cpu, &mut self.threads, &mut self.jobs, self.measuring);
+        cpu.kind = kind;
+        true
     }
 
     /// A new kind of slice starts on CPU `c`: what a tracer sees, out of line so that the
@@ -109,14 +81,25 @@ impl<O: Observer> Sim<'_, O> {
     /// Starts a step of `ns` on CPU `c`, doing `kind`; its end comes back as a CpuStep.
     #[inline(always)]
     pub(crate) fn step(&mut self, c: usize, ns: u64, kind: SliceKind) {
-        self.set_kind(c, kind);
+        let now = self.now;
         let cpu = &mut self.cpus[c];
+        mark_cpu(cpu, now, &mut self.threads, &mut self.jobs, self.measuring);
+        let new_kind = cpu.kind != kind;
+        if new_kind {
+            settle_cpu(cpu, &mut self.threads, &mut self.jobs, self.measuring);
+            cpu.kind = kind;
+        }
         cpu.epoch = cpu.epoch.wrapping_add(1);
         cpu.stepping = true;
-        cpu.step_end = self.now + ns;
+        cpu.step_end = now + ns;
         let epoch = cpu.epoch;
+        // The tracer sees the slice start before the step is queued (nothing it reads
+        // differs).
+        if new_kind {
+            self.slice_starts(c, kind);
+        }
         self.q.push(
-            self.now + ns,
+            now + ns,
             Event::CpuStep {
                 cpu: CpuId::new(c),
                 epoch,
@@ -1321,5 +1304,55 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.threads[t].wakeups = 0;
         ThreadStep::Block
+    }
+}
+
+/// `mark` on one CPU: a change of owner charges what the previous one owes first.
+#[inline(always)]
+fn mark_cpu(cpu: &mut Cpu, now: u64, threads: &mut [Thread], jobs: &mut [Job], measuring: bool) {
+    if cpu.owed_to != cpu.current {
+        // The step that just ended was the previous owner's.
+        cpu.acct_mark = now;
+        settle_cpu(cpu, threads, jobs, measuring);
+        cpu.owed_to = cpu.current;
+        cpu.owed_job = match cpu.current.map(|t| threads[t.ix()].kind) {
+            Some(ThreadKind::Job(j)) => Some(j),
+            _ => None,
+        };
+    }
+    cpu.acct_mark = now;
+}
+
+/// `settle` on one CPU, with the threads and jobs it charges.
+#[inline(always)]
+fn settle_cpu(cpu: &mut Cpu, threads: &mut [Thread], jobs: &mut [Job], measuring: bool) {
+    let dt = cpu.acct_mark - cpu.acct_from;
+    cpu.acct_from = cpu.acct_mark;
+    if cpu.kind == SliceKind::HardIrq {
+        cpu.hardirq_total += dt;
+    }
+    if dt == 0 {
+        return;
+    }
+    // The scheduler's clock runs from boot, the statistics from the window's start.
+    if thread_time(cpu.kind)
+        && let Some(t) = cpu.owed_to
+    {
+        threads[t.ix()].vruntime += dt;
+    }
+    if !measuring {
+        return;
+    }
+    cpu.stats.time[cpu.kind as usize] += dt;
+    if !thread_time(cpu.kind) {
+        return;
+    }
+    if let Some(j) = cpu.owed_job {
+        let job = &mut jobs[j.ix()];
+        match cpu.kind {
+            SliceKind::Usr => job.usr += dt,
+            SliceKind::Sys => job.sys += dt,
+            _ => {}
+        }
     }
 }

@@ -213,7 +213,9 @@ impl<O: Observer> Sim<'_, O> {
         self.record_wakee(this, p);
         let want_affine = !self.wake_wide(this, p);
         let mut new = prev;
-        if want_affine {
+        // wake_affine only runs for a waker other than prev: the domain search is skipped
+        // when they are the same CPU (nothing else reads it).
+        if want_affine && this != prev {
             // for_each_domain(this): the lowest domain spanning prev is SD_WAKE_AFFINE.
             let level = self
                 .topo
@@ -221,9 +223,7 @@ impl<O: Observer> Sim<'_, O> {
                 .iter()
                 .find(|l| self.topo.block(l.span, this).contains(&prev))
                 .copied();
-            if let Some(level) = level
-                && this != prev
-            {
+            if let Some(level) = level {
                 new = self.wake_affine(&level, p, this, prev, rules);
             }
         }

@@ -270,27 +270,39 @@ impl<O: Observer> Sim<'_, O> {
     /// equals); idle when nothing is runnable.
     #[inline(always)]
     fn switch_to_next(&mut self, c: usize) {
-        if self.cpus[c].runq.len() > 1 {
-            // The vruntimes it compares, as charged so far.
-            self.settle(c);
-        }
-        let cpu = &self.cpus[c];
-        let mut pick = cpu
-            .runq
-            .iter()
-            .position(|&n| self.threads[n.ix()].fifo)
-            .or_else(|| {
+        let waiting = self.cpus[c].runq.len();
+        let mut pick = match waiting {
+            0 => None,
+            // The only one waiting is picked whatever its class or vruntime.
+            1 => Some(0),
+            _ => {
+                // The vruntimes it compares, as charged so far.
+                self.settle(c);
+                let cpu = &self.cpus[c];
                 cpu.runq
                     .iter()
-                    .enumerate()
-                    .min_by_key(|&(i, &n)| (self.threads[n.ix()].vruntime, i))
-                    .map(|(i, _)| i)
-            });
+                    .position(|&n| self.threads[n.ix()].fifo)
+                    .or_else(|| {
+                        cpu.runq
+                            .iter()
+                            .enumerate()
+                            .min_by_key(|&(i, &n)| (self.threads[n.ix()].vruntime, i))
+                            .map(|(i, _)| i)
+                    })
+            }
+        };
         if pick.is_none() && self.place.is_some() && self.newidle_pull(c) {
             // idle_balance pulled a waiting task (model/balance.rs).
             pick = Some(0);
         }
-        let Some(n) = pick.and_then(|i| self.cpus[c].runq.remove(i)) else {
+        let runq = &mut self.cpus[c].runq;
+        let Some(n) = pick.and_then(|i| {
+            if i == 0 {
+                runq.pop_front()
+            } else {
+                runq.remove(i)
+            }
+        }) else {
             let cpu = &mut self.cpus[c];
             cpu.current = None;
             cpu.mode = Mode::Idle;
