@@ -18,7 +18,7 @@ pub use events::EventArgs;
 pub use locate::{find_dir, resolve_platform};
 pub use policy::{
     DeliveryArg, HandlerArg, IrqPollUntilArg, ModeratorArg, NotificationArg, PolicyArgs, PolicyKey,
-    parse_policy,
+    PolicyParseError, parse_policy,
 };
 pub use shape::{MapRule, RunShape, ShapeArgs, Shaped, shape_jobs};
 pub use source::{Inputs, JobSource};

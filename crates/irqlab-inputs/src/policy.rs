@@ -191,11 +191,11 @@ impl PolicyArgs {
     /// Parses options in `irqlab run`'s syntax (`--delivery posted --max-loop 3`).
     pub fn from_args<I: IntoIterator<Item = S>, S: Into<String>>(
         args: I,
-    ) -> Result<PolicyArgs, String> {
+    ) -> Result<PolicyArgs, PolicyParseError> {
         let argv: Vec<String> = args.into_iter().map(Into::into).collect();
         PolicyOnly::try_parse_from(argv)
             .map(|p| p.policy)
-            .map_err(|e| first_line(&e))
+            .map_err(|e| PolicyParseError(first_line(&e)))
     }
 
     /// The policy, after [`contradictions`] found none: what every front end runs.
@@ -388,6 +388,19 @@ struct PolicyOnly {
 }
 
 /// The first line of a clap error, without its "error: " prefix.
+/// Why policy options in `irqlab run`'s syntax did not parse: the first line of the
+/// command line parser's message (it names the option and what was expected).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyParseError(pub String);
+
+impl std::fmt::Display for PolicyParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PolicyParseError {}
+
 fn first_line(e: &clap::Error) -> String {
     let text = e.to_string();
     text.lines()
@@ -402,9 +415,11 @@ fn first_line(e: &clap::Error) -> String {
 /// command line's own parser, so a scenario file accepts exactly what `irqlab run` does.
 pub fn parse_policy(text: &str) -> Result<Policy, InputError> {
     let args =
-        PolicyArgs::from_args(text.split_whitespace()).map_err(|message| InputError::Policy {
-            text: text.to_string(),
-            message,
+        PolicyArgs::from_args(text.split_whitespace()).map_err(|PolicyParseError(message)| {
+            InputError::Policy {
+                text: text.to_string(),
+                message,
+            }
         })?;
     args.checked_policy().map_err(|e| InputError::Policy {
         text: text.to_string(),
@@ -489,7 +504,7 @@ impl PolicyKey {
         } else {
             vec![flag, value.to_string()]
         };
-        let parsed = PolicyArgs::from_args(argv).map_err(fail)?;
+        let parsed = PolicyArgs::from_args(argv).map_err(|e| fail(e.0))?;
         match self {
             PolicyKey::Delivery => base.delivery = parsed.delivery,
             PolicyKey::MaxLoop => base.max_loop = parsed.max_loop,

@@ -30,7 +30,7 @@ pub const DEFAULT_RATE_WINDOW_NS: u64 = 100_000;
 pub fn parse_window(s: &str) -> Result<(u64, u64), ObserveError> {
     irqlab_report::trace::parse_window(s)
         .map(|r| (r.start, r.end))
-        .map_err(ObserveError::Option)
+        .map_err(|e| ObserveError::Option(e.to_string()))
 }
 
 /// What one CPU is doing since when.

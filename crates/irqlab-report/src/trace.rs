@@ -291,16 +291,35 @@ impl<W: Write> TraceWriter<W> {
     }
 }
 
+/// Why a `START..END` time window was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WindowError {
+    /// Not START..END with whole numbers and a unit.
+    NotAWindow(String),
+    /// END is not after START.
+    Empty(String),
+}
+
+impl std::fmt::Display for WindowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WindowError::NotAWindow(s) => write!(
+                f,
+                "'{s}' is not a time window; expected START..END with whole numbers and a unit of ns, us, ms or s (e.g. 1ms..2ms, or 500us.. for the rest of the run)"
+            ),
+            WindowError::Empty(s) => write!(f, "'{s}': the window's END must be after its START"),
+        }
+    }
+}
+
+impl std::error::Error for WindowError {}
+
 /// Parses a window `START..END` in ns; either side may be left out, and each may carry
 /// an `ns`, `us`, `ms` or `s` suffix (`1ms..2ms`).
-pub fn parse_window(s: &str) -> Result<Range<u64>, String> {
-    let bad = || {
-        format!(
-            "'{s}' is not a time window; expected START..END with whole numbers and a unit of ns, us, ms or s (e.g. 1ms..2ms, or 500us.. for the rest of the run)"
-        )
-    };
+pub fn parse_window(s: &str) -> Result<Range<u64>, WindowError> {
+    let bad = || WindowError::NotAWindow(s.to_string());
     let (a, b) = s.split_once("..").ok_or_else(bad)?;
-    let side = |t: &str, default: u64| -> Result<u64, String> {
+    let side = |t: &str, default: u64| -> Result<u64, WindowError> {
         let t = t.trim();
         if t.is_empty() {
             return Ok(default);
@@ -318,7 +337,7 @@ pub fn parse_window(s: &str) -> Result<Range<u64>, String> {
     };
     let (start, end) = (side(a, 0)?, side(b, u64::MAX)?);
     if start >= end {
-        return Err(format!("'{s}': the window's END must be after its START"));
+        return Err(WindowError::Empty(s.to_string()));
     }
     Ok(start..end)
 }

@@ -9,7 +9,7 @@ use crate::grid::{Grid, KeyKind};
 use crate::metrics;
 use crate::output::PointResult;
 use irqlab_fio::JobSpec;
-use irqlab_inputs::{JobSource, MapRule, PolicyArgs, RunShape, resolve_platform};
+use irqlab_inputs::{JobSource, MapRule, PolicyArgs, PolicyParseError, RunShape, resolve_platform};
 use irqlab_sim::{Budget, Platform, SimOptions};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -119,7 +119,7 @@ impl Plan {
             .iter()
             .map(|m| MapRule::parse(m))
             .collect::<Result<Vec<_>, _>>()?;
-        let policy = PolicyArgs::from_args(&p.policy).map_err(|message| {
+        let policy = PolicyArgs::from_args(&p.policy).map_err(|PolicyParseError(message)| {
             irqlab_inputs::InputError::Policy {
                 text: p.policy.join(" "),
                 message,
