@@ -596,6 +596,18 @@ pub const MAX_DEVICES: usize = 4096;
 pub const MAX_QUEUES: usize = 65535;
 
 impl Platform {
+    /// The device group device `d` (numbered over all groups, in order) belongs to.
+    pub fn device_group(&self, d: usize) -> &DeviceGroup {
+        let mut first = 0;
+        for g in &self.devices {
+            if d < first + g.count {
+                return g;
+            }
+            first += g.count;
+        }
+        panic!("device {d} is not on the platform")
+    }
+
     /// Reads a platform file (a regular text file of bounded size), resolves the shared
     /// tables it names (beside it) and applies `KEY=VALUE` overrides in order. Values
     /// outside their plausible range are warned about on standard error, once each

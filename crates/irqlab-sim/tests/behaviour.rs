@@ -152,21 +152,28 @@ fn larger_completion_batches_give_fewer_interrupts_per_io() {
     );
 }
 
+/// FOUR_DISKS without device coalescing, then with NVMe aggregation (threshold 7 + 1
+/// completions, time 100 us).
+fn four_disks_without_and_with_nvme_coalescing()
+-> (irqlab_report::RunReport, irqlab_report::RunReport) {
+    let off = run(FOUR_DISKS, Policy::default(), &[], 1);
+    let on = run(FOUR_DISKS, nvme_aggregation(), &[], 1);
+    (off, on)
+}
+
+fn nvme_aggregation() -> Policy {
+    Policy {
+        coalescing: DeviceCoalescing::Nvme {
+            thr: 7,
+            time_100us: 1,
+        },
+        ..Policy::default()
+    }
+}
+
 #[test]
 fn nvme_coalescing_reduces_interrupts() {
-    let off = run(FOUR_DISKS, Policy::default(), &[], 1);
-    let on = run(
-        FOUR_DISKS,
-        Policy {
-            coalescing: DeviceCoalescing::Nvme {
-                thr: 7,
-                time_100us: 1,
-            },
-            ..Policy::default()
-        },
-        &[],
-        1,
-    );
+    let (off, on) = four_disks_without_and_with_nvme_coalescing();
     let per_io = |r: &irqlab_report::RunReport| r.vector_interrupts() as f64 / r.total_ios() as f64;
     assert!(per_io(&on) < per_io(&off) * 0.8);
     assert!(on.vectors.iter().map(|v| v.device_coalesced).sum::<u64>() > 0);
@@ -185,12 +192,8 @@ fn feature_09h_turns_aggregation_off_on_the_listed_vectors_only() {
     let r = run(
         FOUR_DISKS,
         Policy {
-            coalescing: DeviceCoalescing::Nvme {
-                thr: 7,
-                time_100us: 1,
-            },
             coalescing_disable: cd,
-            ..Policy::default()
+            ..nvme_aggregation()
         },
         &[],
         1,
@@ -211,19 +214,7 @@ fn feature_09h_turns_aggregation_off_on_the_listed_vectors_only() {
 fn nvme_coalescing_saves_interrupt_cpu_per_io() {
     // Moderation pays in CPU: with several completions per interrupt the handler's fixed
     // cost (entry, EOI, exit, the CQ doorbell) is paid once for all of them.
-    let off = run(FOUR_DISKS, Policy::default(), &[], 1);
-    let on = run(
-        FOUR_DISKS,
-        Policy {
-            coalescing: DeviceCoalescing::Nvme {
-                thr: 7,
-                time_100us: 1,
-            },
-            ..Policy::default()
-        },
-        &[],
-        1,
-    );
+    let (off, on) = four_disks_without_and_with_nvme_coalescing();
     let irq_ns_per_io = |r: &irqlab_report::RunReport| {
         let ns: u64 = r.cpus.iter().map(|c| c.hardirq_ns + c.softirq_ns).sum();
         ns as f64 / r.total_ios() as f64

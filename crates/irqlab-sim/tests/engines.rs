@@ -4,20 +4,10 @@
 
 mod common;
 
-use common::{jobs, platform};
+use common::{jobs, platform, sim};
 use irqlab_core::{Delivery, Policy};
 use irqlab_report::RunReport;
 use irqlab_sim::{SimOptions, simulate};
-
-fn sim(text: &str, sets: &[&str]) -> RunReport {
-    simulate(
-        &jobs(text),
-        &platform(sets),
-        &Policy::default(),
-        &SimOptions::default(),
-    )
-    .unwrap_or_else(|e| panic!("simulation runs: {e}"))
-}
 
 #[test]
 fn null_completes_at_submission_without_a_device_or_an_interrupt() {

@@ -5,20 +5,10 @@
 
 mod common;
 
-use common::{jobs, platform};
+use common::{jobs, platform, sim};
 use irqlab_core::Policy;
 use irqlab_report::{JobReport, RunReport};
 use irqlab_sim::{SimOptions, simulate};
-
-fn sim(text: &str, sets: &[&str]) -> RunReport {
-    simulate(
-        &jobs(text),
-        &platform(sets),
-        &Policy::default(),
-        &SimOptions::default(),
-    )
-    .unwrap_or_else(|e| panic!("simulation runs: {e}"))
-}
 
 fn refusal(text: &str, sets: &[&str]) -> String {
     match simulate(

@@ -682,7 +682,7 @@ fn new_job(
     let submitter = c
         .devices
         .first()
-        .and_then(|&d| device_group(inp.p, d).submitter.clone());
+        .and_then(|&d| inp.p.device_group(d).submitter.clone());
     let usr_io = if submitter.is_some() {
         0
     } else {
@@ -811,18 +811,6 @@ fn add_ksoftirqds(m: &mut Machine) {
 }
 
 // ---------------------------------------------------------------- devices
-
-/// The group device `d` belongs to.
-fn device_group(p: &Platform, d: usize) -> &crate::platform::DeviceGroup {
-    let mut first = 0;
-    for g in &p.devices {
-        if d < first + g.count {
-            return g;
-        }
-        first += g.count;
-    }
-    panic!("device {d} is not on the platform")
-}
 
 /// The IIO stack of root port `rp`: stacks are numbered in the order their first port
 /// appears.

@@ -28,18 +28,6 @@ fn option_err(s: &JobSpec, names: &[&str], msg: impl Into<String>) -> SimError {
     }
 }
 
-/// The device index of each device group entry, for its group's settings.
-fn group_of(p: &Platform, d: usize) -> &crate::platform::DeviceGroup {
-    let mut first = 0;
-    for g in &p.devices {
-        if d < first + g.count {
-            return g;
-        }
-        first += g.count;
-    }
-    panic!("device {d} is not on the platform")
-}
-
 /// Completes the machine `build` made: refuses what the platform cannot run, adds the
 /// helper threads and sets up the run-wide mechanisms.
 pub(crate) fn complete(
@@ -52,7 +40,7 @@ pub(crate) fn complete(
     fio: &mut FioRun,
 ) -> Result<(), SimError> {
     fio.cmd_times = (0..m.devices.len())
-        .map(|d| CmdTimes::of(group_of(p, d)))
+        .map(|d| CmdTimes::of(p.device_group(d)))
         .collect();
     let main = jobs.len();
     for j in 0..main {

@@ -147,32 +147,16 @@ impl<O: Observer> Sim<'_, O> {
     /// Returns the wake-ups done.
     pub(crate) fn collect(&mut self, j: usize, n: u32) -> u64 {
         let now = self.now;
-        let owner = self.stats_owner(j);
-        let counted = self.measuring && now >= self.jobs[owner].ramp_end;
-        let elapsed = if counted {
-            self.jobs[owner].fio.completing(now)
-        } else {
-            0
-        };
+        let (owner, counted, elapsed) = self.reap_clock(j);
         let mut got = 0;
         for _ in 0..n {
             let Some(io) = self.jobs[j].ready.pop_front() else {
                 break;
             };
             got += 1;
-            let rec = self.ios[io.ix()];
-            self.free_ios.push(io);
-            self.totals.reaped += 1;
-            self.jobs[j].outstanding -= 1;
-            let job = &mut self.jobs[owner];
-            job.fio.completions += 1;
-            self.account_io(owner, rec, counted, elapsed);
+            self.reap_io(j, owner, io, counted, elapsed);
         }
-        let job = &mut self.jobs[owner];
-        if counted {
-            job.fio.complete_hist[calls_bucket(got)] += 1;
-            job.fio.complete_calls += 1;
-        }
+        self.count_reap_call(owner, counted, got);
         if self.obs.wants_counters() {
             let depth = f64::from(self.jobs[j].outstanding);
             self.obs.counter(now, "iodepth", j, depth);
@@ -191,6 +175,19 @@ impl<O: Observer> Sim<'_, O> {
             return 0;
         };
         self.jobs[j].fio.ctl.sync_cmd.done = false;
+        let (owner, counted, elapsed) = self.reap_clock(j);
+        self.reap_io(j, owner, io, counted, elapsed);
+        self.count_reap_call(owner, counted, 1);
+        if owner != j {
+            return self.worker_done(j, owner, 1);
+        }
+        0
+    }
+
+    /// Who accounts job `j`'s completions now (an offload worker's go to its job),
+    /// whether they fall in the measured window, and the batch's log time.
+    #[inline(always)]
+    fn reap_clock(&mut self, j: usize) -> (usize, bool, u64) {
         let now = self.now;
         let owner = self.stats_owner(j);
         let counted = self.measuring && now >= self.jobs[owner].ramp_end;
@@ -199,21 +196,28 @@ impl<O: Observer> Sim<'_, O> {
         } else {
             0
         };
+        (owner, counted, elapsed)
+    }
+
+    /// Job `j` copied out `io`: its slot is freed and `owner` accounts it.
+    #[inline(always)]
+    fn reap_io(&mut self, j: usize, owner: usize, io: IoId, counted: bool, elapsed: u64) {
         let rec = self.ios[io.ix()];
         self.free_ios.push(io);
         self.totals.reaped += 1;
         self.jobs[j].outstanding -= 1;
         self.jobs[owner].fio.completions += 1;
         self.account_io(owner, rec, counted, elapsed);
+    }
+
+    /// One reap call that returned `got` events, in fio's complete-depth histogram.
+    #[inline(always)]
+    fn count_reap_call(&mut self, owner: usize, counted: bool, got: u32) {
         if counted {
             let job = &mut self.jobs[owner];
-            job.fio.complete_hist[calls_bucket(1)] += 1;
+            job.fio.complete_hist[calls_bucket(got)] += 1;
             job.fio.complete_calls += 1;
         }
-        if owner != j {
-            return self.worker_done(j, owner, 1);
-        }
-        0
     }
 
     /// One completed I/O in job `j`'s statistics (in the window: `counted`, with the

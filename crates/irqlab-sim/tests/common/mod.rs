@@ -37,6 +37,17 @@ pub fn run(text: &str, policy: Policy, sets: &[&str], seed: u64) -> RunReport {
     .unwrap_or_else(|e| panic!("simulation runs: {e}"))
 }
 
+/// One run of `text` under the default policy and options (the default seed).
+pub fn sim(text: &str, sets: &[&str]) -> RunReport {
+    simulate(
+        &jobs(text),
+        &platform(sets),
+        &Policy::default(),
+        &SimOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("simulation runs: {e}"))
+}
+
 pub fn extra(r: &RunReport, key: &str) -> f64 {
     r.extra
         .iter()
