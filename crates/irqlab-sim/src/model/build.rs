@@ -13,6 +13,7 @@ use crate::rng::{ServiceTime, Stream};
 use crate::{SimError, SimOptions};
 use irqlab_core::delivery::{DeliveryPath, RemappedTarget};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
+use irqlab_core::irq::IrqDesc;
 use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::moderator::Moderator;
 use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, MsixVector, QueuePair};
@@ -1124,8 +1125,7 @@ pub(crate) fn add_vector(
         moderator,
         bytes_since: 0,
         msi_held: false,
-        disabled: false,
-        resend_pending: false,
+        desc: IrqDesc::new(),
         iop,
         thread,
         thread_pending: false,

@@ -10,7 +10,7 @@ use irqlab_core::HandlerStyle;
 use irqlab_core::delivery::Step;
 use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
-use irqlab_core::irq::{TaskletAction, priority_class};
+use irqlab_core::irq::{AfterHandler, Edge, TaskletAction, priority_class};
 use irqlab_core::irq_poll::jiffies;
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
 use irqlab_report::Latency;
@@ -304,6 +304,10 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::Primary => self.primary_handler_returned(c),
             IrqPhase::PirRound | IrqPhase::SelfIpi => self.notification_step(c),
             IrqPhase::Mask => self.vector_done(c),
+            IrqPhase::Rerun => {
+                let v = self.cpus[c].irq.running_vector();
+                self.run_vector_handler(c, v);
+            }
             IrqPhase::Exit => self.irq_exit(c),
             IrqPhase::VirtioDrain => self.virtio_drained(c),
             IrqPhase::IbEq => {
@@ -365,21 +369,38 @@ impl<O: Observer> Sim<'_, O> {
     /// A device vector's handler starts on CPU `c`.
     #[inline(always)]
     fn start_vector(&mut self, c: usize, v: usize) {
-        // kernel/irq/chip.c handle_edge_irq: on a disabled IRQ (irq_poll or GSIM owns it)
-        // the handler does not run and the interrupt is not counted: the vector is masked
-        // now (mask_ack_irq) and IRQS_PENDING makes enable_irq resend it.
-        if self.vectors[v].disabled {
-            self.vectors[v].msix.mask();
-            self.vectors[v].resend_pending = true;
-            self.vectors[v].pended += 1;
-            // The MSI-X vector control write and its read-back.
-            self.hard(c, IrqPhase::Mask, self.costs.irq_mask);
+        // kernel/irq/chip.c handle_edge_irq: on a disabled IRQ (irq_poll or GSIM owns it),
+        // or one whose handler runs elsewhere, the handler does not run and the interrupt
+        // is not counted: the vector is masked (mask_ack_irq) and IRQS_PENDING makes
+        // enable_irq resend it, or the running handler go round again.
+        if let Edge::Pend { mask } = self.edge(v) {
+            // The MSI-X vector control write and its read-back (none when masked already:
+            // mask_irq returns early).
+            let ns = if mask { self.costs.irq_mask } else { 0 };
+            self.hard(c, IrqPhase::Mask, ns);
             return;
         }
         if self.measuring {
             self.vectors[v].per_cpu[c] += 1;
         }
         self.obs.irq_counted(self.now, c, Some(v));
+        self.run_vector_handler(c, v);
+    }
+
+    /// handle_edge_irq's loop: an interrupt pended while the handler ran (on another CPU,
+    /// or a resend replayed there) runs it again, unmasking the chip first when `unmask`.
+    pub(crate) fn rerun_vector_handler(&mut self, c: usize, unmask: bool) {
+        if unmask {
+            self.hard(c, IrqPhase::Rerun, self.costs.irq_unmask);
+        } else {
+            let v = self.cpus[c].irq.running_vector();
+            self.run_vector_handler(c, v);
+        }
+    }
+
+    /// Vector `v`'s handler runs on CPU `c` (handle_irq_event).
+    #[inline(always)]
+    fn run_vector_handler(&mut self, c: usize, v: usize) {
         let frame = &mut self.cpus[c].irq;
         frame.vector = Some(VectorId::new(v));
         frame.reaped = 0;
@@ -460,11 +481,12 @@ impl<O: Observer> Sim<'_, O> {
             self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
             let n = self.cpus[c].reaping.len() as u64;
             self.hard(c, IrqPhase::Complete, self.costs.cq_doorbell + n * per);
-        } else if reaped > 0 && !self.in_notification(c) {
+        } else if reaped > 0 && !self.in_notification(c) && !self.vectors[v].desc.is_pending() {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
-            // the doorbell leaving the CPU first.
+            // the doorbell leaving the CPU first (no interrupt pended meanwhile to rerun).
             self.queues[q].cq_locked = false;
             self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
+            self.end_vector_handler(c);
             let ns = self.costs.cq_doorbell + self.costs.eoi + self.costs.irq_exit;
             self.hard(c, IrqPhase::Exit, ns);
         } else if reaped > 0 {
@@ -520,7 +542,7 @@ impl<O: Observer> Sim<'_, O> {
         if !self.queues[q].qp.cqe_pending() {
             return;
         }
-        self.vectors[v].disabled = true;
+        self.disable_vector(v);
         if self.cpus[c].irq_poll.sched(id).unwrap_or(false) {
             self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
         }
@@ -540,6 +562,9 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     fn vector_done(&mut self, c: usize) {
+        if self.end_vector_handler(c) {
+            return;
+        }
         if self.in_notification(c) {
             self.notification_step(c);
         } else {
@@ -737,13 +762,17 @@ impl<O: Observer> Sim<'_, O> {
                     self.cpus[c].soft_phase = SoftPhase::ResendWakeups { vector, reaped };
                     return Some(woke * self.costs.wakeup);
                 }
-                self.resend_done(c, vector, reaped);
+                if let Some(ns) = self.resend_done(c, vector, reaped) {
+                    return Some(ns);
+                }
                 if let Some(ns) = self.resend_next(c) {
                     return Some(ns);
                 }
             }
             SoftPhase::ResendWakeups { vector, reaped } => {
-                self.resend_done(c, vector, reaped);
+                if let Some(ns) = self.resend_done(c, vector, reaped) {
+                    return Some(ns);
+                }
                 if let Some(ns) = self.resend_next(c) {
                     return Some(ns);
                 }
@@ -873,19 +902,7 @@ impl<O: Observer> Sim<'_, O> {
         if !completed || self.vectors[v].ib_eq_ns.is_some() {
             return 0;
         }
-        // check_irq_resend without a retrigger: the resend tasklet replays the interrupt
-        // on this CPU (kernel/irq/resend.c, before v5.10), not a self-IPI.
-        let tasklet = self.costs.resend_tasklet && self.vectors[v].resend_pending;
-        if tasklet {
-            self.vectors[v].resend_pending = false;
-            if self.measuring {
-                self.vectors[v].resent += 1;
-            }
-            if self.resend.resend(c, v) {
-                self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
-            }
-        }
-        if self.unmask_vector(v) {
+        if self.enable_vector(c, v) {
             return self.costs.irq_unmask;
         }
         0
@@ -896,24 +913,22 @@ impl<O: Observer> Sim<'_, O> {
     /// off. Returns the step's CPU time, or None when the bitmap is empty.
     fn resend_next(&mut self, c: usize) -> Option<u64> {
         let v = self.resend.replay_next()?;
-        let q = self.vectors[v].queue.ix();
-        if self.queues[q].cq_locked && !self.vectors[v].disabled {
-            // Its handler is running on its CPU (IRQD_IRQ_INPROGRESS) and reaps what is
-            // pending before it returns: nothing to replay.
+        if let Edge::Pend { mask } = self.edge(v) {
+            // irq_poll owns it again, or its handler runs on its CPU (and goes round again
+            // for this one): mask_ack_irq and IRQS_PENDING, as in hardirq.
             self.cpus[c].soft_phase = SoftPhase::ResendMasked;
-            return Some(self.costs.poll_check);
-        }
-        if self.vectors[v].disabled {
-            // irq_poll owns it again: mask_ack_irq and IRQS_PENDING, as in hardirq.
-            self.vectors[v].msix.mask();
-            self.vectors[v].resend_pending = true;
-            self.vectors[v].pended += 1;
-            self.cpus[c].soft_phase = SoftPhase::ResendMasked;
-            return Some(self.costs.irq_mask.max(1));
+            let ns = if mask { self.costs.irq_mask } else { 0 };
+            return Some(ns.max(1));
         }
         if self.measuring {
             self.vectors[v].per_cpu[c] += 1;
         }
+        Some(self.replay_handler(c, v))
+    }
+
+    /// The replayed interrupt's nvme_irq on CPU `c`: returns the step's CPU time.
+    fn replay_handler(&mut self, c: usize, v: usize) -> u64 {
+        let q = self.vectors[v].queue.ix();
         // nvme_irq: reap (up to Sagi's budget), the head doorbell, then the completions.
         let budget = match self.policy.handler {
             HandlerStyle::IrqPoll { budget, .. } => budget,
@@ -932,7 +947,7 @@ impl<O: Observer> Sim<'_, O> {
             vector: VectorId::new(v),
             reaped: n,
         };
-        Some(ns.max(1))
+        ns.max(1)
     }
 
     /// The replayed nvme_irq returns: with entries still pending it hands the queue to
@@ -940,10 +955,18 @@ impl<O: Observer> Sim<'_, O> {
     /// CPU than its vector's, the kernel would poll it there; the model's irq_poll
     /// instances live on their vector's CPU, so it leaves the queue enabled, to the
     /// messages of what is pending.
-    fn resend_done(&mut self, c: usize, v: VectorId, reaped: u32) {
+    /// Returns the next step's CPU time when handle_edge_irq's loop runs the handler again.
+    fn resend_done(&mut self, c: usize, v: VectorId, reaped: u32) -> Option<u64> {
         self.handler_returned(c, v.ix(), reaped);
         if reaped > 0 && self.vectors[v.ix()].cpu.ix() == c {
             self.irq_poll_if_pending(c, v.ix());
+        }
+        match self.handler_done(v.ix()) {
+            AfterHandler::Done => None,
+            AfterHandler::Again { unmask } => {
+                let unmask_ns = if unmask { self.costs.irq_unmask } else { 0 };
+                Some(unmask_ns + self.replay_handler(c, v.ix()))
+            }
         }
     }
 
@@ -1098,10 +1121,11 @@ impl<O: Observer> Sim<'_, O> {
         };
         let now = self.now;
         let before = g.timer_deadline();
-        if g.hook(global, now, hardirq_total, v as u32) {
-            self.vectors[v].disabled = true;
-        }
+        let disable = g.hook(global, now, hardirq_total, v as u32);
         let after = g.timer_deadline();
+        if disable {
+            self.disable_vector(v);
+        }
         if after != before
             && let Some(at) = after
         {
@@ -1136,7 +1160,7 @@ impl<O: Observer> Sim<'_, O> {
             GsimExpiry::Enable(released) => {
                 for r in released {
                     // (The timer's hardirq time, unmasks included, is not charged.)
-                    self.unmask_vector(r.irq as usize);
+                    self.enable_vector(c, r.irq as usize);
                 }
             }
             GsimExpiry::RunHandlers { rearm_at, .. } => self.arm_gsim_timer(c, rearm_at),

@@ -314,29 +314,6 @@ impl<O: Observer> Sim<'_, O> {
         self.carry_out(v, a);
     }
 
-    /// enable_irq() after irq_poll or GSIM: unmasking lets the device send the message its
-    /// pending bit holds, and an interrupt that found the IRQ disabled is retriggered by
-    /// a self-IPI with the vector (kernel/irq/resend.c check_irq_resend → try_retrigger →
-    /// apic_retrigger_irq), which reaches the local APIC at once.
-    /// Returns whether the vector had been masked (an MSI-X table write to undo).
-    pub(crate) fn unmask_vector(&mut self, v: usize) -> bool {
-        let q = self.vectors[v].queue.ix();
-        let (unacked, cqe_pending) = (self.unacked(q), self.queues[q].qp.cqe_pending());
-        let vec = &mut self.vectors[v];
-        vec.disabled = false;
-        let was_masked = vec.msix.is_masked();
-        let a = vec.msix.unmask(unacked, cqe_pending);
-        if std::mem::take(&mut vec.resend_pending) {
-            if self.measuring {
-                vec.resent += 1;
-            }
-            let (c, idt) = (vec.cpu.ix(), vec.idt);
-            self.notify(c, idt);
-        }
-        self.carry_out(v, a);
-        was_masked
-    }
-
     /// One interrupt or poll round of vector `v` reaped `n` CQEs: feed its moderator
     /// (net_dim from the NAPI-like poll, rdma_dim from ib_poll_handler).
     pub(crate) fn moderate(&mut self, v: usize, n: u32) {

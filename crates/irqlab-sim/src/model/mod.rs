@@ -3,6 +3,7 @@
 //! - `state`: each component's state, one arena per kind in `Sim`; `ids`: their typed ids.
 //! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
 //!   per-CPU scheduler and the threads' steps.
+//! - `genirq`: each vector's irq_desc flow (core's `IrqDesc`: disable, pend, rerun, resend).
 //! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
 //!   port's IIO stack and the socket's interrupt router; `target`: NVMe over RDMA targets;
 //!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
@@ -24,6 +25,7 @@ mod fio_build;
 mod fio_ctl;
 mod fio_job;
 mod flow;
+mod genirq;
 mod guest;
 pub(crate) mod ids;
 mod job;

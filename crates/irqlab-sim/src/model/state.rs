@@ -7,7 +7,7 @@ use crate::observer::{Observer, SliceKind};
 use crate::rng::{ServiceTime, Stream};
 use irqlab_core::Policy;
 use irqlab_core::delivery::{DeliveryPath, NotificationHandler};
-use irqlab_core::irq::Irr;
+use irqlab_core::irq::{IrqDesc, Irr};
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
 use irqlab_core::nvme::{MsixVector, QueuePair, TagSet};
 use irqlab_core::posted::{NR_PIR_WORDS, vector_bit};
@@ -113,8 +113,10 @@ pub(crate) enum IrqPhase {
     PirRound,
     /// `--notification self-ipi`: the demux sent one harvested vector to this CPU.
     SelfIpi,
-    /// handle_edge_irq found the IRQ disabled: mask_ack_irq masks the MSI-X vector.
+    /// handle_edge_irq found the IRQ disabled or running: mask_ack_irq masks the vector.
     Mask,
+    /// handle_edge_irq's loop unmasks the vector before running its handler again.
+    Rerun,
     /// Timer tick work.
     Tick,
     /// hrtimer expiry work.
@@ -769,12 +771,9 @@ pub(crate) struct Vector {
     pub msix: MsixVector,
     /// A message of this vector waits in the device for a posted-header credit.
     pub msi_held: bool,
-    /// disable_irq_nosync() by the irq_poll handler or GSIM: lazy, the vector is masked
-    /// only when its next interrupt arrives (kernel/irq/chip.c handle_edge_irq).
-    pub disabled: bool,
-    /// A message reached a CPU while the vector was disabled: the kernel marked
-    /// IRQS_PENDING instead of running the handler, and enable_irq resends it.
-    pub resend_pending: bool,
+    /// genirq's descriptor (core's, as the runtime's): disabled by irq_poll or GSIM,
+    /// pended, in progress; model/genirq.rs carries out its decisions.
+    pub desc: IrqDesc,
     pub iop: Option<IrqPollId>,
     pub thread: Option<ThreadId>,
     pub thread_pending: bool,

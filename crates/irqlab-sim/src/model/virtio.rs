@@ -363,6 +363,9 @@ impl<O: Observer> Sim<'_, O> {
     fn virtio_handler_returned(&mut self, c: usize, v: usize) {
         let reaped = self.cpus[c].irq.reaped;
         self.obs.handler(self.now, c, v, reaped);
+        if self.end_vector_handler(c) {
+            return;
+        }
         let ns = self.costs.eoi + self.costs.irq_exit;
         self.cpus[c].irq.phase = IrqPhase::Exit;
         self.step(c, ns, SliceKind::HardIrq);
