@@ -12,6 +12,7 @@ use irqlab_core::flood::HandlerPlacement;
 use irqlab_core::gsim::GsimExpiry;
 use irqlab_core::irq::{AfterHandler, Edge, TaskletAction, priority_class};
 use irqlab_core::irq_poll::jiffies;
+use irqlab_core::nvme::irq_handler::{HandlerStep, NvmeIrqHandler};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
 use irqlab_report::Latency;
 
@@ -349,7 +350,14 @@ impl<O: Observer> Sim<'_, O> {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue.ix();
         let mut woke = false;
-        if self.vectors[v].default_primary || self.queues[q].qp.cqe_pending() {
+        let pending = self.queues[q].qp.cqe_pending();
+        // nvme_irq_check's answer comes from core's handler (a rescue thread's check is
+        // flood detection's own).
+        let wake = match self.cpus[c].irq.nvme.as_mut() {
+            Some(h) => h.next(pending) == Some(HandlerStep::WakeThread),
+            None => pending,
+        };
+        if self.vectors[v].default_primary || wake {
             self.vectors[v].thread_pending = true;
             if let Some(t) = self.vectors[v].thread
                 && self.threads[t.ix()].state == TState::Blocked
@@ -404,6 +412,7 @@ impl<O: Observer> Sim<'_, O> {
         let frame = &mut self.cpus[c].irq;
         frame.vector = Some(VectorId::new(v));
         frame.reaped = 0;
+        frame.nvme = None;
         // --flood-detection: a flooded CPU sends a rescue-thread vector's work to its thread.
         let rescue = self.policy.flood_detection
             && self.policy.handler != HandlerStyle::Threaded
@@ -429,18 +438,47 @@ impl<O: Observer> Sim<'_, O> {
             }
             HandlerStyle::Threaded => {
                 // nvme_irq_check: only nvme_cqe_pending(), then IRQ_WAKE_THREAD.
+                self.cpus[c].irq.nvme = Some(NvmeIrqHandler::new(self.policy.handler));
                 self.obs.handler(self.now, c, v, 0);
                 self.hard(c, IrqPhase::Primary, self.costs.poll_check);
             }
-            _ => {
+            style => {
                 let q = self.vectors[v].queue.ix();
                 if self.costs.has_virtio && self.queues[q].virtio.is_some() {
                     self.virtblk_done(c, v);
                     return;
                 }
+                // nvme_irq (or Sagi's budgeted one): its first step reaps.
+                let mut h = NvmeIrqHandler::new(style);
+                let pending = self.queues[q].qp.cqe_pending();
+                let budget = match h.next(pending) {
+                    Some(HandlerStep::Reap { budget }) => budget,
+                    _ => u32::MAX,
+                };
+                let frame = &mut self.cpus[c].irq;
+                frame.nvme = Some(h);
+                frame.reap_budget = budget;
                 self.queues[q].cq_locked = true;
                 self.reap_more(c);
             }
+        }
+    }
+
+    /// The NVMe handler's next step after its reap or its batch (core's step machine,
+    /// given what the CQ head shows now): Complete when a batch of reaped requests is to
+    /// complete, DisableAndPoll when Sagi's handler hands the queue to irq_poll.
+    fn nvme_next(&mut self, c: usize, q: usize) -> Option<HandlerStep> {
+        let pending = self.queues[q].qp.cqe_pending();
+        self.cpus[c].irq.nvme.as_mut()?.next(pending)
+    }
+
+    /// nvme_irq returns: the tracer, the moderator and GSIM see it, then (Sagi's patch)
+    /// entries that arrived meanwhile go to irq_poll. The batch was completed already.
+    fn nvme_handler_returns(&mut self, c: usize, v: usize, reaped: u32) {
+        self.handler_returned(c, v, reaped);
+        let q = self.vectors[v].queue.ix();
+        if self.nvme_next(c, q) == Some(HandlerStep::DisableAndPoll) {
+            self.irq_poll_sched(c, v);
         }
     }
 
@@ -450,23 +488,28 @@ impl<O: Observer> Sim<'_, O> {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue.ix();
         let reaped = self.cpus[c].irq.reaped;
-        let budget_left = match self.policy.handler {
-            HandlerStyle::IrqPoll { budget, .. } => budget.saturating_sub(reaped),
-            _ => u32::MAX,
-        };
+        let budget_left = self.cpus[c].irq.reap_budget.saturating_sub(reaped);
         if budget_left > 0 && self.queues[q].qp.cqe_pending() {
             let mut list = std::mem::take(&mut self.cpus[c].reaping);
             let n = self.poll_queue(c, q, budget_left, &mut list);
             self.cpus[c].reaping = list;
-            self.cpus[c].irq.reaped += n;
+            let frame = &mut self.cpus[c].irq;
+            frame.reaped += n;
+            if let Some(h) = frame.nvme.as_mut() {
+                h.reaped(n);
+            }
             let ns = self.handler_work_ns(q, n);
             self.hard(c, IrqPhase::Reap, ns);
             return;
         }
-        let batch = reaped > 0 && self.queues[q].complete_ns.is_some();
+        // The reap is over: core says whether a batch completes (nothing reaped: the
+        // handler returns IRQ_NONE).
+        let batch_step = self.nvme_next(c, q) == Some(HandlerStep::CompleteBatch);
+        let batch = batch_step && self.queues[q].complete_ns.is_some();
         if !batch {
-            self.handler_returned(c, v, reaped);
-            self.irq_poll_if_pending(c, v);
+            // Without nvme_pci_complete_batch (before v5.19) each request completed as
+            // it was reaped: the handler returns now.
+            self.nvme_handler_returns(c, v, reaped);
         }
         if !self.queues[q].doorbell {
             // idxd: the handler walks the completion records; no head doorbell exists.
@@ -526,8 +569,7 @@ impl<O: Observer> Sim<'_, O> {
     fn batch_done(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
         let reaped = self.cpus[c].irq.reaped;
-        self.handler_returned(c, v, reaped);
-        self.irq_poll_if_pending(c, v);
+        self.nvme_handler_returns(c, v, reaped);
         self.vector_done(c);
     }
 
@@ -536,12 +578,16 @@ impl<O: Observer> Sim<'_, O> {
     /// irq_poll_sched(&nvmeq->iop); }`: entries that arrived meanwhile go to IRQ_POLL.
     fn irq_poll_if_pending(&mut self, c: usize, v: usize) {
         let q = self.vectors[v].queue.ix();
+        if self.queues[q].qp.cqe_pending() {
+            self.irq_poll_sched(c, v);
+        }
+    }
+
+    /// disable_irq_nosync() and irq_poll_sched() on vector `v`'s instance.
+    fn irq_poll_sched(&mut self, c: usize, v: usize) {
         let Some(id) = self.vectors[v].iop else {
             return;
         };
-        if !self.queues[q].qp.cqe_pending() {
-            return;
-        }
         self.disable_vector(v);
         if self.cpus[c].irq_poll.sched(id).unwrap_or(false) {
             self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
@@ -930,8 +976,8 @@ impl<O: Observer> Sim<'_, O> {
     fn replay_handler(&mut self, c: usize, v: usize) -> u64 {
         let q = self.vectors[v].queue.ix();
         // nvme_irq: reap (up to Sagi's budget), the head doorbell, then the completions.
-        let budget = match self.policy.handler {
-            HandlerStyle::IrqPoll { budget, .. } => budget,
+        let budget = match NvmeIrqHandler::new(self.policy.handler).next(true) {
+            Some(HandlerStep::Reap { budget }) => budget,
             _ => u32::MAX,
         };
         let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);

@@ -9,6 +9,7 @@ use irqlab_core::Policy;
 use irqlab_core::delivery::{DeliveryPath, NotificationHandler};
 use irqlab_core::irq::{IrqDesc, Irr};
 use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
+use irqlab_core::nvme::irq_handler::NvmeIrqHandler;
 use irqlab_core::nvme::{MsixVector, QueuePair, TagSet};
 use irqlab_core::posted::{NR_PIR_WORDS, vector_bit};
 use irqlab_core::softirq::SoftirqCpu;
@@ -144,6 +145,11 @@ pub(crate) struct IrqFrame {
     /// Posted: the notification handler's step machine (irqlab-core delivery/handler.rs),
     /// the same one the runtime executes.
     pub notification: Option<NotificationHandler>,
+    /// An NVMe vector's handler: core's step machine for the policy's handler style (the
+    /// runtime's too); the simulator charges its steps.
+    pub nvme: Option<NvmeIrqHandler>,
+    /// The budget of the handler's Reap step (nvme_poll_cq's; Sagi's irq_poll budget).
+    pub reap_budget: u32,
     /// After Wakeups, go back to this phase's continuation.
     pub after_wakeups: IrqPhase,
 }
@@ -156,6 +162,8 @@ impl IrqFrame {
             vector: None,
             reaped: 0,
             notification: None,
+            nvme: None,
+            reap_budget: u32::MAX,
             after_wakeups: IrqPhase::Reap,
         }
     }
