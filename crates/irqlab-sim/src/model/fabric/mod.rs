@@ -187,3 +187,119 @@ fn stack_count(p: &Platform) -> usize {
     names.dedup();
     names.len()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ids::{CpuId, IoId, VectorId};
+
+    fn root_port(credits: u32) -> RootPort {
+        RootPort {
+            name: "rp".into(),
+            write_ns: 10,
+            bytes_per_ns: 4.0,
+            msi_ns: 5,
+            credits,
+            mps_bytes: 256,
+            stack: None,
+        }
+    }
+
+    /// Two ports on one stack, and a router taking `ubox_ns` per message.
+    fn two_ports_one_stack(ubox_ns: u64) -> Fabric {
+        let s = StackId::new(0);
+        Fabric {
+            ports: vec![Port::new(&root_port(0), s), Port::new(&root_port(0), s)],
+            stacks: vec![Stack::default()],
+            router: Router::idle(ubox_ns),
+        }
+    }
+
+    fn msi(v: usize) -> HeldMsi {
+        HeldMsi {
+            vector: VectorId::new(v),
+            remapped: true,
+            notify: true,
+        }
+    }
+
+    fn note(cpu: usize) -> Notification {
+        Notification {
+            cpu: CpuId::new(cpu),
+            idt: 0x21,
+            holds: None,
+        }
+    }
+
+    #[test]
+    fn a_port_holds_credits_until_the_write_departs() {
+        let mut port = Port::new(&root_port(8), StackId::new(0));
+        // 4 KiB: 16 TLPs and the CQE, capped at half the port's credits.
+        let credits = port.data_credits(4096);
+        assert_eq!(credits, 4);
+        let io = IoId::new(0);
+        assert!(port.accept(PortItem::Completion { io, credits }), "idle");
+        assert_eq!(port.start_write(100, 50, None), 150);
+        assert!(!port.accept(PortItem::Completion { io, credits }), "busy");
+        assert!(!port.has_room(1), "8 credits held");
+        assert!(port.write_done().is_some());
+        assert!(port.has_room(4) && !port.has_room(5));
+        assert!(port.ready(), "the second write waits to start");
+    }
+
+    #[test]
+    fn a_stall_counts_only_inside_the_window() {
+        let mut port = Port::new(&root_port(0), StackId::new(0));
+        port.accept(PortItem::Msi {
+            vector: VectorId::new(0),
+        });
+        port.stall(100);
+        port.stall(200);
+        port.start_write(300, 5, Some(150));
+        assert_eq!((port.stalled_ns(), port.busy_ns()), (150, 5));
+    }
+
+    #[test]
+    fn a_busy_stack_queues_each_waiting_port_once() {
+        let mut f = two_ports_one_stack(0);
+        assert!(f.stack_free(0));
+        assert_eq!(f.stack_take(0, msi(0), 1000, 20), 1025);
+        assert!(!f.stack_free(1));
+        assert!(!f.stack_free(1), "asked again while it waits");
+        let (s, held) = f.held_at(0);
+        assert_eq!(held.vector.ix(), 0);
+        assert_eq!(f.free_stack(s), Some(1), "the waiting port goes next");
+        assert_eq!(f.free_stack(s), None, "it waited once");
+    }
+
+    #[test]
+    fn a_stack_freed_while_its_port_writes_does_not_restart_it() {
+        let mut f = two_ports_one_stack(0);
+        f.stack_take(0, msi(0), 0, 20);
+        assert!(!f.stack_free(1));
+        f.port_mut(1).accept(PortItem::Msi {
+            vector: VectorId::new(1),
+        });
+        f.port_mut(1).start_write(0, 5, None);
+        assert_eq!(f.free_stack(StackId::new(0)), None);
+    }
+
+    #[test]
+    fn the_router_sends_one_message_at_a_time_in_order() {
+        let mut f = two_ports_one_stack(30);
+        assert!(matches!(f.route(note(0), 100), Routed::At(130)));
+        assert!(matches!(f.route(note(1), 110), Routed::Queued));
+        let first = f.router_sent(130, Some(0)).expect("a message");
+        assert_eq!(first.cpu.ix(), 0);
+        assert_eq!(f.router_next(130), Some(160));
+        assert_eq!(f.router_sent(160, Some(0)).map(|n| n.cpu.ix()), Some(1));
+        assert_eq!(f.router_next(160), None);
+        assert_eq!((f.router().delivered(), f.router().busy_ns()), (2, 60));
+    }
+
+    #[test]
+    fn without_router_time_a_notification_goes_straight_on() {
+        let mut f = two_ports_one_stack(0);
+        assert!(matches!(f.route(note(3), 5), Routed::Now(n) if n.cpu.ix() == 3));
+    }
+}
