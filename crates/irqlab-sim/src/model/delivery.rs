@@ -37,17 +37,13 @@ impl<O: Observer> Sim<'_, O> {
             return false;
         }
         let remapped = !self.posted_vector(v);
-        let (notify, work) = if remapped {
-            (true, self.costs.stack_rtt)
-        } else {
-            (self.post_msi(v), self.costs.pid)
-        };
+        let notify = remapped || self.post_msi(v);
         let msi = HeldMsi {
             vector: VectorId::new(v),
             remapped,
             notify,
         };
-        let at = self.fabric.stack_take(p, msi, self.now, work);
+        let at = self.fabric.stack_take(p, msi, self.now);
         self.q.push(
             at,
             Event::EngineDone {

@@ -457,8 +457,7 @@ impl<O: Observer> Sim<'_, O> {
             PortItem::Completion { io, .. } => self.completion_write_ns(p, io),
             PortItem::SendWc { queue, .. } => {
                 let d = self.queues[queue.ix()].device.ix();
-                let (cqe, tr) = (self.devices[d].cqe_bytes, self.costs.dma_translate);
-                self.fabric.port(p).cqe_write_ns(cqe, tr)
+                self.fabric.port(p).cqe_write_ns(self.devices[d].cqe_bytes)
             }
             PortItem::Msi { vector } => {
                 if !self.stack_take(p, vector.ix()) {
@@ -484,10 +483,10 @@ impl<O: Observer> Sim<'_, O> {
         let d = self.queues[rec.queue.ix()].device.ix();
         let dev = &self.devices[d];
         let data = rec.read || dev.writes_data;
-        let (bytes, cqe, tr) = (rec.bytes, dev.cqe_bytes, self.costs.dma_translate);
+        let (bytes, cqe) = (rec.bytes, dev.cqe_bytes);
         self.fabric
             .port_mut(p)
-            .completion_write_ns(d, data, bytes, cqe, tr)
+            .completion_write_ns(d, data, bytes, cqe)
     }
 
     /// The write at port `p`'s FIFO head departed: a CQE landed in its CQ (an MSI went on

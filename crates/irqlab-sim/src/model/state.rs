@@ -45,11 +45,6 @@ pub(crate) struct Costs {
     /// enable_irq's unmask: the mask's table write plus a guest's hypercall (crate::guest).
     pub irq_unmask: u64,
     pub usr_io: u64,
-    /// A remapped MSI's time at its IIO stack before the router (uncore.stack_rtt_ns).
-    pub stack_rtt: u64,
-    /// A posted MSI's atomic update of the posted-interrupt descriptor (uncore.pid_ns).
-    pub pid: u64,
-    pub dma_translate: u64,
     /// A guest's halted-vCPU wake, added to `idle_exit` after `guest_halt_poll` (model/guest.rs).
     pub vcpu_wake: u64,
     pub guest_halt_poll: u64,

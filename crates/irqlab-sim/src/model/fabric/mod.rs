@@ -39,9 +39,11 @@ impl Fabric {
             ports: p
                 .root_ports
                 .iter()
-                .map(|rp| Port::new(rp, stack_of(p, rp)))
+                .map(|rp| Port::new(rp, stack_of(p, rp), p.iommu.dma_translate_ns))
                 .collect(),
-            stacks: (0..stack_count(p)).map(|_| Stack::default()).collect(),
+            stacks: (0..stack_count(p))
+                .map(|_| Stack::idle(p.uncore.stack_rtt_ns, p.uncore.pid_ns))
+                .collect(),
             router: Router::idle(p.uncore.ubox_ns),
         }
     }
@@ -83,12 +85,12 @@ impl Fabric {
         false
     }
 
-    /// Port `p`'s stack takes `msi` after the port's MSI write; its work takes `work` ns.
-    /// Returns when the stack's work ends.
+    /// Port `p`'s stack takes `msi` after the port's MSI write. Returns when the stack's
+    /// work ends.
     #[inline]
-    pub(crate) fn stack_take(&mut self, p: usize, msi: HeldMsi, now: u64, work: u64) -> u64 {
+    pub(crate) fn stack_take(&mut self, p: usize, msi: HeldMsi, now: u64) -> u64 {
         let port = &self.ports[p];
-        self.stacks[port.stack().ix()].take(msi);
+        let work = self.stacks[port.stack().ix()].take(msi);
         (now + port.msi_ns() + work).max(now + 1)
     }
 
@@ -209,8 +211,11 @@ mod tests {
     fn two_ports_one_stack(ubox_ns: u64) -> Fabric {
         let s = StackId::new(0);
         Fabric {
-            ports: vec![Port::new(&root_port(0), s), Port::new(&root_port(0), s)],
-            stacks: vec![Stack::default()],
+            ports: vec![
+                Port::new(&root_port(0), s, 1),
+                Port::new(&root_port(0), s, 1),
+            ],
+            stacks: vec![Stack::idle(20, 90)],
             router: Router::idle(ubox_ns),
         }
     }
@@ -233,7 +238,7 @@ mod tests {
 
     #[test]
     fn a_port_holds_credits_until_the_write_departs() {
-        let mut port = Port::new(&root_port(8), StackId::new(0));
+        let mut port = Port::new(&root_port(8), StackId::new(0), 1);
         // 4 KiB: 16 TLPs and the CQE, capped at half the port's credits.
         let credits = port.data_credits(4096);
         assert_eq!(credits, 4);
@@ -249,7 +254,7 @@ mod tests {
 
     #[test]
     fn a_stall_counts_only_inside_the_window() {
-        let mut port = Port::new(&root_port(0), StackId::new(0));
+        let mut port = Port::new(&root_port(0), StackId::new(0), 1);
         port.accept(PortItem::Msi {
             vector: VectorId::new(0),
         });
@@ -263,7 +268,8 @@ mod tests {
     fn a_busy_stack_queues_each_waiting_port_once() {
         let mut f = two_ports_one_stack(0);
         assert!(f.stack_free(0));
-        assert_eq!(f.stack_take(0, msi(0), 1000, 20), 1025);
+        // The port's MSI write, then the remapped MSI's time at the stack.
+        assert_eq!(f.stack_take(0, msi(0), 1000), 1025);
         assert!(!f.stack_free(1));
         assert!(!f.stack_free(1), "asked again while it waits");
         let (s, held) = f.held_at(0);
@@ -275,7 +281,7 @@ mod tests {
     #[test]
     fn a_stack_freed_while_its_port_writes_does_not_restart_it() {
         let mut f = two_ports_one_stack(0);
-        f.stack_take(0, msi(0), 0, 20);
+        f.stack_take(0, msi(0), 0);
         assert!(!f.stack_free(1));
         f.port_mut(1).accept(PortItem::Msi {
             vector: VectorId::new(1),

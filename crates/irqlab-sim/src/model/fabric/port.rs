@@ -45,6 +45,8 @@ pub(crate) struct Port {
     /// The MSI at the FIFO head waits in its stack's queue, and the writes behind it wait
     /// too (PCIe ordering rule A2a: a posted write does not pass another).
     waits_for_stack: bool,
+    /// The IOMMU's DMA address translation of each data or CQE write (IOTLB hit), ns.
+    translate_ns: u64,
     /// Time the FIFO spent writing, and stalled on its stack, in the window (ns).
     busy_ns: u64,
     stalled_ns: u64,
@@ -55,8 +57,9 @@ pub(crate) struct Port {
 }
 
 impl Port {
-    /// A root port with an empty FIFO, on stack `stack`.
-    pub(crate) fn new(rp: &RootPort, stack: StackId) -> Port {
+    /// A root port with an empty FIFO, on stack `stack`, its writes translated by the
+    /// IOMMU in `translate_ns`.
+    pub(crate) fn new(rp: &RootPort, stack: StackId, translate_ns: u64) -> Port {
         Port {
             fifo: VecDeque::new(),
             busy: false,
@@ -69,6 +72,7 @@ impl Port {
             blocked: VecDeque::new(),
             stack,
             waits_for_stack: false,
+            translate_ns,
             busy_ns: 0,
             stalled_ns: 0,
             stalled_since: 0,
@@ -125,11 +129,10 @@ impl Port {
         self.msi_ns
     }
 
-    /// Port time of a write of a CQE alone (a SEND work completion), `translate` its DMA
-    /// address translation.
-    pub(crate) fn cqe_write_ns(&self, cqe_bytes: u64, translate: u64) -> u64 {
+    /// Port time of a write of a CQE alone (a SEND work completion).
+    pub(crate) fn cqe_write_ns(&self, cqe_bytes: u64) -> u64 {
         let cqe = cqe_bytes as f64 / self.bytes_per_ns;
-        self.write_ns + cqe as u64 + translate
+        self.write_ns + cqe as u64 + self.translate_ns
     }
 
     /// Port time of one completion of `device`: its data (`bytes`, when it carries data)
@@ -141,13 +144,13 @@ impl Port {
         data: bool,
         bytes: u32,
         cqe_bytes: u64,
-        translate: u64,
     ) -> u64 {
         let key = ((device as u64) << 48) | (u64::from(data) << 40) | u64::from(bytes);
         if self.write_memo.0 == key {
             return self.write_memo.1;
         }
         let per = |n: u64| (n as f64 / self.bytes_per_ns) as u64;
+        let translate = self.translate_ns;
         let data_ns = if data {
             self.write_ns + per(u64::from(bytes)) + translate
         } else {

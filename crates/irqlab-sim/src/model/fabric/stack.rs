@@ -15,8 +15,11 @@ pub(crate) struct HeldMsi {
     pub notify: bool,
 }
 
-#[derive(Default)]
 pub(crate) struct Stack {
+    /// A remapped MSI's time at the stack before the router (uncore.stack_rtt_ns), and a
+    /// posted MSI's atomic update of the posted-interrupt descriptor (uncore.pid_ns).
+    remap_ns: u64,
+    post_ns: u64,
     /// The MSI it handles (None: idle).
     held: Option<HeldMsi>,
     /// Its ports whose FIFO head is an MSI waiting for the stack, in arrival order.
@@ -24,17 +27,33 @@ pub(crate) struct Stack {
 }
 
 impl Stack {
+    /// An idle stack whose DMAR unit takes `remap_ns` per remapped MSI and `post_ns` per
+    /// posted one.
+    pub(crate) fn idle(remap_ns: u64, post_ns: u64) -> Stack {
+        Stack {
+            remap_ns,
+            post_ns,
+            held: None,
+            waiting: VecDeque::new(),
+        }
+    }
+
     /// The DMAR unit handles an MSI.
     #[inline]
     pub(crate) fn is_busy(&self) -> bool {
         self.held.is_some()
     }
 
-    /// The DMAR unit starts on `msi`.
+    /// The DMAR unit starts on `msi`. Returns how long its work takes.
     #[inline]
-    pub(crate) fn take(&mut self, msi: HeldMsi) {
+    pub(crate) fn take(&mut self, msi: HeldMsi) -> u64 {
         debug_assert!(self.held.is_none(), "the stack handles one MSI at a time");
         self.held = Some(msi);
+        if msi.remapped {
+            self.remap_ns
+        } else {
+            self.post_ns
+        }
     }
 
     /// The MSI the DMAR unit handles.
