@@ -4,7 +4,7 @@
 //! job threads, ksoftirqd and irq threads, and checks every request against the machine.
 
 use super::fio_job::{DiskAcct, FioJob, FioRun};
-use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, StackId, ThreadId, VectorId};
+use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, ThreadId, VectorId};
 use super::state::*;
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
@@ -152,9 +152,6 @@ fn costs(p: &Platform) -> Costs {
         irq_mask: k.irq_mask_ns + g.irq_mask,
         irq_unmask: k.irq_mask_ns + g.irq_mask + g.irq_unmask,
         usr_io: p.engine.usr_io_ns,
-        stack_rtt: p.uncore.stack_rtt_ns,
-        pid: p.uncore.pid_ns,
-        dma_translate: p.iommu.dma_translate_ns,
         vcpu_wake: g.vcpu_wake,
         guest_halt_poll: g.guest_halt_poll,
         kick: g.kick,
@@ -373,13 +370,7 @@ pub(crate) fn build<'a, O: Observer>(
         devices: m.devices,
         queues: m.queues,
         vectors: m.vectors,
-        ports: p
-            .root_ports
-            .iter()
-            .map(|rp| new_port(rp, stack_of(p, rp)))
-            .collect(),
-        stacks: (0..stack_count(p)).map(|_| Stack::default()).collect(),
-        router: Router::idle(p.uncore.ubox_ns),
+        fabric: super::fabric::Fabric::new(p),
         ios: Vec::with_capacity(4096),
         free_ios: Vec::new(),
         draining: false,
@@ -812,51 +803,6 @@ fn add_ksoftirqds(m: &mut Machine) {
 }
 
 // ---------------------------------------------------------------- devices
-
-/// The IIO stack of root port `rp`: stacks are numbered in the order their first port
-/// appears.
-fn stack_of(p: &Platform, rp: &crate::platform::RootPort) -> StackId {
-    let mut names: Vec<&str> = Vec::new();
-    for r in &p.root_ports {
-        if !names.contains(&r.stack_name()) {
-            names.push(r.stack_name());
-        }
-    }
-    let ix = names
-        .iter()
-        .position(|n| *n == rp.stack_name())
-        .expect("the port's stack is among the ports' stacks");
-    StackId::new(ix)
-}
-
-/// How many IIO stacks the root ports name.
-fn stack_count(p: &Platform) -> usize {
-    let mut names: Vec<&str> = p.root_ports.iter().map(|r| r.stack_name()).collect();
-    names.sort_unstable();
-    names.dedup();
-    names.len()
-}
-
-/// A root port with an empty FIFO, on stack `stack`.
-fn new_port(rp: &crate::platform::RootPort, stack: StackId) -> Port {
-    Port {
-        fifo: VecDeque::new(),
-        busy: false,
-        write_ns: rp.write_ns,
-        bytes_per_ns: rp.bytes_per_ns,
-        msi_ns: rp.msi_ns,
-        credits: rp.credits,
-        used: 0,
-        mps: rp.mps_bytes,
-        blocked: VecDeque::new(),
-        stack,
-        waits_for_stack: false,
-        busy_ns: 0,
-        stalled_ns: 0,
-        stalled_since: 0,
-        write_memo: (u64::MAX, 0),
-    }
-}
 
 /// Every device of the platform, group by group, with the queues its jobs need. Returns,
 /// per device, each CPU's queue in the interrupt-driven set [0] and the polled set [1]

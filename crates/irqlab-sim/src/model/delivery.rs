@@ -23,6 +23,7 @@
 //! at a time. A posted notification waiting there keeps ON set, so the stacks' later
 //! posts to that CPU only set PIR bits: a busy router coalesces.
 
+use super::fabric::{HeldMsi, Notification, Routed};
 use super::ids::{PortId, StackId, VectorId};
 use super::state::*;
 use crate::engine::Event;
@@ -32,27 +33,19 @@ impl<O: Observer> Sim<'_, O> {
     /// The MSI of vector `v` at port `p`'s FIFO head goes to the port's stack. False: the
     /// stack is busy, the port waits in its queue, and the FIFO with it.
     pub(crate) fn stack_take(&mut self, p: usize, v: usize) -> bool {
-        let s = self.ports[p].stack.ix();
-        if self.stacks[s].held.is_some() {
-            if !std::mem::replace(&mut self.ports[p].waits_for_stack, true) {
-                self.stacks[s].waiting.push_back(PortId::new(p));
-            }
+        if !self.fabric.stack_free(p) {
             return false;
         }
         let remapped = !self.posted_vector(v);
-        let (notify, work) = if remapped {
-            (true, self.costs.stack_rtt)
-        } else {
-            (self.post_msi(v), self.costs.pid)
-        };
-        self.stacks[s].held = Some(HeldMsi {
+        let notify = remapped || self.post_msi(v);
+        let msi = HeldMsi {
             vector: VectorId::new(v),
             remapped,
             notify,
-        });
-        let at = self.now + self.ports[p].msi_ns + work;
+        };
+        let at = self.fabric.stack_take(p, msi, self.now);
         self.q.push(
-            at.max(self.now + 1),
+            at,
             Event::EngineDone {
                 port: PortId::new(p),
             },
@@ -64,8 +57,7 @@ impl<O: Observer> Sim<'_, O> {
     /// leaves for the router; a posted MSI frees the stack now, a remapped one once the
     /// router has sent it on.
     pub(crate) fn engine_done(&mut self, p: usize) {
-        let s = self.ports[p].stack;
-        let held = self.stacks[s.ix()].held.expect("the stack holds an MSI");
+        let (s, held) = self.fabric.held_at(p);
         let v = held.vector.ix();
         if held.notify {
             let cpu = &self.cpus[self.vectors[v].cpu.ix()];
@@ -87,14 +79,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The stack is idle again: the port that waited longest starts its MSI.
     fn free_stack(&mut self, s: StackId) {
-        let stack = &mut self.stacks[s.ix()];
-        stack.held = None;
-        let Some(p) = stack.waiting.pop_front() else {
-            return;
-        };
-        let p = p.ix();
-        self.ports[p].waits_for_stack = false;
-        if !self.ports[p].busy {
+        if let Some(p) = self.fabric.free_stack(s) {
             self.port_start(p);
         }
     }
@@ -118,40 +103,23 @@ impl<O: Observer> Sim<'_, O> {
 
     /// A notification leaves its stack for the router.
     fn send_notification(&mut self, n: Notification) {
-        if self.router.service_ns == 0 {
-            self.deliver(n);
-            return;
-        }
-        self.router.queue.push_back(n);
-        if !self.router.busy {
-            self.start_routing();
+        match self.fabric.route(n, self.now) {
+            Routed::Now(n) => self.deliver(n),
+            Routed::At(at) => self.q.push(at, Event::Delivered),
+            Routed::Queued => {}
         }
     }
 
-    fn start_routing(&mut self) {
-        if self.router.queue.is_empty() {
-            return;
-        }
-        let r = &mut self.router;
-        r.busy = true;
-        r.busy_since = self.now;
-        let at = self.now + r.service_ns;
-        self.q.push(at, Event::Delivered);
-    }
-
-    /// The router sent the message at its head to the CPU.
+    /// The router sent the message at its head to the CPU, and starts on the next.
     pub(crate) fn delivered(&mut self) {
-        let r = &mut self.router;
-        r.busy = false;
-        if self.measuring {
-            r.delivered += 1;
-            r.busy_ns += self.now - r.busy_since.max(self.window_start);
-        }
-        let Some(n) = r.queue.pop_front() else {
+        let window = self.measuring.then_some(self.window_start);
+        let Some(n) = self.fabric.router_sent(self.now, window) else {
             return;
         };
         self.deliver(n);
-        self.start_routing();
+        if let Some(at) = self.fabric.router_next(self.now) {
+            self.q.push(at, Event::Delivered);
+        }
     }
 
     /// The interrupt message reaches the CPU, and a remapped one frees its stack.

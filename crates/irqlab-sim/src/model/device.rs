@@ -3,6 +3,7 @@
 //! one outstanding message until the CQ head doorbell), the root port's ordered FIFO of
 //! posted writes; model/delivery.rs takes each MSI through the port's IIO stack.
 
+use super::fabric::PortItem;
 use super::ids::{DeviceId, IoId, PortId, QueueId, VectorId};
 use super::state::*;
 use crate::engine::Event;
@@ -143,7 +144,10 @@ impl<O: Observer> Sim<'_, O> {
         let dev = &self.devices[d];
         let port = dev.port.ix();
         let credits = self.completion_credits(io);
-        if dev.egress.is_empty() && dev.msi_wait.is_empty() && self.port_room(port, credits) {
+        if dev.egress.is_empty()
+            && dev.msi_wait.is_empty()
+            && self.fabric.port(port).has_room(credits)
+        {
             self.emit_completion(io, credits);
         } else {
             self.devices[d].egress.push_back(io);
@@ -290,7 +294,7 @@ impl<O: Observer> Sim<'_, O> {
         let port = self.devices[d].port.ix();
         // The MSI follows the CQEs already written and goes ahead of completions the
         // device still holds; without a credit it waits in the device too.
-        if self.devices[d].msi_wait.is_empty() && self.port_room(port, 1) {
+        if self.devices[d].msi_wait.is_empty() && self.fabric.port(port).has_room(1) {
             let vector = VectorId::new(v);
             self.port_push(port, PortItem::Msi { vector });
         } else {
@@ -356,9 +360,8 @@ impl<O: Observer> Sim<'_, O> {
 
     // ---------------------------------------------------------------- root port
 
-    /// Posted header credits a read completion holds: one per MPS of data and one for the
-    /// CQE, but at most half the port's: flow control is per TLP, so a long transfer
-    /// streams through a window of credits instead of waiting for an empty port.
+    /// Posted header credits `io`'s completion holds in its port (model/fabric/port.rs):
+    /// one when it carries no data.
     #[inline(always)]
     fn completion_credits(&self, io: IoId) -> u32 {
         let rec = &self.ios[io.ix()];
@@ -366,47 +369,25 @@ impl<O: Observer> Sim<'_, O> {
         if !rec.read && !dev.writes_data {
             return 1;
         }
-        let port = &self.ports[dev.port.ix()];
-        if port.credits == 0 {
-            // Unlimited credits: nothing is counted, and the cap below would make it 1.
-            return 1;
-        }
-        let tlps = u64::from(rec.bytes).div_ceil(port.mps) + 1;
-        tlps.min(u64::from(port.credits.div_ceil(2)).max(1)) as u32
-    }
-
-    /// Credits an entry of the FIFO holds (a completion's were counted as it entered).
-    #[inline]
-    fn item_credits(item: PortItem) -> u32 {
-        match item {
-            PortItem::Completion { credits, .. } => credits,
-            PortItem::Msi { .. } | PortItem::SendWc { .. } => 1,
-        }
-    }
-
-    /// Whether port `p` accepts a write needing `need` credits (an empty port takes any).
-    #[inline]
-    fn port_room(&self, p: usize, need: u32) -> bool {
-        let port = &self.ports[p];
-        port.credits == 0 || port.used == 0 || port.used + need <= port.credits
+        self.fabric.port(dev.port.ix()).data_credits(rec.bytes)
     }
 
     fn block_device(&mut self, d: usize) {
         if !self.devices[d].blocked {
             self.devices[d].blocked = true;
             let p = self.devices[d].port.ix();
-            self.ports[p].blocked.push_back(DeviceId::new(d));
+            self.fabric.port_mut(p).block(DeviceId::new(d));
         }
     }
 
     /// Credits came back: blocked devices write what they hold, one write each in turn,
     /// until a write does not fit.
     fn serve_blocked(&mut self, p: usize) {
-        while let Some(&d) = self.ports[p].blocked.front() {
+        while let Some(d) = self.fabric.port(p).first_blocked() {
             let d = d.ix();
             let dev = &self.devices[d];
             let sent = if let Some(&v) = dev.msi_wait.front() {
-                self.port_room(p, 1) && {
+                self.fabric.port(p).has_room(1) && {
                     self.devices[d].msi_wait.pop_front();
                     self.vectors[v.ix()].msi_held = false;
                     self.port_push(p, PortItem::Msi { vector: v });
@@ -414,7 +395,7 @@ impl<O: Observer> Sim<'_, O> {
                 }
             } else if let Some(&io) = dev.egress.front() {
                 let credits = self.completion_credits(io);
-                self.port_room(p, credits) && {
+                self.fabric.port(p).has_room(credits) && {
                     self.devices[d].egress.pop_front();
                     self.emit_completion(io, credits);
                     true
@@ -426,23 +407,18 @@ impl<O: Observer> Sim<'_, O> {
                 break;
             }
             // emit_completion may have queued an MSI for this device: keep its turn order.
-            self.ports[p].blocked.pop_front();
+            self.fabric.port_mut(p).unblock_first();
             let dev = &mut self.devices[d];
             if dev.egress.is_empty() && dev.msi_wait.is_empty() {
                 dev.blocked = false;
             } else {
-                self.ports[p].blocked.push_back(DeviceId::new(d));
+                self.fabric.port_mut(p).block(DeviceId::new(d));
             }
         }
     }
 
     fn port_push(&mut self, p: usize, item: PortItem) {
-        if self.ports[p].credits > 0 {
-            let need = Self::item_credits(item);
-            self.ports[p].used += need;
-        }
-        self.ports[p].fifo.push_back(item);
-        if !self.ports[p].busy {
+        if self.fabric.port_mut(p).accept(item) {
             self.port_start(p);
         }
     }
@@ -451,40 +427,27 @@ impl<O: Observer> Sim<'_, O> {
     /// the port's IIO stack then handles it (model/delivery.rs), one MSI of its ports at a
     /// time, so an MSI that finds the stack busy waits at the head, and the FIFO with it.
     pub(crate) fn port_start(&mut self, p: usize) {
-        let Some(&item) = self.ports[p].fifo.front() else {
+        let Some(item) = self.fabric.port(p).head() else {
             return;
         };
         let dur = match item {
             PortItem::Completion { io, .. } => self.completion_write_ns(p, io),
             PortItem::SendWc { queue, .. } => {
                 let d = self.queues[queue.ix()].device.ix();
-                let port = &self.ports[p];
-                let cqe = self.devices[d].cqe_bytes as f64 / port.bytes_per_ns;
-                port.write_ns + cqe as u64 + self.costs.dma_translate
+                self.fabric.port(p).cqe_write_ns(self.devices[d].cqe_bytes)
             }
             PortItem::Msi { vector } => {
                 if !self.stack_take(p, vector.ix()) {
-                    let port = &mut self.ports[p];
-                    if port.stalled_since == 0 {
-                        port.stalled_since = self.now.max(1);
-                    }
+                    self.fabric.port_mut(p).stall(self.now);
                     return;
                 }
-                self.ports[p].msi_ns
+                self.fabric.port(p).msi_ns()
             }
         };
-        let measuring = self.measuring;
-        let port = &mut self.ports[p];
-        let since = std::mem::take(&mut port.stalled_since);
-        if measuring {
-            port.busy_ns += dur;
-            if since > 0 {
-                port.stalled_ns += self.now - since.max(self.window_start);
-            }
-        }
-        port.busy = true;
+        let window = self.measuring.then_some(self.window_start);
+        let at = self.fabric.port_mut(p).start_write(self.now, dur, window);
         self.q.push(
-            self.now + dur.max(1),
+            at,
             Event::PortDone {
                 port: PortId::new(p),
             },
@@ -493,37 +456,21 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Port time of one completion: its data (reads, or DSA fills) and its CQE.
     fn completion_write_ns(&mut self, p: usize, io: IoId) -> u64 {
-        let rec = self.ios[io.ix()];
+        let rec = &self.ios[io.ix()];
         let d = self.queues[rec.queue.ix()].device.ix();
-        let data = rec.read || self.devices[d].writes_data;
-        let key = ((d as u64) << 48) | (u64::from(data) << 40) | u64::from(rec.bytes);
-        let port = &self.ports[p];
-        if port.write_memo.0 == key {
-            return port.write_memo.1;
-        }
-        let tr = self.costs.dma_translate;
-        let bytes = |n: u64| (n as f64 / port.bytes_per_ns) as u64;
-        let data_ns = if data {
-            port.write_ns + bytes(u64::from(rec.bytes)) + tr
-        } else {
-            0
-        };
-        let ns = data_ns + port.write_ns + bytes(self.devices[d].cqe_bytes) + tr;
-        self.ports[p].write_memo = (key, ns);
-        ns
+        let dev = &self.devices[d];
+        let data = rec.read || dev.writes_data;
+        let (bytes, cqe) = (rec.bytes, dev.cqe_bytes);
+        self.fabric
+            .port_mut(p)
+            .completion_write_ns(d, data, bytes, cqe)
     }
 
+    /// The write at port `p`'s FIFO head departed: a CQE landed in its CQ (an MSI went on
+    /// in its stack); credits returned to the devices waiting, and the next write starts.
     #[inline(always)]
     pub(crate) fn port_done(&mut self, p: usize) {
-        let item = self.ports[p].fifo.pop_front();
-        self.ports[p].busy = false;
-        if self.ports[p].credits > 0
-            && let Some(it) = item
-        {
-            let need = Self::item_credits(it);
-            self.ports[p].used -= need;
-        }
-        match item {
+        match self.fabric.port_mut(p).write_done() {
             Some(PortItem::Completion { io, .. }) => {
                 let Io { queue, tag, .. } = self.ios[io.ix()];
                 let q = queue.ix();
@@ -546,10 +493,10 @@ impl<O: Observer> Sim<'_, O> {
             Some(PortItem::Msi { .. }) => {}
             None => {}
         }
-        if !self.ports[p].blocked.is_empty() {
+        if self.fabric.port(p).has_blocked() {
             self.serve_blocked(p);
         }
-        if !self.ports[p].busy && !self.ports[p].fifo.is_empty() {
+        if self.fabric.port(p).ready() {
             self.port_start(p);
         }
     }

@@ -4,8 +4,10 @@
 //! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
 //!   per-CPU scheduler and the threads' steps.
 //! - `genirq`: each vector's irq_desc flow (core's `IrqDesc`: disable, pend, rerun, resend).
-//! - `device`: the controller, its MSI-X vectors and the root port's FIFO; `delivery`: the
-//!   port's IIO stack and the socket's interrupt router; `target`: NVMe over RDMA targets;
+//! - `fabric`: the root ports, IIO stacks and the socket's interrupt router, each owning
+//!   its state and answering what happened; `device`: the controller, its MSI-X vectors
+//!   and what the root port's writes do; `delivery`: an MSI's way through the port's IIO
+//!   stack and the router to a CPU; `target`: NVMe over RDMA targets;
 //!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
 //!   serves them; `guest`: vCPU wakes.
 //! - `job`: the fio job loop; `job_life`: a job's constructor and window reset; `fio_job`: fio's per-job and run-wide state.
@@ -21,6 +23,7 @@ mod cpu;
 mod cpuio;
 mod delivery;
 mod device;
+mod fabric;
 mod fio_build;
 mod fio_ctl;
 mod fio_job;

@@ -131,7 +131,7 @@ impl Partition {
         }
         let n = Nodes::new(sim);
         let mut uf = connect(sim, &n);
-        let uses_router = sim.router.service_ns > 0;
+        let uses_router = sim.fabric.router().is_shared();
         // Parts are numbered in order of their first component, so the numbering (and
         // the merge) does not depend on the union order.
         let roots: Vec<usize> = (0..n.total).map(|x| uf.find(x)).collect();
@@ -194,11 +194,12 @@ impl Partition {
         take(&self.device, k, &mut into.fio.disks, &mut from.fio.disks);
         take(&self.queue, k, &mut into.queues, &mut from.queues);
         take(&self.vector, k, &mut into.vectors, &mut from.vectors);
-        take(&self.port, k, &mut into.ports, &mut from.ports);
-        take(&self.stack, k, &mut into.stacks, &mut from.stacks);
-        if self.router == k {
-            std::mem::swap(&mut into.router, &mut from.router);
-        }
+        into.fabric.take_part(
+            &mut from.fabric,
+            |p| self.port[p] == k,
+            |s| self.stack[s] == k,
+            self.router == k,
+        );
         let (a, b) = (&mut into.totals, &from.totals);
         a.submitted += b.submitted;
         a.completed += b.completed;
@@ -237,7 +238,7 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
             }
         }
     }
-    let uses_router = sim.router.service_ns > 0;
+    let uses_router = sim.fabric.router().is_shared();
     for (q, queue) in sim.queues.iter().enumerate() {
         if !used[q] {
             continue;
@@ -266,9 +267,9 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
     for (d, dev) in sim.devices.iter().enumerate() {
         uf.union(n.device(d), n.port(dev.port.ix()));
     }
-    for (p, port) in sim.ports.iter().enumerate() {
+    for (p, port) in sim.fabric.ports().iter().enumerate() {
         // The stack serves its ports' MSIs in one queue.
-        uf.union(n.port(p), n.stack(port.stack.ix()));
+        uf.union(n.port(p), n.stack(port.stack().ix()));
     }
     uf
 }
@@ -301,8 +302,8 @@ impl Nodes {
         let devices = range(sim.devices.len());
         let queues = range(sim.queues.len());
         let vectors = range(sim.vectors.len());
-        let ports = range(sim.ports.len());
-        let stacks = range(sim.stacks.len());
+        let ports = range(sim.fabric.ports().len());
+        let stacks = range(sim.fabric.stack_count());
         let router = range(1).start;
         Nodes {
             cpus,

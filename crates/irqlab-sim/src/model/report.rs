@@ -46,12 +46,7 @@ impl<O: Observer> Sim<'_, O> {
         for q in &mut self.queues {
             q.completions = 0;
         }
-        self.router.delivered = 0;
-        self.router.busy_ns = 0;
-        for port in &mut self.ports {
-            port.busy_ns = 0;
-            port.stalled_ns = 0;
-        }
+        self.fabric.open_window();
         self.measuring = true;
         self.obs.window(now, true);
     }
@@ -325,9 +320,12 @@ impl<O: Observer> Sim<'_, O> {
             ("msi_withheld".to_string(), sum(&|v| v.withheld) as f64),
             (
                 "notifications_delivered".to_string(),
-                self.router.delivered as f64,
+                self.fabric.router().delivered() as f64,
             ),
-            ("router_busy_pct".to_string(), pct(self.router.busy_ns)),
+            (
+                "router_busy_pct".to_string(),
+                pct(self.fabric.router().busy_ns()),
+            ),
             ("simulated_ns".to_string(), self.now as f64),
             (
                 irqlab_report::EXTRA_CUT_SHORT.to_string(),
@@ -368,12 +366,13 @@ impl<O: Observer> Sim<'_, O> {
                     .sum::<u64>() as f64,
             ));
         }
-        for (i, port) in self.ports.iter().enumerate() {
-            if port.busy_ns == 0 && port.stalled_ns == 0 {
+        for (i, port) in self.fabric.ports().iter().enumerate() {
+            let (busy, stalled) = (port.busy_ns(), port.stalled_ns());
+            if busy == 0 && stalled == 0 {
                 continue;
             }
-            extra.push((format!("port{i}_busy_pct"), pct(port.busy_ns)));
-            extra.push((format!("port{i}_stalled_pct"), pct(port.stalled_ns)));
+            extra.push((format!("port{i}_busy_pct"), pct(busy)));
+            extra.push((format!("port{i}_stalled_pct"), pct(stalled)));
         }
         extra
     }

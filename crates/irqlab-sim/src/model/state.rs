@@ -1,7 +1,7 @@
 //! The model's state, in flat arenas indexed by typed ids (model/ids.rs): no allocation
 //! per event.
 
-use super::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, StackId, ThreadId, VectorId};
+use super::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::rng::{ServiceTime, Stream};
@@ -46,11 +46,6 @@ pub(crate) struct Costs {
     /// enable_irq's unmask: the mask's table write plus a guest's hypercall (crate::guest).
     pub irq_unmask: u64,
     pub usr_io: u64,
-    /// A remapped MSI's time at its IIO stack before the router (uncore.stack_rtt_ns).
-    pub stack_rtt: u64,
-    /// A posted MSI's atomic update of the posted-interrupt descriptor (uncore.pid_ns).
-    pub pid: u64,
-    pub dma_translate: u64,
     /// A guest's halted-vCPU wake, added to `idle_exit` after `guest_halt_poll` (model/guest.rs).
     pub vcpu_wake: u64,
     pub guest_halt_poll: u64,
@@ -810,103 +805,6 @@ pub(crate) struct Vector {
     pub withheld: u64,
 }
 
-/// An entry of a root port's posted-write FIFO.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum PortItem {
-    /// Data (reads only) and the CQE of one I/O, holding `credits` posted header credits.
-    Completion { io: IoId, credits: u32 },
-    /// An MSI write for a vector.
-    Msi { vector: VectorId },
-    /// A SEND work completion's CQE (no data) for command `tag` of a queue.
-    SendWc { queue: QueueId, tag: u16 },
-}
-
-/// A CPU notification on its way from an IIO stack through the socket's router.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Notification {
-    pub cpu: CpuId,
-    /// The IDT vector the CPU receives (a device vector, or the posted notification vector).
-    pub idt: u16,
-    /// A remapped interrupt holds its stack until the router has sent it on.
-    pub holds: Option<StackId>,
-}
-
-/// The socket's interrupt router (the UBox, "the intermediary for interrupt traffic,
-/// receiving interrupts from the system and dispatching interrupts to the appropriate
-/// core", Intel's uncore manuals): one interrupt message at a time, first come first
-/// served, for every stack of the socket.
-pub(crate) struct Router {
-    /// Service time per message, ns (0: instant, no shared limit).
-    pub service_ns: u64,
-    pub busy: bool,
-    pub queue: VecDeque<Notification>,
-    /// Statistics over the window: messages sent on and time busy.
-    pub delivered: u64,
-    pub busy_ns: u64,
-    pub busy_since: u64,
-}
-
-impl Router {
-    /// An idle router taking `service_ns` per message.
-    pub fn idle(service_ns: u64) -> Router {
-        Router {
-            service_ns,
-            busy: false,
-            queue: VecDeque::new(),
-            delivered: 0,
-            busy_ns: 0,
-            busy_since: 0,
-        }
-    }
-}
-
-/// What an IIO stack's DMAR unit is handling.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HeldMsi {
-    pub vector: VectorId,
-    /// Remapped (held until the router sent it on), or posted (held for the PID update).
-    pub remapped: bool,
-    /// A CPU notification is due when the stack's work ends.
-    pub notify: bool,
-}
-
-/// An IIO stack: its DMAR unit handles the MSIs of all its root ports one at a time, in
-/// arrival order (drivers/iommu/intel/irq_remapping.c: one IR domain per DMAR unit).
-#[derive(Default)]
-pub(crate) struct Stack {
-    /// The MSI it handles (None: idle).
-    pub held: Option<HeldMsi>,
-    /// Its ports whose FIFO head is an MSI waiting for the stack, in arrival order.
-    pub waiting: VecDeque<PortId>,
-}
-
-pub(crate) struct Port {
-    pub fifo: VecDeque<PortItem>,
-    pub busy: bool,
-    pub write_ns: u64,
-    pub bytes_per_ns: f64,
-    pub msi_ns: u64,
-    /// Posted header credits (0: unlimited), those held by the FIFO, and the payload size
-    /// one credit carries.
-    pub credits: u32,
-    pub used: u32,
-    pub mps: u64,
-    /// Devices holding writes until credits return, served in turn.
-    pub blocked: VecDeque<DeviceId>,
-    /// The port's IIO stack (its DMAR unit).
-    pub stack: StackId,
-    /// The MSI at the FIFO head waits in its stack's queue, and the writes behind it wait
-    /// too (PCIe ordering rule A2a: a posted write does not pass another).
-    pub waits_for_stack: bool,
-    /// Time the FIFO spent writing, and stalled on its stack, in the window (ns).
-    pub busy_ns: u64,
-    pub stalled_ns: u64,
-    pub stalled_since: u64,
-    /// The last completion write's (device, data, bytes) key and its port time: runs
-    /// repeat one block size, and the float division is the costly part.
-    pub write_memo: (u64, u64),
-}
-
 /// Totals for the conservation checks.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Totals {
@@ -931,9 +829,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub devices: Vec<Device>,
     pub queues: Vec<Queue>,
     pub vectors: Vec<Vector>,
-    pub ports: Vec<Port>,
-    pub stacks: Vec<Stack>,
-    pub router: Router,
+    /// Root ports, IIO stacks and the socket's router (model/fabric).
+    pub fabric: super::fabric::Fabric,
     pub ios: Vec<Io>,
     pub free_ios: Vec<IoId>,
     pub jobs_live: usize,
