@@ -75,8 +75,18 @@ pub struct Moderator {
     applied: usize,
     /// Time at each applied level, booked between consecutive events.
     level_ns: Vec<u64>,
+    /// The same time per interval of the run: `course[i][level]` is booked in
+    /// [i, i+1) × `course_ns`.
+    course: Vec<Vec<u64>>,
+    course_ns: u64,
     last_event_ns: Option<u64>,
 }
+
+/// The first width of one interval of a moderator's course over time (the level
+/// histogram of each millisecond of the run); it doubles whenever the run outgrows
+/// [`LEVEL_COURSE_INTERVALS`] of them, so the course stays small on a long run.
+pub const LEVEL_COURSE_NS: u64 = 1_000_000;
+pub const LEVEL_COURSE_INTERVALS: usize = 1024;
 
 impl Moderator {
     /// Build the moderator for `kind`. `table` replaces the kernel table (net_dim: the RX
@@ -124,6 +134,8 @@ impl Moderator {
             events: 0,
             applied: 0,
             level_ns: Vec::new(),
+            course: Vec::new(),
+            course_ns: LEVEL_COURSE_NS,
             last_event_ns: None,
         };
         m.applied = m.level();
@@ -154,6 +166,7 @@ impl Moderator {
             && let Some(t) = self.level_ns.get_mut(self.applied)
         {
             *t += now_ns.saturating_sub(last);
+            self.book_course(last, now_ns);
         }
         let program = match &mut self.engine {
             Engine::NetDim { dim, ctr } => {
@@ -176,6 +189,41 @@ impl Moderator {
         })
     }
 
+    /// Books [from, to) at the applied level into the course's intervals it spans.
+    fn book_course(&mut self, from: u64, to: u64) {
+        let levels = self.level_ns.len();
+        let mut at = from;
+        while at < to {
+            while at / self.course_ns >= LEVEL_COURSE_INTERVALS as u64 {
+                self.widen_course();
+            }
+            let i = (at / self.course_ns) as usize;
+            let end = to.min((i as u64 + 1) * self.course_ns);
+            if self.course.len() <= i {
+                self.course.resize(i + 1, vec![0; levels]);
+            }
+            self.course[i][self.applied] += end - at;
+            at = end;
+        }
+    }
+
+    /// Twice as wide intervals: each pair of intervals becomes one.
+    fn widen_course(&mut self) {
+        let pairs: Vec<Vec<u64>> = self
+            .course
+            .chunks(2)
+            .map(|pair| {
+                let mut sum = pair[0].clone();
+                if let Some(second) = pair.get(1) {
+                    sum.iter_mut().zip(second).for_each(|(a, b)| *a += b);
+                }
+                sum
+            })
+            .collect();
+        self.course = pairs;
+        self.course_ns *= 2;
+    }
+
     /// The device now runs the requested level: measuring starts again.
     pub fn ack(&mut self) {
         match &mut self.engine {
@@ -195,6 +243,12 @@ impl Moderator {
     /// consecutive [`Moderator::on_event`] calls to the level the device ran.
     pub fn level_ns(&self) -> &[u64] {
         &self.level_ns
+    }
+
+    /// The level histogram over time: the intervals' width (ns) and the time at each
+    /// level in each interval of the run, booked as [`Moderator::level_ns`] is.
+    pub fn level_course(&self) -> (u64, &[Vec<u64>]) {
+        (self.course_ns, &self.course)
     }
 
     pub fn kind(&self) -> ModeratorKind {

@@ -4,7 +4,7 @@
 use irqlab_core::ModeratorKind;
 use irqlab_core::dim::{CqPeriodMode, NET_DIM_RX_EQE_PROFILES, Profile, RDMA_DIM_PROFILES};
 use irqlab_core::irq_poll::IrqPollCpu;
-use irqlab_core::moderator::{Moderator, is_per_cpu};
+use irqlab_core::moderator::{LEVEL_COURSE_INTERVALS, LEVEL_COURSE_NS, Moderator, is_per_cpu};
 use irqlab_core::nvme::coalesce::PERIOD_MODE;
 use proptest::prelude::*;
 
@@ -109,6 +109,43 @@ fn time_between_events_is_booked_to_the_level_the_device_runs() {
     assert_eq!(t.iter().sum::<u64>(), now - 15_000, "every gap booked once");
     assert_eq!(m.applied_level(), m.level());
     assert!(t[1..].iter().any(|&x| x > 0));
+    // The course over time books the same time: per level, summed over its intervals.
+    let (width, course) = m.level_course();
+    assert_eq!(width, LEVEL_COURSE_NS);
+    assert_eq!(course.len() as u64, now.div_ceil(width));
+    for (level, &total) in t.iter().enumerate() {
+        assert_eq!(
+            course.iter().map(|i| i[level]).sum::<u64>(),
+            total,
+            "level {level}"
+        );
+    }
+    // The first interval is all level 0 (the first request came later); the last is not.
+    assert!(course[0][1..].iter().all(|&x| x == 0), "{:?}", course[0]);
+    assert!(course.last().unwrap()[1..].iter().any(|&x| x > 0));
+}
+
+#[test]
+fn a_long_run_widens_the_course_and_keeps_every_nanosecond() {
+    let mut m = Moderator::new(ModeratorKind::IrqAm, None).unwrap().unwrap();
+    // 3 s of events 100 µs apart: 3000 one-millisecond intervals would be too many.
+    let mut now = 0;
+    while now < 3_000_000_000 {
+        now += 100_000;
+        if m.on_event(now, 1, 512).is_some() {
+            m.ack();
+        }
+    }
+    let (width, course) = m.level_course();
+    assert!(
+        course.len() <= LEVEL_COURSE_INTERVALS,
+        "{} intervals",
+        course.len()
+    );
+    assert_eq!(width, 4 * LEVEL_COURSE_NS);
+    let booked: u64 = course.iter().flatten().sum();
+    assert_eq!(booked, m.level_ns().iter().sum::<u64>());
+    assert_eq!(booked, now - 100_000);
 }
 
 fn kinds() -> impl Strategy<Value = ModeratorKind> {

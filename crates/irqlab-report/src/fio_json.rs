@@ -404,6 +404,8 @@ fn vector(v: &VectorReport) -> Value {
             "final_level": m.final_level,
             "programs": m.programs,
             "level_ns": m.level_ns,
+            "course_ns": m.course_ns,
+            "course": m.course,
         });
     }
     o

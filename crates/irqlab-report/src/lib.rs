@@ -4,6 +4,7 @@ mod fio_stats;
 mod group;
 mod io_stat;
 mod model;
+mod moderation_course;
 mod num2str;
 mod plat;
 

@@ -440,6 +440,10 @@ pub struct ModerationReport {
     /// Time the device spent at each level, ns, indexed by level: the time between the
     /// moderator's events, booked to the level the device ran.
     pub level_ns: Vec<u64>,
+    /// The same over time: `course[i][level]` is the time at `level` in the run's
+    /// interval [i, i+1) × `course_ns` (irqlab-core's `Moderator::level_course`).
+    pub course_ns: u64,
+    pub course: Vec<Vec<u64>>,
 }
 
 impl ModerationReport {

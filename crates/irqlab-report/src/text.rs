@@ -499,6 +499,7 @@ fn irqlab_section(out: &mut String, r: &RunReport) {
     );
     out.push('\n');
     moderation_section(out, r);
+    crate::moderation_course::course_section(out, r);
 
     let _ = writeln!(
         out,

@@ -110,6 +110,8 @@ fn report(engine: Engine, cpus: usize) -> RunReport {
                     final_level: 2,
                     programs: 5,
                     level_ns: vec![10 * MS, 30 * MS, 60 * MS, 0],
+                    course_ns: 50 * MS,
+                    course: vec![vec![10 * MS, 30 * MS, 10 * MS, 0], vec![0, 0, 50 * MS, 0]],
                 }),
             },
             VectorReport {
@@ -443,6 +445,17 @@ fn text_shows_each_moderated_vector_with_its_levels() {
         "  nvme0q1      net_dim   final=L2 programs=5  L0 10.0% L1 30.0% L2 60.0%",
     );
     assert!(!out.contains("nvme0q2      net_dim"), "{out}");
+    // The level histogram over time: one row per 50 ms interval, shares of that row.
+    has_line(
+        &out,
+        "Moderation over time: the moderated vectors' time at each level, per 50.00ms",
+    );
+    has_line(&out, "         0ns   20.0%  60.0%  20.0%");
+    has_line(&out, "     50.00ms    0.0%   0.0% 100.0%");
+    let v = fio_json::render(&report(Engine::Simulated, 2), false);
+    let m = &v["x-irqlab"]["vectors"][0]["moderation"];
+    assert_eq!(m["course_ns"], 50_000_000);
+    assert_eq!(m["course"][1][2], 50_000_000);
 }
 
 #[test]

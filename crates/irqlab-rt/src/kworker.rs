@@ -49,6 +49,9 @@ pub struct Moderation {
     /// Wakes the kworker (a sleeping one only).
     pub notifier: Notifier,
     stop: AtomicBool,
+    /// When the moderators were made: they see time since then, so a level's course over
+    /// time starts with the run, as the simulator's does.
+    start_ns: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -78,6 +81,7 @@ impl Moderation {
             work: Mutex::new(VecDeque::new()),
             notifier: Notifier::lazy(),
             stop: AtomicBool::new(false),
+            start_ns: crate::clock::now_ns(),
         })
     }
 
@@ -93,7 +97,8 @@ impl Moderation {
         let Some(Some(m)) = self.moderators.get(queue) else {
             return false;
         };
-        let Some(req) = lock(m).on_event(now_ns, completions, bytes) else {
+        let since_start = now_ns.saturating_sub(self.start_ns);
+        let Some(req) = lock(m).on_event(since_start, completions, bytes) else {
             return false;
         };
         lock(&self.work).push_back(Work {
@@ -117,6 +122,8 @@ impl Moderation {
             final_level: m.applied_level(),
             programs: m.counters().programs,
             level_ns: m.level_ns().to_vec(),
+            course_ns: m.level_course().0,
+            course: m.level_course().1.to_vec(),
         })
     }
 

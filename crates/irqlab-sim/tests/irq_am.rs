@@ -208,6 +208,27 @@ runtime=10ms
     );
     let last = mine.last().expect("programs").1;
     assert_eq!(last, 0.0, "after the drop: {mine:?}");
+    // The report's level histogram over time (both engines fill it from core's
+    // Moderator) shows the same course: the target's millisecond intervals hold levels
+    // 2 and up under the load and only level 0 from a few ms after the drop.
+    let m = r.vectors[target]
+        .moderation
+        .as_ref()
+        .expect("irq-am's course");
+    assert_eq!(m.course_ns, 1_000_000);
+    let high = |i: &Vec<u64>| i[2..].iter().sum::<u64>();
+    assert!(
+        m.course[..10]
+            .iter()
+            .any(|i| high(i) * 2 > i.iter().sum::<u64>()),
+        "under load: {:?}",
+        m.course
+    );
+    assert!(
+        m.course[15..].iter().all(|i| i[0] == i.iter().sum::<u64>()),
+        "after the drop: {:?}",
+        m.course
+    );
     // The host's kworker programs every window (the edge rule at level 0) even beside a
     // busy fio: it wakes with a sleeper's credit, not a CFS slice later.
     let host = course

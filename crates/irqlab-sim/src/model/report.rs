@@ -16,6 +16,8 @@ fn moderation_report(m: &Moderator) -> ModerationReport {
         final_level: m.applied_level(),
         programs: m.counters().programs,
         level_ns: m.level_ns().to_vec(),
+        course_ns: m.level_course().0,
+        course: m.level_course().1.to_vec(),
     }
 }
 
