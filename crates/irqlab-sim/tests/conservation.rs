@@ -24,7 +24,7 @@ fn check(r: &RunReport, what: &str) {
     let merged = extra(r, "msi_merged") as u64;
     // A message that finds its vector disabled is pended; enable_irq retriggers it with a
     // self-IPI, an interrupt without a message.
-    let pended = extra(r, "msi_pended") as u64;
+    let pended = extra(r, "irq_pended") as u64;
     let resent = extra(r, "irq_resent") as u64;
     assert_eq!(
         messages + resent,

@@ -317,7 +317,7 @@ impl<O: Observer> Sim<'_, O> {
             ("ios_reaped".to_string(), self.totals.reaped as f64),
             ("cqes_posted".to_string(), self.totals.cqes_posted as f64),
             ("msi_merged".to_string(), sum(&|v| v.merged) as f64),
-            ("msi_pended".to_string(), sum(&|v| v.pended) as f64),
+            ("irq_pended".to_string(), sum(&|v| v.pended) as f64),
             ("irq_resent".to_string(), sum(&|v| v.resent) as f64),
             ("msi_withheld".to_string(), sum(&|v| v.withheld) as f64),
             (
