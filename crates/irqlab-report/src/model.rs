@@ -446,6 +446,21 @@ pub struct ModerationReport {
     pub course: Vec<Vec<u64>>,
 }
 
+impl From<&irqlab_core::moderator::Moderator> for ModerationReport {
+    /// A moderator's course as either engine reports it.
+    fn from(m: &irqlab_core::moderator::Moderator) -> ModerationReport {
+        let (course_ns, course) = m.level_course();
+        ModerationReport {
+            moderator: m.kind().to_string(),
+            final_level: m.applied_level(),
+            programs: m.counters().programs,
+            level_ns: m.level_ns().to_vec(),
+            course_ns,
+            course: course.to_vec(),
+        }
+    }
+}
+
 impl ModerationReport {
     /// The share of the histogram's time spent at `level`, in percent.
     pub fn level_pct(&self, level: usize) -> f64 {

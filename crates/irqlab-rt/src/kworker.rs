@@ -117,14 +117,7 @@ impl Moderation {
     /// The report's view of `queue`'s moderator.
     pub fn report(&self, queue: usize) -> Option<ModerationReport> {
         let m = lock(self.moderators.get(queue)?.as_ref()?);
-        Some(ModerationReport {
-            moderator: m.kind().to_string(),
-            final_level: m.applied_level(),
-            programs: m.counters().programs,
-            level_ns: m.level_ns().to_vec(),
-            course_ns: m.level_course().0,
-            course: m.level_course().1.to_vec(),
-        })
+        Some(ModerationReport::from(&*m))
     }
 
     /// Asks the kworker to end once its queue is empty.

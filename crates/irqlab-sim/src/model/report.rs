@@ -2,24 +2,10 @@
 
 use super::state::*;
 use crate::observer::{Observer, SliceKind};
-use irqlab_core::moderator::Moderator;
 use irqlab_report::{
     CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine,
     JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
 };
-
-/// A vector's moderator as the report shows it: its final level, programs and time at
-/// each level (the whole run; the moderator keeps them).
-fn moderation_report(m: &Moderator) -> ModerationReport {
-    ModerationReport {
-        moderator: m.kind().to_string(),
-        final_level: m.applied_level(),
-        programs: m.counters().programs,
-        level_ns: m.level_ns().to_vec(),
-        course_ns: m.level_course().0,
-        course: m.level_course().1.to_vec(),
-    }
-}
 
 impl<O: Observer> Sim<'_, O> {
     /// ramp_time is over: every statistic starts from zero now.
@@ -249,7 +235,7 @@ impl<O: Observer> Sim<'_, O> {
                 per_cpu: v.per_cpu.clone(),
                 device_coalesced: v.device_coalesced,
                 completions: v.completions,
-                moderation: v.moderator.as_ref().map(moderation_report),
+                moderation: v.moderator.as_ref().map(ModerationReport::from),
             })
             .collect();
         let names = super::build::queue_names(self);
