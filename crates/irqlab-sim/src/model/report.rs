@@ -90,7 +90,7 @@ impl<O: Observer> Sim<'_, O> {
             vectors,
             measured: None,
             extra,
-            notes: Vec::new(),
+            notes: self.irq_move_notes(),
         }
     }
 
@@ -368,6 +368,7 @@ impl<O: Observer> Sim<'_, O> {
                     .sum::<u64>() as f64,
             ));
         }
+        extra.extend(self.irq_move_counters());
         for (i, port) in self.ports.iter().enumerate() {
             if port.busy_ns == 0 && port.stalled_ns == 0 {
                 continue;

@@ -861,6 +861,9 @@ pub(crate) struct HeldMsi {
     pub remapped: bool,
     /// A CPU notification is due when the stack's work ends.
     pub notify: bool,
+    /// The route the IRTE gave it (an `--event` may rewrite the entry meanwhile).
+    pub cpu: CpuId,
+    pub idt: u16,
 }
 
 /// An IIO stack: its DMAR unit handles the MSIs of all its root ports one at a time, in
@@ -957,6 +960,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub place: Option<Box<super::placement::Placement>>,
     /// Per device, per queue set (interrupt-driven, polled): each CPU's queue.
     pub queue_map: Vec<[Vec<QueueId>; 2]>,
+    /// `--event`'s plan and the CPUs online (model/irq_move.rs); None without events.
+    pub moves: Option<Box<super::irq_move::IrqMoves>>,
     pub obs: &'a mut O,
 }
 
