@@ -86,8 +86,7 @@ impl Seen {
     fn pir_before(&self, c: usize, t: u64) -> u32 {
         self.pir
             .iter()
-            .filter(|p| p.1 == c && p.0 < t)
-            .last()
+            .rfind(|p| p.1 == c && p.0 < t)
             .map_or(0, |p| p.2)
     }
 }
@@ -288,4 +287,38 @@ fn handlers_that_would_have_to_move_with_the_vector_are_refused() {
             "{e}"
         );
     }
+}
+
+#[test]
+fn a_run_with_events_keeps_the_machine_whole() {
+    // The C3 rig's drives (instant router) split into parts; an event moves a vector between
+    // them, so the run does not split, and on threads it reports the one-thread bytes.
+    let c3 = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../platforms/optane-gen2.toml");
+    let p = irqlab_sim::Platform::load(&c3, &["uncore.ubox_ns=0".into()]).expect("C3 loads");
+    let mut text = String::from(
+        "[global]\nioengine=libaio\nrw=randread\nbs=512\niodepth=8\ntime_based\nruntime=2ms\n",
+    );
+    for d in 0..4 {
+        text.push_str(&format!(
+            "[d{d}]\nfilename=/dev/nvme{d}n1\ncpus_allowed={d}\n"
+        ));
+    }
+    let jobs = jobs(&text);
+    let policy = Policy::default();
+    let plain = SimOptions::default();
+    let parts = irqlab_sim::independent_parts(&jobs, &p, &policy, &plain).unwrap();
+    assert!(parts > 1, "the rig splits without events: {parts}");
+    let moved = plain
+        .clone()
+        .with_events(vec![migrate(1_000_000, "nvme0q1", 1)]);
+    assert_eq!(
+        irqlab_sim::independent_parts(&jobs, &p, &policy, &moved).unwrap(),
+        1,
+        "without events it splits into {parts}"
+    );
+    let one = simulate(&jobs, &p, &policy, &moved).unwrap();
+    let many = irqlab_sim::simulate_parallel(&jobs, &p, &policy, &moved, 4).unwrap();
+    assert_eq!(format!("{one:?}"), format!("{many:?}"));
+    assert_eq!(extra(&one, "irq_migrations"), 1.0);
 }
