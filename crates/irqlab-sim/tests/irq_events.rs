@@ -322,3 +322,24 @@ fn a_run_with_events_keeps_the_machine_whole() {
     assert_eq!(format!("{one:?}"), format!("{many:?}"));
     assert_eq!(extra(&one, "irq_migrations"), 1.0);
 }
+
+#[test]
+fn an_event_after_a_size_bounded_run_ended_is_noted_not_carried_out() {
+    let text = ONE_JOB.replace("runtime=6ms\ntime_based\n", "number_ios=200\n");
+    let r = simulate(
+        &jobs(&text),
+        &platform(&[]),
+        &Policy::default(),
+        &SimOptions::default().with_events(vec![migrate(500_000_000, "nvme0q1", 1)]),
+    )
+    .expect("runs");
+    conserved(&r);
+    assert_eq!(extra(&r, "irq_migrations"), 0.0);
+    assert!(
+        r.notes
+            .iter()
+            .any(|(k, n)| k == "event" && n.contains("did not happen")),
+        "{:?}",
+        r.notes
+    );
+}

@@ -45,8 +45,8 @@ pub(crate) struct IrqMoves {
     plan: Vec<(u64, Change, String)>,
     online: Vec<bool>,
     counts: MoveCounts,
-    /// Events the run ended before.
-    missed: Vec<String>,
+    /// What the report should say about events not carried out.
+    notes: Vec<String>,
 }
 
 /// What the events did, under the runtime's report keys.
@@ -143,7 +143,7 @@ pub(crate) fn plan<O: Observer>(
         plan,
         online: vec![true; ncpus],
         counts: MoveCounts::default(),
-        missed: Vec::new(),
+        notes: Vec::new(),
     })))
 }
 
@@ -254,14 +254,26 @@ impl<O: Observer> Sim<'_, O> {
         let change = m.plan[index].1;
         if self.draining {
             // The jobs ended first (a run bounded by size, not time).
-            let text = m.plan[index].2.clone();
-            m.missed.push(text);
+            let note = format!(
+                "--event {} did not happen: the jobs ended before it",
+                m.plan[index].2
+            );
+            m.notes.push(note);
             return;
         }
         match change {
             Change::Migrate { vector, to } => {
                 if self.move_vector(vector.ix(), to) {
                     self.counts().migrations += 1;
+                } else if self.vectors[vector.ix()].cpu.ix() != to {
+                    // irq_set_affinity failed with -ENOSPC: old vectors awaiting their
+                    // cleanup still hold the target's free ones.
+                    let m = self.moves.as_mut().expect("the run has events");
+                    let note = format!(
+                        "--event {}: CPU {to} had no free vector; the interrupt stayed where it was",
+                        m.plan[index].2
+                    );
+                    m.notes.push(note);
                 }
             }
             Change::Offline { cpu } => self.offline(cpu),
@@ -451,17 +463,12 @@ impl<O: Observer> Sim<'_, O> {
         ]
     }
 
-    /// Notes for the report: the events the run ended before.
+    /// Notes for the report: the events not carried out, and why.
     pub(crate) fn irq_move_notes(&self) -> Vec<(String, String)> {
         self.moves.as_ref().map_or_else(Vec::new, |m| {
-            m.missed
+            m.notes
                 .iter()
-                .map(|e| {
-                    (
-                        "event".to_string(),
-                        format!("--event {e} did not happen: the jobs ended before it"),
-                    )
-                })
+                .map(|n| ("event".to_string(), n.clone()))
                 .collect()
         })
     }
