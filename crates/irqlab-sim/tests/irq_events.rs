@@ -53,6 +53,8 @@ fn offline(at_ns: u64, cpu: usize) -> AffinityEvent {
 struct Seen {
     irqs: Vec<(u64, usize, usize)>,
     pir: Vec<(u64, usize, u32)>,
+    /// Notifications delivered by the router: (time, CPU).
+    delivered: Vec<(u64, usize)>,
 }
 
 impl Observer for Seen {
@@ -63,6 +65,9 @@ impl Observer for Seen {
         if name == "pir_pending" {
             self.pir.push((now, index, value as u32));
         }
+    }
+    fn notification(&mut self, now: u64, cpu: usize, _pmn: bool) {
+        self.delivered.push((now, cpu));
     }
     fn irq_counted(&mut self, now: u64, cpu: usize, vector: Option<usize>) {
         if let Some(v) = vector {
@@ -92,10 +97,14 @@ impl Seen {
 }
 
 fn run_seen(policy: Policy, events: Vec<AffinityEvent>) -> (RunReport, Seen) {
+    run_seen_on(&[], policy, events)
+}
+
+fn run_seen_on(sets: &[&str], policy: Policy, events: Vec<AffinityEvent>) -> (RunReport, Seen) {
     let mut seen = Seen::default();
     let r = simulate_observed(
         &jobs(ONE_JOB),
-        &platform(&[]),
+        &platform(sets),
         &policy,
         &SimOptions::default().with_events(events),
         &mut seen,
@@ -342,4 +351,63 @@ fn an_event_after_a_size_bounded_run_ended_is_noted_not_carried_out() {
         "{:?}",
         r.notes
     );
+}
+
+/// A slow interrupt router (2 µs a message): a remapped notification is past the IRTE
+/// for at least that long before it reaches its CPU.
+const SLOW_ROUTER: &[&str] = &["uncore.ubox_ns=2000"];
+
+/// A notification to CPU `c` delivered after `from`: the time it arrived.
+fn arrival(seen: &Seen, c: usize, from: u64) -> u64 {
+    seen.delivered
+        .iter()
+        .find(|d| d.1 == c && d.0 > from)
+        .expect("a notification arrives")
+        .0
+}
+
+#[test]
+fn a_remapped_message_in_the_router_at_the_move_is_handled_on_the_old_cpu() {
+    let (_, before) = run_seen_on(SLOW_ROUTER, Policy::default(), vec![]);
+    // 1 ns before a notification reaches CPU 0 it is in the router, past the IRTE.
+    let at = arrival(&before, 0, 2_000_000) - 1;
+    let (r, seen) = run_seen_on(
+        SLOW_ROUTER,
+        Policy::default(),
+        vec![migrate(at, "nvme0q1", 3)],
+    );
+    conserved(&r);
+    assert_eq!(
+        arrival(&seen, 0, at - 1),
+        at + 1,
+        "it still landed on CPU 0"
+    );
+    let v = vector(&r, "nvme0q1");
+    let stale: Vec<_> = seen
+        .irqs
+        .iter()
+        .filter(|i| i.2 == v && i.1 == 0 && i.0 > at)
+        .collect();
+    assert_eq!(stale.len(), 1, "its handler ran there once: {stale:?}");
+    assert!(seen.irqs.iter().any(|i| i.2 == v && i.1 == 3 && i.0 > at));
+}
+
+#[test]
+fn a_remapped_message_in_the_router_when_its_cpu_goes_offline_is_retriggered() {
+    // The vector moves to CPU 5; CPU 5 goes offline 1 ns before a notification reaches
+    // it: the message read the old entry, so it is retriggered at CPU 6.
+    let first = migrate(2_000_000, "nvme0q1", 5);
+    let (_, before) = run_seen_on(SLOW_ROUTER, Policy::default(), vec![first.clone()]);
+    let at = arrival(&before, 5, 3_000_000) - 1;
+    let (r, seen) = run_seen_on(SLOW_ROUTER, Policy::default(), vec![first, offline(at, 5)]);
+    conserved(&r);
+    assert_eq!(
+        arrival(&seen, 5, at - 1),
+        at + 1,
+        "it reached offline CPU 5"
+    );
+    assert!(extra(&r, "offline_retriggered") >= 1.0);
+    let v = vector(&r, "nvme0q1");
+    assert!(seen.irqs.iter().all(|i| i.1 != 5 || i.0 < at));
+    assert!(seen.irqs.iter().any(|i| i.2 == v && i.1 == 6 && i.0 > at));
 }
