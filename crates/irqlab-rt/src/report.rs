@@ -350,11 +350,20 @@ pub fn build_report(
     extra.extend(mechanism_counters(policy, cpus));
     if let Some(e) = m.events {
         extra.extend([
-            ("irq_migrations".to_string(), e.migrations as f64),
-            ("cpus_offlined".to_string(), e.offlined as f64),
-            ("offline_retriggered".to_string(), e.retriggered as f64),
             (
-                "vector_cleanup_rearms".to_string(),
+                irqlab_report::EXTRA_IRQ_MIGRATIONS.to_string(),
+                e.migrations as f64,
+            ),
+            (
+                irqlab_report::EXTRA_CPUS_OFFLINED.to_string(),
+                e.offlined as f64,
+            ),
+            (
+                irqlab_report::EXTRA_OFFLINE_RETRIGGERED.to_string(),
+                e.retriggered as f64,
+            ),
+            (
+                irqlab_report::EXTRA_VECTOR_CLEANUP_REARMS.to_string(),
                 cpus.iter().map(|c| c.cleanup_rearms).sum::<u64>() as f64,
             ),
         ]);

@@ -50,6 +50,10 @@ pub enum Event {
     SteadyCheck,
     /// A virtio-blk host thread's step ended (stale when `epoch` moved on).
     VirtioHost { device: DeviceId, epoch: u32 },
+    /// `--event` number `index` of the run (model/irq_move.rs) is due.
+    IrqMove { index: u32 },
+    /// __vector_cleanup's timer on `cpu` for its old vector `idt` (model/irq_move.rs).
+    VectorCleanup { cpu: CpuId, idt: u16 },
 }
 
 /// A deterministic future-event list: a calendar queue. The slots form a ring that

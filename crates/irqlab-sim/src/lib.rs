@@ -32,6 +32,7 @@ pub use observer::{NoObserver, Observer, SliceKind};
 pub use platform::{Platform, PlatformError};
 
 use irqlab_core::Policy;
+use irqlab_core::delivery::AffinityEvent;
 use irqlab_fio::{JobSpec, RunPlan};
 use irqlab_report::RunReport;
 use std::fmt;
@@ -91,6 +92,9 @@ pub struct SimOptions {
     pub budget: Budget,
     /// Set from another thread to stop the run early (its report says so).
     pub stop: StopFlag,
+    /// `--event`: vectors moved and CPUs taken offline at given times of the run
+    /// (docs/model.md "Moving interrupts during a run").
+    pub events: Vec<AffinityEvent>,
 }
 
 impl SimOptions {
@@ -101,6 +105,7 @@ impl SimOptions {
             override_randseed: false,
             budget: Budget::DEFAULT,
             stop: StopFlag::default(),
+            events: Vec::new(),
         }
     }
 
@@ -120,6 +125,11 @@ impl SimOptions {
     /// The same options, stopped when `flag` is set.
     pub fn stopped_by(self, flag: StopFlag) -> Self {
         SimOptions { stop: flag, ..self }
+    }
+
+    /// The same options with `events` carried out during the run.
+    pub fn with_events(self, events: Vec<AffinityEvent>) -> Self {
+        SimOptions { events, ..self }
     }
 }
 

@@ -4,7 +4,9 @@
 use crate::RunEnd;
 use crate::output::{OutputArgs, OutputFormat, emit, write_logs};
 use clap::Args;
-use irqlab_inputs::{BudgetArgs, Inputs, JobSource, PolicyArgs, ShapeArgs, TopologyArgs};
+use irqlab_inputs::{
+    BudgetArgs, EventArgs, Inputs, JobSource, PolicyArgs, ShapeArgs, TopologyArgs,
+};
 use irqlab_observe::{ObserveArgs, simulate_with_observers};
 use irqlab_sim::SimOptions;
 use std::path::PathBuf;
@@ -23,6 +25,8 @@ pub struct RunArgs {
     pub topology: TopologyArgs,
     #[command(flatten)]
     pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub events: EventArgs,
     /// Override a platform parameter, e.g. --set cpu.irq_entry_ns=300 or
     /// --set devices.0.count=8 (repeatable; applied in order).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -53,6 +57,7 @@ pub fn main(args: RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
 
 fn run(args: &RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
     let policy = args.policy.checked_policy()?;
+    irqlab_inputs::policy::event_contradictions(&args.policy, &args.events)?;
     let inputs = Inputs::prepare(
         &JobSource::Path(args.job.clone()),
         &args.platform,
@@ -96,7 +101,8 @@ fn run(args: &RunArgs) -> Result<RunEnd, Box<dyn std::error::Error>> {
         .seed
         .map_or_else(SimOptions::default, SimOptions::overriding)
         .with_budget(args.budget.budget())
-        .stopped_by(stop.flag());
+        .stopped_by(stop.flag())
+        .with_events(args.events.events.clone());
     let mut report = simulate_with_observers(
         &inputs.jobs,
         &inputs.platform,

@@ -1225,3 +1225,59 @@ fn job_errors_point_at_the_option_and_show_control_characters_escaped() {
         "optionally with an offset modifier :N or :SIZE",
     );
 }
+
+#[test]
+fn run_events_are_checked_before_the_run() {
+    let d = scratch("events");
+    let job = write(&d, "j.fio", &format!("{JOB}cpus_allowed=0\n"));
+    let p = example();
+    let run = |events: &[&str], want: &str| {
+        let mut args = vec!["run", job.as_str(), "--platform", p.as_str()];
+        for e in events {
+            args.extend(["--event", e]);
+        }
+        refused(&d, &args, want);
+    };
+    run(
+        &["1ms:migrate=nvme9q1:cpu1"],
+        "the run has no queue nvme9q1",
+    );
+    run(&["1ms:migrate=nvme0q1:cpu64"], "the run has CPUs 0 to 15");
+    run(&["5ms:offline=cpu1"], "expected a time before that");
+    run(&["1ms:offline=cpu0"], "job 'j' runs on cpu0");
+    run(
+        &["1ms:offline=cpu1", "1ms:migrate=nvme0q1:cpu1"],
+        "that CPU is offline by then",
+    );
+    run(&["1ms:reboot=cpu1"], "unknown change 'reboot'");
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--set",
+            "cpu.count=2",
+            "--event",
+            "1ms:offline=cpu1",
+            "--event",
+            "1ms:offline=cpu0",
+        ],
+        "it is the last online CPU",
+    );
+    refused(
+        &d,
+        &[
+            "run",
+            &job,
+            "--platform",
+            &p,
+            "--handler",
+            "threaded",
+            "--event",
+            "1ms:migrate=nvme0q1:cpu1",
+        ],
+        "--event with --handler threaded",
+    );
+}

@@ -340,7 +340,9 @@ pub(crate) fn build<'a, O: Observer>(
     check_queue_depths(&jobs, &clones, &inp, &m)?;
     add_ksoftirqds(&mut m);
     add_kworkers(&mut m);
-    let stop_at = stop_at(&waves, &jobs);
+    let run_end = run_end(&waves, &jobs);
+    // A run always ends: 1 s of simulated time per wave after its jobs' bound.
+    let stop_at = run_end.saturating_add(1_000_000_000u64.saturating_mul(waves.len() as u64));
     let mut fio = fio_run(specs, &clones, waves, m.devices.len());
     // Helper threads, flows, wait_for, steady state, commands (model/fio_build.rs).
     let mut jobs = jobs;
@@ -354,7 +356,7 @@ pub(crate) fn build<'a, O: Observer>(
             llcs,
         ))
     });
-    Ok(Sim {
+    let mut sim = Sim {
         now: 0,
         q: EventQueue::new(),
         costs: inp.costs,
@@ -389,8 +391,11 @@ pub(crate) fn build<'a, O: Observer>(
         topo,
         place,
         queue_map: queue_of,
+        moves: None,
         obs,
-    })
+    };
+    sim.moves = super::irq_move::plan(&sim, &opts.events, run_end)?;
+    Ok(sim)
 }
 
 // ---------------------------------------------------------------- jobs
@@ -733,10 +738,10 @@ fn check_queue_depths(
     Ok(())
 }
 
-/// The run's time bound: every job ends by its runtime, or at the latest by the run-time
-/// limit when size, loops or number_ios bound it instead; each wave ends soon after, and
-/// the run after the last (1 s of drain per wave).
-fn stop_at(waves: &[Vec<JobId>], jobs: &[Job]) -> u64 {
+/// When the jobs end at the latest: every job by its runtime, or by the run-time limit
+/// when size, loops or number_ios bound it instead, wave after wave. The run's time bound
+/// adds 1 s of drain per wave.
+fn run_end(waves: &[Vec<JobId>], jobs: &[Job]) -> u64 {
     let wave_span = |wave: &Vec<JobId>| -> u64 {
         wave.iter().fold(0u64, |m, &j| {
             let f = &jobs[j.ix()].fio;
@@ -744,11 +749,7 @@ fn stop_at(waves: &[Vec<JobId>], jobs: &[Job]) -> u64 {
             m.max(f.startdelay_ns.saturating_add(bound))
         })
     };
-    waves
-        .iter()
-        .map(wave_span)
-        .fold(0u64, u64::saturating_add)
-        .saturating_add(1_000_000_000u64.saturating_mul(waves.len() as u64))
+    waves.iter().map(wave_span).fold(0u64, u64::saturating_add)
 }
 
 /// fio's run-wide state: the waves (none started), the disks the jobs use, the global

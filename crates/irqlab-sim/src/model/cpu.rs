@@ -165,6 +165,10 @@ impl<O: Observer> Sim<'_, O> {
 
     /// An interrupt message reaches CPU `c` with IDT vector `vec`.
     pub(crate) fn notify(&mut self, c: usize, vec: u16) {
+        // An offline CPU takes nothing (model/irq_move.rs).
+        if self.moves.is_some() && self.offline_notify(c, vec) {
+            return;
+        }
         if vec == RESCHEDULE_VECTOR {
             self.cpus[c].ipi_inflight = false;
         }

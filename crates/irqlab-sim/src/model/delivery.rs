@@ -42,6 +42,8 @@ impl<O: Observer> Sim<'_, O> {
             vector: VectorId::new(v),
             remapped,
             notify,
+            cpu: self.vectors[v].cpu,
+            idt: self.vectors[v].idt,
         };
         let at = self.fabric.stack_take(p, msi, self.now);
         self.q.push(
@@ -58,16 +60,17 @@ impl<O: Observer> Sim<'_, O> {
     /// router has sent it on.
     pub(crate) fn engine_done(&mut self, p: usize) {
         let (s, held) = self.fabric.held_at(p);
-        let v = held.vector.ix();
         if held.notify {
-            let cpu = &self.cpus[self.vectors[v].cpu.ix()];
+            // The route read when the stack took the MSI: an entry rewritten since
+            // (model/irq_move.rs) does not redirect it.
+            let cpu = &self.cpus[held.cpu.ix()];
             // Remapped: the vector itself; posted: the descriptor's notification vector.
             let idt = match cpu.path.pi_desc() {
                 Some(pi) if !held.remapped => u16::from(pi.nv()),
-                _ => self.vectors[v].idt,
+                _ => held.idt,
             };
             self.send_notification(Notification {
-                cpu: self.vectors[v].cpu,
+                cpu: held.cpu,
                 idt,
                 holds: held.remapped.then_some(s),
             });

@@ -11,6 +11,7 @@
 //!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
 //!   serves them; `guest`: vCPU wakes.
 //! - `job`: the fio job loop; `job_life`: a job's constructor and window reset; `fio_job`: fio's per-job and run-wide state.
+//! - `irq_move`: `--event`'s vector moves and CPUs going offline.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
 
@@ -31,6 +32,7 @@ mod flow;
 mod genirq;
 mod guest;
 pub(crate) mod ids;
+mod irq_move;
 mod job;
 mod job_life;
 mod offload;
@@ -114,6 +116,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.wake_thread(t, None);
             }
         }
+        self.schedule_irq_moves();
         if self.window_start > 0 {
             self.q.push(self.window_start, Event::RampEnd);
         } else {
@@ -225,6 +228,8 @@ impl<O: Observer> Sim<'_, O> {
                 }
                 self.notify(cpu.ix(), vec)
             }
+            // An offline CPU's tick stops (model/irq_move.rs).
+            Event::Tick { cpu } if self.cpu_offline(cpu.ix()) => {}
             Event::Tick { cpu } => self.tick(cpu.ix()),
             Event::CqDoorbell { queue } => self.cq_doorbell_arrives(queue.ix()),
             Event::CoalesceTimer { vector, epoch } => self.coalesce_timer(vector.ix(), epoch),
@@ -238,6 +243,8 @@ impl<O: Observer> Sim<'_, O> {
             Event::JobTimer { job, epoch } => self.job_timer(job.ix(), epoch),
             Event::SteadyCheck => self.steadystate_check(),
             Event::VirtioHost { device, epoch } => self.host_step(device.ix(), epoch),
+            Event::IrqMove { index } => self.irq_move(index as usize),
+            Event::VectorCleanup { cpu, idt } => self.vector_cleanup(cpu.ix(), idt),
         }
     }
 }

@@ -118,9 +118,10 @@ impl Partition {
     /// fio couples (flows, exitall, wait_for, ...), or jobs the scheduler may move to any
     /// CPU).
     pub fn of<O: Observer>(sim: &Sim<'_, O>) -> Option<Partition> {
-        // A virtio-blk host thread serves all its queues' jobs, and placement moves jobs
-        // between CPUs: such a machine runs whole.
+        // A virtio-blk host thread serves all its queues' jobs, placement moves jobs
+        // between CPUs, and `--event` moves vectors: such a machine runs whole.
         if sim.gsim.is_some()
+            || sim.moves.is_some()
             || sim.costs.resend_tasklet
             || sim.fio.waves.len() > 1
             || sim.fio.couples_jobs(&sim.jobs)

@@ -73,7 +73,7 @@ impl<O: Observer> Sim<'_, O> {
             vectors,
             measured: None,
             extra,
-            notes: Vec::new(),
+            notes: self.irq_move_notes(),
         }
     }
 
@@ -354,6 +354,7 @@ impl<O: Observer> Sim<'_, O> {
                     .sum::<u64>() as f64,
             ));
         }
+        extra.extend(self.irq_move_counters());
         for (i, port) in self.fabric.ports().iter().enumerate() {
             let (busy, stalled) = (port.busy_ns(), port.stalled_ns());
             if busy == 0 && stalled == 0 {

@@ -861,6 +861,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub place: Option<Box<super::placement::Placement>>,
     /// Per device, per queue set (interrupt-driven, polled): each CPU's queue.
     pub queue_map: Vec<[Vec<QueueId>; 2]>,
+    /// `--event`'s plan and the CPUs online (model/irq_move.rs); None without events.
+    pub moves: Option<Box<super::irq_move::IrqMoves>>,
     pub obs: &'a mut O,
 }
 

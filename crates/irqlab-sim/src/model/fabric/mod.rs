@@ -12,7 +12,7 @@ pub(crate) use port::{Port, PortItem};
 pub(crate) use router::{Notification, Router};
 pub(crate) use stack::{HeldMsi, Stack};
 
-use super::ids::{PortId, StackId};
+use super::ids::{CpuId, PortId, StackId, VectorId};
 use crate::platform::{Platform, RootPort};
 
 pub(crate) struct Fabric {
@@ -64,6 +64,17 @@ impl Fabric {
 
     pub(crate) fn stack_count(&self) -> usize {
         self.stacks.len()
+    }
+
+    /// A remapped message of vector `v` routed to CPU `c`'s vector `idt` is past the IRTE
+    /// and not yet at the CPU: held by an IIO stack or waiting in the router (what an IRTE
+    /// rewrite's interrupt-entry-cache flush waits for).
+    pub(crate) fn remapped_in_flight(&self, v: VectorId, c: CpuId, idt: u16) -> bool {
+        self.stacks
+            .iter()
+            .filter_map(Stack::holding)
+            .any(|h| h.remapped && h.vector == v && h.cpu == c && h.idt == idt)
+            || self.router.queued().any(|n| n.cpu == c && n.idt == idt)
     }
 
     pub(crate) fn router(&self) -> &Router {

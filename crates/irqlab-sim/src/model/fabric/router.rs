@@ -41,6 +41,11 @@ impl Router {
         }
     }
 
+    /// The notifications waiting their turn, the one being sent on first.
+    pub(crate) fn queued(&self) -> impl Iterator<Item = &Notification> {
+        self.queue.iter()
+    }
+
     /// The router takes time per message, shared by every stack (0 ns: it is not modelled).
     #[inline]
     pub(crate) fn is_shared(&self) -> bool {

@@ -1,7 +1,7 @@
 //! An IIO stack: its DMAR unit handles the MSIs of all its root ports one at a time, in
 //! arrival order (drivers/iommu/intel/irq_remapping.c: one IR domain per DMAR unit).
 
-use crate::model::ids::{PortId, VectorId};
+use crate::model::ids::{CpuId, PortId, VectorId};
 use std::collections::VecDeque;
 
 /// The MSI an IIO stack's DMAR unit handles: a message between the port, the stack and
@@ -13,6 +13,9 @@ pub(crate) struct HeldMsi {
     pub remapped: bool,
     /// A CPU notification is due when the stack's work ends.
     pub notify: bool,
+    /// The route the IRTE gave it (an `--event` may rewrite the entry meanwhile).
+    pub cpu: CpuId,
+    pub idt: u16,
 }
 
 pub(crate) struct Stack {
@@ -54,6 +57,11 @@ impl Stack {
         } else {
             self.post_ns
         }
+    }
+
+    /// The MSI the DMAR unit handles, if any.
+    pub(crate) fn holding(&self) -> Option<HeldMsi> {
+        self.held
     }
 
     /// The MSI the DMAR unit handles.
