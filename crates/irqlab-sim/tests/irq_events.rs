@@ -411,3 +411,35 @@ fn a_remapped_message_in_the_router_when_its_cpu_goes_offline_is_retriggered() {
     assert!(seen.irqs.iter().all(|i| i.1 != 5 || i.0 < at));
     assert!(seen.irqs.iter().any(|i| i.2 == v && i.1 == 6 && i.0 > at));
 }
+
+#[test]
+fn a_message_that_finds_the_handler_running_on_the_old_cpu_pends_and_reruns_it() {
+    // Four moves 1 µs apart: a message that read an old entry is handled on the old CPU
+    // while the next lands on the new one. handle_edge_irq (core's IrqDesc, as in the
+    // runtime) sees IRQD_IRQ_INPROGRESS there, marks IRQS_PENDING and the CPU in the
+    // handler runs it again: with the hardirq handler nothing else pends an interrupt.
+    let moves: Vec<AffinityEvent> = [1, 2, 3, 0]
+        .iter()
+        .enumerate()
+        .map(|(i, &cpu)| migrate(2_000_000 + 1_000 * i as u64, "nvme0q1", cpu))
+        .collect();
+    let mut pended = 0.0;
+    for seed in 1..=12 {
+        for policy in [Policy::default(), posted()] {
+            let r = simulate(
+                &jobs(ONE_JOB),
+                &platform(&[]),
+                &policy,
+                &SimOptions::with_seed(seed).with_events(moves.clone()),
+            )
+            .expect("runs");
+            conserved(&r);
+            assert_eq!(extra(&r, "irq_migrations"), 4.0);
+            pended += extra(&r, "irq_pended");
+        }
+    }
+    assert!(
+        pended > 0.0,
+        "no message met the handler still running elsewhere"
+    );
+}

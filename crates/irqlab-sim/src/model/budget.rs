@@ -2,8 +2,9 @@
 //! estimated from the topology and the jobs alone (nothing proportional to a count is
 //! allocated first), and a run past the budget is refused with what to shrink.
 
+use super::controller::Device;
 use super::fio_job::FioJob;
-use super::state::{Cpu, Device, Io, Job, Queue, Thread, Vector};
+use super::state::{Cpu, Io, Job, Queue, Thread, Vector};
 use crate::platform::Platform;
 use crate::{Budget, Estimate, SimError};
 use irqlab_core::{Delivery, Policy};
@@ -89,9 +90,9 @@ fn work(specs: &[JobSpec], plan: &RunPlan, p: &Platform) -> Result<Work, SimErro
     let mut fastest_ns = u64::MAX;
     let mut capacity = 0f64;
     for g in &p.devices {
-        let (servers, read_ns) = super::build::media_units(g);
+        let (servers, read_ns) = super::controller::media_units(g);
         fastest_ns = fastest_ns.min(read_ns).min(g.write_ns);
-        let units = f64::from(servers) + super::build::partial_unit(g).unwrap_or(0.0);
+        let units = f64::from(servers) + super::controller::partial_unit(g).unwrap_or(0.0);
         let per_device = units * 1e9 / read_ns.min(g.write_ns).max(1) as f64;
         capacity += per_device * g.count as f64;
     }
@@ -158,7 +159,7 @@ fn memory_parts(
             vectors += used * nq;
         }
         if g.striped {
-            striped_units += used * u64::from(super::build::media_units(g).0);
+            striped_units += used * u64::from(super::controller::media_units(g).0);
         }
     }
     let in_flight: u64 = demands.iter().map(|d| d.clones * d.iodepth).sum();

@@ -3,13 +3,13 @@
 //! vector an IDT vector on its CPU (managed affinity: the first CPU of the range), creates
 //! job threads, ksoftirqd and irq threads, and checks every request against the machine.
 
+use super::controller::Device;
 use super::fio_job::{DiskAcct, FioJob, FioRun};
 use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, ThreadId, VectorId};
 use super::state::*;
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::platform::{ManagedAffinity, Platform};
-use crate::rng::{ServiceTime, Stream};
 use crate::{SimError, SimOptions};
 use irqlab_core::delivery::{DeliveryPath, RemappedTarget};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
@@ -62,39 +62,6 @@ pub(crate) fn resolve_file(name: &str, names: &[String]) -> Option<usize> {
                 .and_then(|rest| rest.strip_prefix('n'))
                 .is_some_and(|ns| !ns.is_empty() && ns.chars().all(|c| c.is_ascii_digit()))
     })
-}
-
-/// A device group's media units (servers) and the mean read service time of each. The
-/// units are max_iops x read_ns rounded to a whole number (at least 1); when that would let
-/// the device read faster than max_iops (a device slower than one unit at read_ns, or
-/// rounding up), each unit's read service stretches to units / max_iops, so the device's
-/// random-read rate never exceeds max_iops.
-pub(crate) fn media_units(g: &crate::platform::DeviceGroup) -> (u32, u64) {
-    let exact = g.max_iops * g.read_ns as f64 / 1e9;
-    let servers = exact.round().max(1.0);
-    let unit_ns = servers * 1e9 / g.max_iops;
-    // A relative tolerance keeps whole products (80 units at 80 us) exactly as written.
-    let read_ns = if unit_ns > g.read_ns as f64 * (1.0 + 1e-9) {
-        unit_ns.ceil().min(u64::MAX as f64) as u64
-    } else {
-        g.read_ns
-    };
-    (servers as u32, read_ns)
-}
-
-/// The share of one more unit a shared-pool device has when max_iops x read_ns rounds
-/// down (2.4 units: 2 whole ones and 0.4 of a third): without it the device would top
-/// out below max_iops (issue 23: 30 K x 80 µs gave 25.1 K). That unit serves at
-/// `share` of a whole one's rate, and only when every whole unit is busy, so a light
-/// load still sees read_ns.
-pub(crate) fn partial_unit(g: &crate::platform::DeviceGroup) -> Option<f64> {
-    if g.striped {
-        return None;
-    }
-    let exact = g.max_iops * g.read_ns as f64 / 1e9;
-    let (servers, _) = media_units(g);
-    let share = exact - f64::from(servers);
-    (share > 1e-9).then_some(share)
 }
 
 /// An error about the job's option `names` (the last one written), at its line; at the
@@ -257,7 +224,7 @@ pub(crate) struct Inputs<'a> {
 pub(crate) struct Machine {
     pub cpus: Vec<Cpu>,
     pub threads: Vec<Thread>,
-    pub devices: Vec<Device>,
+    pub devices: Vec<super::controller::Device>,
     pub queues: Vec<Queue>,
     pub vectors: Vec<Vector>,
     /// Managed vectors activated on each CPU so far (the vector matrix).
@@ -827,7 +794,7 @@ fn add_devices(
         };
         for _ in 0..g.count {
             let d = m.devices.len();
-            m.devices.push(new_device(
+            m.devices.push(Device::new(
                 g,
                 &inp.names[d],
                 PortId::new(port),
@@ -849,46 +816,6 @@ fn add_devices(
         }
     }
     Ok(queue_of)
-}
-
-/// Device `d` of group `g`, idle, its internal parallelism from max_iops × read time
-/// ([`media_units`]).
-fn new_device(
-    g: &crate::platform::DeviceGroup,
-    name: &str,
-    port: PortId,
-    seed: u64,
-    d: usize,
-) -> Device {
-    let (servers, read_ns) = media_units(g);
-    let read_time = ServiceTime::new(read_ns, g.service_cv);
-    let units = if g.striped { servers as usize } else { 0 };
-    Device {
-        name: name.to_string(),
-        port,
-        servers,
-        busy: 0,
-        partial: partial_unit(g),
-        partial_busy: false,
-        waiting: VecDeque::new(),
-        read_time,
-        write_time: ServiceTime::new(g.write_ns, g.service_cv),
-        cqe_bytes: g.cqe_bytes,
-        fetch_ns: g.sqe_fetch_ns,
-        fetch_busy_ns: g.fetch_busy_ns,
-        fetch_free_at: 0,
-        rng: Stream::new(seed, 1_000 + d as u64),
-        unit_busy: vec![false; units],
-        unit_wait: vec![VecDeque::new(); units],
-        egress: VecDeque::new(),
-        msi_wait: VecDeque::new(),
-        blocked: false,
-        writes_data: g.writes_data,
-        response_ns: 0,
-        command_time: None,
-        wire: None,
-        virtio: None,
-    }
 }
 
 /// One set of device `d`'s queues (set 0: interrupt-driven, each with its MSI-X
@@ -1071,7 +998,6 @@ pub(crate) fn add_vector(
         msix: MsixVector::new(irq, spec.rule),
         moderator,
         bytes_since: 0,
-        msi_held: false,
         desc: IrqDesc::new(),
         iop,
         thread,
@@ -1150,7 +1076,7 @@ pub(crate) fn queue_names<O: Observer>(sim: &Sim<'_, O>) -> Vec<String> {
             per_dev[d] += 1;
             match q.vector {
                 Some(v) => sim.vectors[v.ix()].name.clone(),
-                None => format!("{}q{}", sim.devices[d].name, per_dev[d]),
+                None => format!("{}q{}", sim.devices[d].name(), per_dev[d]),
             }
         })
         .collect()

@@ -4,10 +4,7 @@
 //! gives it (`devices.N.trim_ns`, `write_zeroes_ns`, `write_uncor_ns`, `verify_ns`);
 //! none of them moves data to the host.
 
-use super::ids::IoId;
-use super::state::Sim;
-use crate::observer::Observer;
-use crate::rng::ServiceTime;
+use crate::rng::{ServiceTime, Stream};
 
 /// The command an I/O is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -89,30 +86,19 @@ impl CmdTimes {
             Cmd::Verify => self.verify.is_some(),
         }
     }
-}
 
-impl<O: Observer> Sim<'_, O> {
-    /// The media time of command `io` on device `d`, drawn from the device's stream:
-    /// reads and writes as ever, a trim of N ranges as N deallocations one after the
-    /// other.
-    #[inline(always)]
-    pub(crate) fn media_time(&mut self, d: usize, io: IoId) -> u64 {
-        let dev = &mut self.devices[d];
-        match self.ios[io.ix()].cmd {
-            Cmd::Read => dev.read_time.draw(&mut dev.rng),
-            Cmd::Write => dev.write_time.draw(&mut dev.rng),
-            other => {
-                let times = &self.fio.cmd_times[d];
-                let (t, n) = match other {
-                    Cmd::Trim { ranges } => (&times.trim, u64::from(ranges.max(1))),
-                    Cmd::WriteZeroes => (&times.zeroes, 1),
-                    Cmd::WriteUncor => (&times.uncor, 1),
-                    _ => (&times.verify, 1),
-                };
-                // The build refused a job whose command has no time here.
-                let t = t.as_ref().expect("a media time for the command");
-                (0..n).map(|_| t.draw(&mut dev.rng)).sum()
-            }
-        }
+    /// The media time of `cmd` (not a read or a write), drawn from `rng`: a trim of N
+    /// ranges as N deallocations one after the other.
+    #[inline]
+    pub fn draw(&self, cmd: Cmd, rng: &mut Stream) -> u64 {
+        let (t, n) = match cmd {
+            Cmd::Trim { ranges } => (&self.trim, u64::from(ranges.max(1))),
+            Cmd::WriteZeroes => (&self.zeroes, 1),
+            Cmd::WriteUncor => (&self.uncor, 1),
+            _ => (&self.verify, 1),
+        };
+        // The build refused a job whose command has no time here.
+        let t = t.as_ref().expect("a media time for the command");
+        (0..n).map(|_| t.draw(rng)).sum()
     }
 }

@@ -1,17 +1,17 @@
-//! The device side: NVMe controller (SQ fetch, internal parallelism, media service), its
-//! per-vector interrupt policy (core `DeviceIrq` coalescing and the `VectorGate` rule of
-//! one outstanding message until the CQ head doorbell), the root port's ordered FIFO of
-//! posted writes; model/delivery.rs takes each MSI through the port's IIO stack.
+//! The device side as the simulator applies it: what the controller (model/controller:
+//! SQ fetch, media units, held writes) answers becomes events, port writes and I/O
+//! state here; each vector's interrupt policy (core `DeviceIrq` coalescing and the
+//! `VectorGate` rule of one outstanding message until the CQ head doorbell); the root
+//! port's ordered FIFO of posted writes (model/fabric). model/delivery.rs takes each MSI
+//! through the port's IIO stack.
 
+use super::controller::{Held, Service};
 use super::fabric::PortItem;
 use super::ids::{DeviceId, IoId, PortId, QueueId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
 use irqlab_core::nvme::{CoalesceParams, Hint, MsixAction, Quiet};
-
-/// `Io::unit` of a command the partial unit serves (shared pools use no other unit).
-const PARTIAL_UNIT: u32 = u32::MAX;
 
 impl<O: Observer> Sim<'_, O> {
     /// The controller fetched `count` SQEs of queue `q`.
@@ -30,8 +30,8 @@ impl<O: Observer> Sim<'_, O> {
         }
     }
 
-    /// A fetched command goes to the media: any free unit (a shared pool), or on striped
-    /// media the unit its LBA maps to (uniform for random I/O), FIFO behind that unit.
+    /// A fetched command goes to the media (model/controller/media.rs); an NVMe over
+    /// RDMA capsule goes to its target instead.
     pub(crate) fn media_take(&mut self, d: usize, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         if !self.queues[q].wc_ref.is_empty() {
@@ -40,7 +40,7 @@ impl<O: Observer> Sim<'_, O> {
             // NIC writes the SEND's work completion. The request waits for it and its RECV.
             let tag = self.ios[io.ix()].tag;
             self.queues[q].wc_ref[tag as usize] = 2;
-            let at = self.now + self.devices[d].fetch_ns.max(1);
+            let at = self.now + self.devices[d].fetch_ns().max(1);
             self.q.push(
                 at,
                 Event::SendWc {
@@ -54,47 +54,21 @@ impl<O: Observer> Sim<'_, O> {
             self.target_receive(tq.ix(), io);
             return;
         }
-        let dev = &mut self.devices[d];
-        if dev.unit_busy.is_empty() {
-            if dev.busy < dev.servers {
-                self.start_service(d, io);
-            } else if dev.partial.is_some() && !dev.partial_busy {
-                self.start_partial(d, io);
-            } else {
-                dev.waiting.push_back(io);
-            }
-            return;
-        }
-        let u = dev.rng.below(dev.unit_busy.len() as u64) as usize;
-        self.ios[io.ix()].unit = u as u32;
-        if dev.unit_busy[u] {
-            dev.unit_wait[u].push_back(io);
-        } else {
-            self.start_service(d, io);
-        }
+        let cmd = self.ios[io.ix()].cmd;
+        let s = self.devices[d].take(io, cmd);
+        self.start_service(s);
     }
 
-    /// One of the device's internal servers takes command `io`.
+    /// What the media did with a command: record its unit, and when a unit serves it
+    /// now, its service's end.
     #[inline(always)]
-    fn start_service(&mut self, d: usize, io: IoId) {
-        let dev = &mut self.devices[d];
-        dev.busy += 1;
-        if !dev.unit_busy.is_empty() {
-            dev.unit_busy[self.ios[io.ix()].unit as usize] = true;
+    fn start_service(&mut self, s: Service) {
+        if let Some(unit) = s.slot {
+            self.ios[s.io.ix()].unit = unit;
         }
-        let t = self.media_time(d, io);
-        self.q.push(self.now + t, Event::ServiceDone { io });
-    }
-
-    /// The device's partial unit takes command `io`: a whole unit's time over its share.
-    fn start_partial(&mut self, d: usize, io: IoId) {
-        let dev = &mut self.devices[d];
-        let share = dev.partial.expect("only a device with a partial unit");
-        dev.partial_busy = true;
-        self.ios[io.ix()].unit = PARTIAL_UNIT;
-        let t = self.media_time(d, io);
-        let t = (t as f64 / share).ceil().min(u64::MAX as f64) as u64;
-        self.q.push(self.now + t, Event::ServiceDone { io });
+        if let Some(ns) = s.ns {
+            self.q.push(self.now + ns, Event::ServiceDone { io: s.io });
+        }
     }
 
     /// Media service of `io` ended: the unit takes its next command, and the completion
@@ -102,32 +76,12 @@ impl<O: Observer> Sim<'_, O> {
     /// the device holds it, in order, until credits return.
     #[inline(always)]
     pub(crate) fn service_done(&mut self, io: IoId) {
-        let q = self.ios[io.ix()].queue.ix();
-        let d = self.queues[q].device.ix();
-        let dev = &mut self.devices[d];
-        if dev.unit_busy.is_empty() {
-            let partial = self.ios[io.ix()].unit == PARTIAL_UNIT;
-            if partial {
-                dev.partial_busy = false;
-            } else {
-                dev.busy -= 1;
-            }
-            if let Some(next) = dev.waiting.pop_front() {
-                if partial {
-                    self.start_partial(d, next);
-                } else {
-                    self.start_service(d, next);
-                }
-            }
-        } else {
-            dev.busy -= 1;
-            let u = self.ios[io.ix()].unit as usize;
-            dev.unit_busy[u] = false;
-            if let Some(next) = dev.unit_wait[u].pop_front() {
-                self.start_service(d, next);
-            }
+        let Io { queue, unit, .. } = self.ios[io.ix()];
+        let d = self.queues[queue.ix()].device.ix();
+        if let Some(next) = self.devices[d].finish(unit) {
+            self.start_service(next);
         }
-        if self.costs.has_virtio && self.devices[d].virtio.is_some() {
+        if self.costs.has_virtio && self.devices[d].is_virtio() {
             // A virtio-blk backend's read: its host thread takes the completion.
             self.backend_done(d, io);
             return;
@@ -142,16 +96,12 @@ impl<O: Observer> Sim<'_, O> {
         let q = self.ios[io.ix()].queue.ix();
         let d = self.queues[q].device.ix();
         let dev = &self.devices[d];
-        let port = dev.port.ix();
+        let port = dev.port().ix();
         let credits = self.completion_credits(io);
-        if dev.egress.is_empty()
-            && dev.msi_wait.is_empty()
-            && self.fabric.port(port).has_room(credits)
-        {
+        if dev.holds_nothing() && self.fabric.port(port).has_room(credits) {
             self.emit_completion(io, credits);
-        } else {
-            self.devices[d].egress.push_back(io);
-            self.block_device(d);
+        } else if self.devices[d].hold_completion(io) {
+            self.fabric.port_mut(port).block(DeviceId::new(d));
         }
     }
 
@@ -163,7 +113,7 @@ impl<O: Observer> Sim<'_, O> {
         let q = queue.ix();
         let d = self.queues[q].device.ix();
         self.queues[q].cqes_in_flight += 1;
-        let port = self.devices[d].port.ix();
+        let port = self.devices[d].port().ix();
         self.port_push(port, PortItem::Completion { io, credits });
         let Some(v) = self.queues[q].vector else {
             return;
@@ -199,7 +149,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.queues[q].cqes_in_flight += 1;
         let d = self.queues[q].device.ix();
-        let port = self.devices[d].port.ix();
+        let port = self.devices[d].port().ix();
         self.port_push(
             port,
             PortItem::SendWc {
@@ -281,7 +231,8 @@ impl<O: Observer> Sim<'_, O> {
                 .push(self.now + lat.max(1), Event::Notify { cpu, vec });
             return;
         }
-        if self.vectors[v].msi_held {
+        let (d, vector) = (self.queues[q].device.ix(), VectorId::new(v));
+        if self.devices[d].holds_msi(vector) {
             // MSI-X keeps one pending message per vector: a message the device could not
             // write yet already covers this completion.
             self.vectors[v].merged += 1;
@@ -289,18 +240,13 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.vectors[v].messages += 1;
         self.obs.message(self.now, v);
-        let q = self.vectors[v].queue.ix();
-        let d = self.queues[q].device.ix();
-        let port = self.devices[d].port.ix();
+        let port = self.devices[d].port().ix();
         // The MSI follows the CQEs already written and goes ahead of completions the
         // device still holds; without a credit it waits in the device too.
-        if self.devices[d].msi_wait.is_empty() && self.fabric.port(port).has_room(1) {
-            let vector = VectorId::new(v);
+        if self.devices[d].holds_no_msi() && self.fabric.port(port).has_room(1) {
             self.port_push(port, PortItem::Msi { vector });
-        } else {
-            self.devices[d].msi_wait.push_back(VectorId::new(v));
-            self.vectors[v].msi_held = true;
-            self.block_device(d);
+        } else if self.devices[d].hold_msi(vector) {
+            self.fabric.port_mut(port).block(DeviceId::new(d));
         }
     }
 
@@ -366,18 +312,10 @@ impl<O: Observer> Sim<'_, O> {
     fn completion_credits(&self, io: IoId) -> u32 {
         let rec = &self.ios[io.ix()];
         let dev = &self.devices[self.queues[rec.queue.ix()].device.ix()];
-        if !rec.read && !dev.writes_data {
+        if !dev.carries_data(rec.read) {
             return 1;
         }
-        self.fabric.port(dev.port.ix()).data_credits(rec.bytes)
-    }
-
-    fn block_device(&mut self, d: usize) {
-        if !self.devices[d].blocked {
-            self.devices[d].blocked = true;
-            let p = self.devices[d].port.ix();
-            self.fabric.port_mut(p).block(DeviceId::new(d));
-        }
+        self.fabric.port(dev.port().ix()).data_credits(rec.bytes)
     }
 
     /// Credits came back: blocked devices write what they hold, one write each in turn,
@@ -385,33 +323,30 @@ impl<O: Observer> Sim<'_, O> {
     fn serve_blocked(&mut self, p: usize) {
         while let Some(d) = self.fabric.port(p).first_blocked() {
             let d = d.ix();
-            let dev = &self.devices[d];
-            let sent = if let Some(&v) = dev.msi_wait.front() {
-                self.fabric.port(p).has_room(1) && {
-                    self.devices[d].msi_wait.pop_front();
-                    self.vectors[v.ix()].msi_held = false;
-                    self.port_push(p, PortItem::Msi { vector: v });
-                    true
+            let sent = match self.devices[d].held() {
+                Some(Held::Msi(vector)) => {
+                    self.fabric.port(p).has_room(1) && {
+                        self.devices[d].release_held();
+                        self.port_push(p, PortItem::Msi { vector });
+                        true
+                    }
                 }
-            } else if let Some(&io) = dev.egress.front() {
-                let credits = self.completion_credits(io);
-                self.fabric.port(p).has_room(credits) && {
-                    self.devices[d].egress.pop_front();
-                    self.emit_completion(io, credits);
-                    true
+                Some(Held::Completion(io)) => {
+                    let credits = self.completion_credits(io);
+                    self.fabric.port(p).has_room(credits) && {
+                        self.devices[d].release_held();
+                        self.emit_completion(io, credits);
+                        true
+                    }
                 }
-            } else {
-                true
+                None => true,
             };
             if !sent {
                 break;
             }
             // emit_completion may have queued an MSI for this device: keep its turn order.
             self.fabric.port_mut(p).unblock_first();
-            let dev = &mut self.devices[d];
-            if dev.egress.is_empty() && dev.msi_wait.is_empty() {
-                dev.blocked = false;
-            } else {
+            if self.devices[d].turn_over() {
                 self.fabric.port_mut(p).block(DeviceId::new(d));
             }
         }
@@ -434,7 +369,9 @@ impl<O: Observer> Sim<'_, O> {
             PortItem::Completion { io, .. } => self.completion_write_ns(p, io),
             PortItem::SendWc { queue, .. } => {
                 let d = self.queues[queue.ix()].device.ix();
-                self.fabric.port(p).cqe_write_ns(self.devices[d].cqe_bytes)
+                self.fabric
+                    .port(p)
+                    .cqe_write_ns(self.devices[d].cqe_bytes())
             }
             PortItem::Msi { vector } => {
                 if !self.stack_take(p, vector.ix()) {
@@ -459,8 +396,8 @@ impl<O: Observer> Sim<'_, O> {
         let rec = &self.ios[io.ix()];
         let d = self.queues[rec.queue.ix()].device.ix();
         let dev = &self.devices[d];
-        let data = rec.read || dev.writes_data;
-        let (bytes, cqe) = (rec.bytes, dev.cqe_bytes);
+        let data = dev.carries_data(rec.read);
+        let (bytes, cqe) = (rec.bytes, dev.cqe_bytes());
         self.fabric
             .port_mut(p)
             .completion_write_ns(d, data, bytes, cqe)

@@ -4,7 +4,7 @@
 //! steady state, and cpuio's burn cycle; each refused at its option's line when the
 //! platform cannot run it.
 
-use super::commands::{Cmd, CmdTimes};
+use super::commands::Cmd;
 use super::fio_ctl::{FioCtl, FioPhase, FlowGroup, FlowMember, Offload, Role, SqRing, WorkerQueue};
 use super::fio_job::{FioJob, FioRun};
 use super::ids::{CpuId, JobId, QueueId, ThreadId};
@@ -39,13 +39,10 @@ pub(crate) fn complete(
     m: &mut super::build::Machine,
     fio: &mut FioRun,
 ) -> Result<(), SimError> {
-    fio.cmd_times = (0..m.devices.len())
-        .map(|d| CmdTimes::of(p.device_group(d)))
-        .collect();
     let main = jobs.len();
     for j in 0..main {
         let (si, k) = (plan.instances[j].spec, plan.instances[j].clone);
-        check(&specs[si], p, names, &jobs[j], m, fio)?;
+        check(&specs[si], p, names, &jobs[j], m)?;
         if specs[si].submit_mode == SubmitMode::Offload {
             add_workers(&specs[si], k, j, p, jobs, m);
         }
@@ -85,7 +82,6 @@ fn check(
     names: &[String],
     job: &Job,
     m: &super::build::Machine,
-    fio: &FioRun,
 ) -> Result<(), SimError> {
     let devices: Vec<usize> = job
         .queues
@@ -100,7 +96,7 @@ fn check(
         cmds.push((Cmd::of_write(w), &["write_mode"]));
     }
     for (cmd, opt) in cmds {
-        if let Some(&d) = devices.iter().find(|&&d| !fio.cmd_times[d].has(cmd)) {
+        if let Some(&d) = devices.iter().find(|&&d| !m.devices[d].serves(cmd)) {
             return Err(option_err(
                 s,
                 opt,

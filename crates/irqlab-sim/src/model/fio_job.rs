@@ -641,8 +641,6 @@ pub(crate) struct FioRun {
     pub current_wave: usize,
     pub disks: Vec<DiskAcct>,
     pub global_options: Vec<(String, String)>,
-    /// Each device's media times of trims and write_mode commands (model/commands.rs).
-    pub cmd_times: Vec<super::commands::CmdTimes>,
     /// Flow groups by flow id (flow.c).
     pub flows: Vec<super::fio_ctl::FlowGroup>,
     /// The steady-state check interval, when a job detects steady state.

@@ -72,7 +72,7 @@ pub(crate) fn plan<O: Observer>(
         return Ok(None);
     }
     refuse_policy(&sim.policy)?;
-    if sim.devices.iter().any(|d| d.virtio.is_some()) {
+    if sim.devices.iter().any(|d| d.is_virtio()) {
         return Err(SimError::Unsupported(
             "--event with a virtio-blk device: a guest's interrupts are injected by the VMM, with no IRTE in the model to rewrite".into(),
         ));

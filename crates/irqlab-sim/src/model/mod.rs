@@ -5,9 +5,11 @@
 //!   per-CPU scheduler and the threads' steps.
 //! - `genirq`: each vector's irq_desc flow (core's `IrqDesc`: disable, pend, rerun, resend).
 //! - `fabric`: the root ports, IIO stacks and the socket's interrupt router, each owning
-//!   its state and answering what happened; `device`: the controller, its MSI-X vectors
-//!   and what the root port's writes do; `delivery`: an MSI's way through the port's IIO
-//!   stack and the router to a CPU; `target`: NVMe over RDMA targets;
+//!   its state and answering what happened; `controller`: each device's controller (SQ
+//!   fetch, media units, writes held for credits), likewise; `device`: what the
+//!   controller's answers, its MSI-X vectors and the root port's writes do; `delivery`:
+//!   an MSI's way through the port's IIO stack and the router to a CPU; `target`: NVMe
+//!   over RDMA targets;
 //!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
 //!   serves them; `guest`: vCPU wakes.
 //! - `job`: the fio job loop; `job_life`: a job's constructor and window reset; `fio_job`: fio's per-job and run-wide state.
@@ -20,6 +22,7 @@ mod balance;
 mod budget;
 mod build;
 mod commands;
+mod controller;
 mod cpu;
 mod cpuio;
 mod delivery;

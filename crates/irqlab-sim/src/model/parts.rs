@@ -126,7 +126,7 @@ impl Partition {
             || sim.fio.waves.len() > 1
             || sim.fio.couples_jobs(&sim.jobs)
             || sim.place.is_some()
-            || sim.devices.iter().any(|d| d.virtio.is_some())
+            || sim.devices.iter().any(|d| d.is_virtio())
         {
             return None;
         }
@@ -266,7 +266,7 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
         }
     }
     for (d, dev) in sim.devices.iter().enumerate() {
-        uf.union(n.device(d), n.port(dev.port.ix()));
+        uf.union(n.device(d), n.port(dev.port().ix()));
     }
     for (p, port) in sim.fabric.ports().iter().enumerate() {
         // The stack serves its ports' MSIs in one queue.

@@ -267,10 +267,10 @@ impl<O: Observer> Sim<'_, O> {
             .filter(|(d, _)| d.used)
             .map(|(d, dev)| DiskUtil {
                 // The block device fio names: nvme0 is nvme0n1.
-                name: if dev.name.starts_with("nvme") {
-                    format!("{}n1", dev.name)
+                name: if dev.name().starts_with("nvme") {
+                    format!("{}n1", dev.name())
                 } else {
-                    dev.name.clone()
+                    dev.name().to_string()
                 },
                 ios: d.ios,
                 sectors: d.bytes.map(|b| b / 512),

@@ -1,10 +1,9 @@
 //! The model's state, in flat arenas indexed by typed ids (model/ids.rs): no allocation
 //! per event.
 
-use super::ids::{CpuId, DeviceId, IoId, JobId, PortId, QueueId, ThreadId, VectorId};
+use super::ids::{CpuId, DeviceId, IoId, JobId, QueueId, ThreadId, VectorId};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
-use crate::rng::{ServiceTime, Stream};
 use irqlab_core::Policy;
 use irqlab_core::delivery::{DeliveryPath, NotificationHandler};
 use irqlab_core::irq::{IrqDesc, Irr};
@@ -645,45 +644,6 @@ pub(crate) struct Io {
     pub cmd: super::commands::Cmd,
 }
 
-pub(crate) struct Device {
-    pub name: String,
-    pub port: PortId,
-    pub servers: u32,
-    pub busy: u32,
-    /// The share of one more unit (build.rs partial_unit), taken only when every whole
-    /// unit is busy; its commands take 1/share of a whole unit's time.
-    pub partial: Option<f64>,
-    pub partial_busy: bool,
-    pub waiting: VecDeque<IoId>,
-    pub read_time: ServiceTime,
-    pub write_time: ServiceTime,
-    pub cqe_bytes: u64,
-    pub fetch_ns: u64,
-    /// The fetch engine's occupancy per doorbell, and when it is free again.
-    pub fetch_busy_ns: u64,
-    pub fetch_free_at: u64,
-    pub rng: Stream,
-    /// Striped media: per unit, busy and its FIFO of commands (empty when not striped).
-    pub unit_busy: Vec<bool>,
-    pub unit_wait: Vec<VecDeque<IoId>>,
-    /// Completions served but not yet written: the port had no credit (PCIe flow control).
-    pub egress: VecDeque<IoId>,
-    /// MSIs decided but not yet written (ahead of `egress`: they follow CQEs already out).
-    pub msi_wait: VecDeque<VectorId>,
-    /// In its port's list of devices waiting for credits.
-    pub blocked: bool,
-    /// Every command writes `bs` bytes toward memory (DSA memory fill), not only reads.
-    pub writes_data: bool,
-    /// NVMe over RDMA: a target's response crosses the network this long (ns), and the
-    /// target's CPU time per command (spread by the device's service_cv).
-    pub response_ns: u64,
-    pub command_time: Option<ServiceTime>,
-    /// NVMe over RDMA: the target NIC's transmit onto the network (model/target.rs).
-    pub wire: Option<super::target::Wire>,
-    /// virtio-blk: the host thread that serves the virtqueues (model/virtio.rs).
-    pub virtio: Option<Box<super::virtio_host::Host>>,
-}
-
 pub(crate) struct Queue {
     pub device: DeviceId,
     pub vector: Option<VectorId>,
@@ -772,8 +732,6 @@ pub(crate) struct Vector {
     /// The device side of the vector: coalescing, the one-message rule, the MSI-X mask
     /// and pending bit, the coalescing timer's epoch (irqlab-core nvme::msix).
     pub msix: MsixVector,
-    /// A message of this vector waits in the device for a posted-header credit.
-    pub msi_held: bool,
     /// genirq's descriptor (core's, as the runtime's): disabled by irq_poll or GSIM,
     /// pended, in progress; model/genirq.rs carries out its decisions.
     pub desc: IrqDesc,
@@ -826,7 +784,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub cpus: Vec<Cpu>,
     pub threads: Vec<Thread>,
     pub jobs: Vec<Job>,
-    pub devices: Vec<Device>,
+    /// The devices' controllers (model/controller).
+    pub devices: Vec<super::controller::Device>,
     pub queues: Vec<Queue>,
     pub vectors: Vec<Vector>,
     /// Root ports, IIO stacks and the socket's router (model/fabric).

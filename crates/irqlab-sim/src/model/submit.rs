@@ -424,16 +424,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         let d = self.queues[q.ix()].device.ix();
-        let dev = &mut self.devices[d];
-        let arrival = self.now + self.costs.mmio_flight;
-        let start = if dev.fetch_busy_ns > 0 {
-            let start = arrival.max(dev.fetch_free_at);
-            dev.fetch_free_at = start + dev.fetch_busy_ns;
-            start
-        } else {
-            arrival
-        };
-        self.q
-            .push(start + dev.fetch_ns, Event::SqFetched { queue: q, count });
+        let at = self.devices[d].fetch(self.now + self.costs.mmio_flight);
+        self.q.push(at, Event::SqFetched { queue: q, count });
     }
 }

@@ -35,7 +35,7 @@ pub(crate) struct Wire {
 }
 
 impl Wire {
-    fn new(bytes_per_ns: f64) -> Self {
+    pub(crate) fn new(bytes_per_ns: f64) -> Self {
         Wire {
             bytes_per_ns,
             free_at: 0,
@@ -43,7 +43,7 @@ impl Wire {
     }
 
     /// A response of `bytes` posted at `at` has left the NIC when this returns.
-    fn send(&mut self, at: u64, bytes: u64) -> u64 {
+    pub(crate) fn send(&mut self, at: u64, bytes: u64) -> u64 {
         let ns = (bytes as f64 / self.bytes_per_ns).ceil() as u64;
         self.free_at = self.free_at.max(at) + ns.max(1);
         self.free_at
@@ -107,12 +107,8 @@ impl<O: Observer> Sim<'_, O> {
         if queue.local_irq_ns.is_none() {
             return u64::from(n) * queue.cqe_ns + send_ns;
         }
-        let dev = &mut self.devices[queue.device.ix()];
-        let commands = match &dev.command_time {
-            Some(t) => (0..n).map(|_| t.draw(&mut dev.rng)).sum(),
-            None => u64::from(n) * queue.cqe_ns,
-        };
-        commands + send_ns
+        let per = queue.cqe_ns;
+        self.devices[queue.device.ix()].command_ns(n, per) + send_ns
     }
 
     /// The target answered command `io`: the data and completion capsule leave its NIC
@@ -122,14 +118,10 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn target_respond(&mut self, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
         let d = self.queues[q].device.ix();
-        let trip = self.devices[d].response_ns.max(1);
-        let mut at = self.now;
-        if let Some(wire) = &mut self.devices[d].wire {
-            // A read's data (RDMA WRITE) and the response capsule (SEND) cross the wire.
-            let rec = &self.ios[io.ix()];
-            let data = if rec.read { u64::from(rec.bytes) } else { 0 };
-            at = wire.send(at, data + RESPONSE_BYTES);
-        }
+        // A read's data (RDMA WRITE) and the response capsule (SEND) cross the wire.
+        let rec = &self.ios[io.ix()];
+        let data = if rec.read { u64::from(rec.bytes) } else { 0 };
+        let (at, trip) = self.devices[d].respond(self.now, data + RESPONSE_BYTES);
         self.q.push(at + trip, Event::TargetResponse { io });
         if let Some(tq) = self.queues[q].target
             && !self.queues[tq.ix()].wc_ref.is_empty()
@@ -173,9 +165,11 @@ fn add_target(
     m: &mut Machine,
 ) -> Result<(), SimError> {
     let (p, policy) = (inp.p, inp.policy);
-    m.devices[dev_ix].response_ns = t.network_ns;
-    m.devices[dev_ix].command_time = Some(ServiceTime::new(t.command_ns, g.service_cv));
-    m.devices[dev_ix].wire = t.bytes_per_ns.filter(|&r| r > 0.0).map(Wire::new);
+    m.devices[dev_ix].attach_target(
+        t.network_ns,
+        ServiceTime::new(t.command_ns, g.service_cv),
+        t.bytes_per_ns.filter(|&r| r > 0.0).map(Wire::new),
+    );
     let first_core = m.cpus.len();
     for k in 0..t.cores {
         m.cpus.push(new_cpu(

@@ -163,8 +163,7 @@ pub(crate) fn add_queue_set(
         });
     }
     m.devices[d]
-        .virtio
-        .get_or_insert_with(|| Box::new(Host::new(h, g.service_cv)))
+        .host_or_insert_with(|| Host::new(h, g.service_cv))
         .serve((first_q..first_q + nq).map(QueueId::new));
     Ok((0..ncpu)
         .map(|c| QueueId::new(first_q + c * nq / ncpu))
@@ -355,7 +354,7 @@ impl<O: Observer> Sim<'_, O> {
     /// raises BLOCK_SOFTIRQ then); None for a queue that is not virtio.
     fn single_hw_queue(&self, q: usize) -> Option<bool> {
         let d = self.queues[q].device.ix();
-        let h = self.devices[d].virtio.as_ref()?;
+        let h = self.devices[d].host()?;
         Some(h.hw_queues() == 1)
     }
 

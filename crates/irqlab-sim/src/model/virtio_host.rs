@@ -12,7 +12,7 @@ use super::state::*;
 use crate::engine::Event;
 use crate::guest::{Publish, VirtioHost};
 use crate::observer::Observer;
-use crate::rng::ServiceTime;
+use crate::rng::{ServiceTime, Stream};
 use std::collections::VecDeque;
 
 /// What the device's host thread is doing.
@@ -72,6 +72,11 @@ impl Host {
         self.queues.extend(queues);
     }
 
+    /// Time to serve one request, drawn from the device's stream `rng`.
+    pub(crate) fn service_ns(&self, rng: &mut Stream) -> u64 {
+        self.service.draw(rng)
+    }
+
     /// The device's hardware queues (blk-mq's nr_hw_queues: poll queues included).
     pub(crate) fn hw_queues(&self) -> usize {
         self.queues.len()
@@ -83,8 +88,7 @@ impl<O: Observer> Sim<'_, O> {
     /// at once (a sleeping one needs the kick, a busy one finds it in its pass).
     pub(crate) fn host_sees_avail(&mut self, d: usize) {
         if self.devices[d]
-            .virtio
-            .as_ref()
+            .host()
             .is_some_and(|h| h.state == HostState::Polling)
         {
             self.host_run(d);
@@ -93,7 +97,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// A kick reached device `d`'s host thread.
     pub(crate) fn host_kicked(&mut self, d: usize) {
-        let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+        let h = self.devices[d].host_mut().expect("a virtio device");
         if h.state == HostState::Asleep {
             h.state = HostState::Waking;
             let at = self.now + h.wake_ns.max(1);
@@ -102,7 +106,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     fn host_event(&mut self, d: usize, at: u64) {
-        let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+        let h = self.devices[d].host_mut().expect("a virtio device");
         h.epoch = h.epoch.wrapping_add(1);
         let epoch = h.epoch;
         self.q.push(
@@ -116,7 +120,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The host thread's step of `epoch` ended (a stale one was replaced).
     pub(crate) fn host_step(&mut self, d: usize, epoch: u32) {
-        let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+        let h = self.devices[d].host_mut().expect("a virtio device");
         if h.epoch != epoch {
             return;
         }
@@ -145,22 +149,21 @@ impl<O: Observer> Sim<'_, O> {
     /// request, or end the pass.
     fn host_run(&mut self, d: usize) {
         self.backend_batch(d);
-        let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+        let h = self.devices[d].host_mut().expect("a virtio device");
         if h.servers > 1 && h.at_backend >= h.servers {
             h.state = HostState::Full;
             return;
         }
         if let Some(io) = self.pop_avail(d) {
-            let dev = &mut self.devices[d];
-            let h = dev.virtio.as_mut().expect("a virtio device");
-            let t = h.service.draw(&mut dev.rng);
+            let t = self.devices[d].host_service_ns();
+            let h = self.devices[d].host_mut().expect("a virtio device");
             h.state = HostState::Serving { io };
             self.host_event(d, self.now + t.max(1));
             return;
         }
         // The rings are empty: the pass is over.
         self.end_pass(d);
-        let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+        let h = self.devices[d].host_mut().expect("a virtio device");
         match h.state {
             // Still inside its poll window: the window's end is due.
             HostState::Polling => {}
@@ -180,19 +183,16 @@ impl<O: Observer> Sim<'_, O> {
     /// The next avail request of the device's queues, round robin (the request the SQ
     /// holds at the ring's slot). Kicks stop while the thread works.
     fn pop_avail(&mut self, d: usize) -> Option<IoId> {
-        let n = self.devices[d]
-            .virtio
-            .as_ref()
-            .map_or(0, |h| h.queues.len());
+        let n = self.devices[d].host().map_or(0, |h| h.queues.len());
         for k in 0..n {
-            let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+            let h = self.devices[d].host_mut().expect("a virtio device");
             let q = h.queues[(h.next_q + k) % n].ix();
             let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
             if !vq.ring.pop() {
                 continue;
             }
             vq.ring.disable_notification();
-            let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+            let h = self.devices[d].host_mut().expect("a virtio device");
             h.next_q = (h.next_q + k + 1) % n;
             let sqe = self.queues[q]
                 .qp
@@ -211,22 +211,14 @@ impl<O: Observer> Sim<'_, O> {
     /// thread sleeps (false: a request slipped in, the pass goes on).
     fn arm_and_sleep(&mut self, d: usize) -> bool {
         let mut empty = true;
-        let n = self.devices[d]
-            .virtio
-            .as_ref()
-            .map_or(0, |h| h.queues.len());
+        let n = self.devices[d].host().map_or(0, |h| h.queues.len());
         for k in 0..n {
-            let q = self.devices[d]
-                .virtio
-                .as_ref()
-                .expect("a virtio device")
-                .queues[k]
-                .ix();
+            let q = self.devices[d].host().expect("a virtio device").queues[k].ix();
             let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
             empty &= vq.ring.enable_notification();
         }
         if empty {
-            let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+            let h = self.devices[d].host_mut().expect("a virtio device");
             h.state = HostState::Asleep;
             // A stale poll or wake event must not run the thread again.
             h.epoch = h.epoch.wrapping_add(1);
@@ -241,8 +233,7 @@ impl<O: Observer> Sim<'_, O> {
         vq.ring.add_used();
         vq.unpublished.push(io);
         let per_completion = self.devices[d]
-            .virtio
-            .as_ref()
+            .host()
             .is_some_and(|h| h.publish == Publish::PerCompletionBatch);
         if per_completion && self.publish(q) {
             self.irqfd(q);
@@ -251,17 +242,12 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The end of a pass: per_pass publishes every queue's used entries and decides.
     fn end_pass(&mut self, d: usize) {
-        let h = self.devices[d].virtio.as_ref().expect("a virtio device");
+        let h = self.devices[d].host().expect("a virtio device");
         if h.publish != Publish::PerPass {
             return;
         }
         for k in 0..h.queues.len() {
-            let q = self.devices[d]
-                .virtio
-                .as_ref()
-                .expect("a virtio device")
-                .queues[k]
-                .ix();
+            let q = self.devices[d].host().expect("a virtio device").queues[k].ix();
             if self.publish(q) {
                 self.irqfd(q);
             }
@@ -298,7 +284,7 @@ impl<O: Observer> Sim<'_, O> {
         };
         let v = v.ix();
         let d = self.queues[q].device.ix();
-        let lat = self.devices[d].virtio.as_ref().map_or(1, |h| h.notify_ns);
+        let lat = self.devices[d].host().map_or(1, |h| h.notify_ns);
         self.vectors[v].messages += 1;
         self.obs.message(self.now, v);
         let (cpu, vec) = (self.vectors[v].cpu, self.vectors[v].idt);
@@ -309,7 +295,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The backend completed `io` (ServiceDone of a virtio device): the host thread
     /// processes it when it is free, woken if it sleeps.
     pub(crate) fn backend_done(&mut self, d: usize, io: IoId) {
-        let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+        let h = self.devices[d].host_mut().expect("a virtio device");
         h.at_backend -= 1;
         h.done.push_back(io);
         match h.state {
@@ -328,18 +314,14 @@ impl<O: Observer> Sim<'_, O> {
     /// one decision per queue for the batch; per_completion_batch published each and
     /// writes the irqfd once per queue.
     fn backend_batch(&mut self, d: usize) {
-        let h = self.devices[d].virtio.as_mut().expect("a virtio device");
+        let h = self.devices[d].host_mut().expect("a virtio device");
         if h.done.is_empty() {
             return;
         }
         let publish = h.publish;
         let mut touched: Vec<usize> = Vec::new();
         let mut notify: Vec<usize> = Vec::new();
-        while let Some(io) = self.devices[d]
-            .virtio
-            .as_mut()
-            .and_then(|h| h.done.pop_front())
-        {
+        while let Some(io) = self.devices[d].host_mut().and_then(|h| h.done.pop_front()) {
             let q = self.ios[io.ix()].queue.ix();
             let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
             vq.ring.add_used();
