@@ -117,6 +117,7 @@ impl IrqDesc {
     }
 
     /// disable_irq_nosync(): returns the chip write to make now.
+    #[inline]
     pub fn disable_nosync(&mut self) -> ChipOp {
         self.depth += 1;
         if self.depth > 1 {
@@ -132,6 +133,7 @@ impl IrqDesc {
     }
 
     /// enable_irq().
+    #[inline]
     pub fn enable(&mut self) -> Result<Enable, UnbalancedEnable> {
         match self.depth {
             0 => Err(UnbalancedEnable),
@@ -151,6 +153,7 @@ impl IrqDesc {
     }
 
     /// handle_edge_irq's entry for an interrupt that reached a CPU.
+    #[inline]
     pub fn edge(&mut self) -> Edge {
         if self.in_progress || self.disabled {
             self.pending = true;
@@ -170,6 +173,7 @@ impl IrqDesc {
 
     /// The handler returned (handle_irq_event clears IRQD_IRQ_INPROGRESS; the loop runs
     /// again while IRQS_PENDING is set and the IRQ is enabled).
+    #[inline]
     pub fn handler_done(&mut self) -> AfterHandler {
         if self.pending && !self.disabled {
             let unmask = std::mem::take(&mut self.masked);
@@ -182,6 +186,7 @@ impl IrqDesc {
     }
 
     /// IRQD_IRQ_DISABLED.
+    #[inline]
     pub fn is_disabled(&self) -> bool {
         self.disabled
     }
@@ -192,6 +197,7 @@ impl IrqDesc {
     }
 
     /// IRQS_PENDING.
+    #[inline]
     pub fn is_pending(&self) -> bool {
         self.pending
     }

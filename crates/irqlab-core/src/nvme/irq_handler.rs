@@ -64,6 +64,7 @@ pub struct NvmeIrqHandler {
 }
 
 impl NvmeIrqHandler {
+    #[inline]
     pub fn new(style: HandlerStyle) -> NvmeIrqHandler {
         NvmeIrqHandler {
             style,
@@ -74,6 +75,7 @@ impl NvmeIrqHandler {
 
     /// The next step, given whether a CQE is pending at the CQ head now; None after
     /// [`HandlerStep::Return`].
+    #[inline]
     pub fn next(&mut self, cqe_pending: bool) -> Option<HandlerStep> {
         let step = match (self.stage, self.style) {
             (Stage::Done, _) => return None,
@@ -123,6 +125,7 @@ impl NvmeIrqHandler {
     }
 
     /// The [`HandlerStep::Reap`] step reaped `n` CQEs.
+    #[inline]
     pub fn reaped(&mut self, n: u32) {
         self.reaped += n;
     }
