@@ -13,9 +13,10 @@
 use crate::error::RtError;
 use crate::shared::{Cpus, migrate_queue};
 use crate::topology::Topology;
+use irqlab_core::Policy;
+use irqlab_core::delivery::events::unmovable;
 use irqlab_core::delivery::migrate::{Fixup, offline_fixup, offline_target};
 use irqlab_core::delivery::{AffinityChange, AffinityEvent, DeliveryPath, plan_events};
-use irqlab_core::{HandlerStyle, ModeratorKind, Policy};
 
 /// One event resolved against the topology.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,22 +199,8 @@ impl Events {
 
 /// What the runtime cannot move yet, with why.
 fn refuse_policy(policy: &Policy) -> Result<(), RtError> {
-    if !policy.delivery.takes_interrupts() {
-        return Err(RtError::Refused(format!(
-            "--event moves interrupts, and --delivery {} raises none",
-            policy.delivery
-        )));
+    match unmovable(policy) {
+        Some(why) => Err(RtError::Refused(why.to_string())),
+        None => Ok(()),
     }
-    if policy.handler != HandlerStyle::Hardirq {
-        return Err(RtError::Refused(format!(
-            "--event with --handler {}: the runtime moves only hardirq handlers' vectors (an irq thread or a poll instance would have to move with them, kernel/irq/manage.c irq_thread_check_affinity); use --handler hardirq",
-            policy.handler
-        )));
-    }
-    if policy.moderator == ModeratorKind::Gsim {
-        return Err(RtError::Refused(
-            "--event with --moderator gsim: GSIM's per-CPU state would have to follow the moved vectors; not supported by the runtime yet".into(),
-        ));
-    }
-    Ok(())
 }

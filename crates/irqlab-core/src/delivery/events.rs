@@ -3,6 +3,8 @@
 //! (`echo 0 > /sys/devices/system/cpu/cpuN/online`). What each does to messages in flight
 //! is [`super::migrate`]'s.
 
+use crate::delivery::Delivery;
+use crate::policy::{HandlerStyle, ModeratorKind, Policy};
 use std::fmt;
 
 /// One change.
@@ -108,6 +110,47 @@ pub fn plan_events(
     Ok(plan)
 }
 
+/// Why a run's interrupts cannot be moved under its policy, in either engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unmovable {
+    /// The delivery raises no interrupts: there is nothing to move.
+    NoInterrupts(Delivery),
+    /// An irq thread or a poll instance would have to move with the vector.
+    Handler(HandlerStyle),
+    /// GSIM's per-CPU state would have to follow the moved vectors.
+    Gsim,
+}
+
+impl fmt::Display for Unmovable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unmovable::NoInterrupts(d) => {
+                write!(f, "--event moves interrupts, and --delivery {d} raises none")
+            }
+            Unmovable::Handler(h) => write!(
+                f,
+                "--event with --handler {h}: only hardirq handlers' vectors move (an irq thread or a poll instance would have to move with them, kernel/irq/manage.c irq_thread_check_affinity); use --handler hardirq"
+            ),
+            Unmovable::Gsim => f.write_str(
+                "--event with --moderator gsim: GSIM's per-CPU state would have to follow the moved vectors",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Unmovable {}
+
+/// What keeps `policy`'s interrupts from moving, if anything (both engines refuse these).
+pub fn unmovable(policy: &Policy) -> Option<Unmovable> {
+    if !policy.delivery.takes_interrupts() {
+        return Some(Unmovable::NoInterrupts(policy.delivery));
+    }
+    if policy.handler != HandlerStyle::Hardirq {
+        return Some(Unmovable::Handler(policy.handler));
+    }
+    (policy.moderator == ModeratorKind::Gsim).then_some(Unmovable::Gsim)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +193,33 @@ mod tests {
             e.to_string(),
             "--event 5ns:migrate=nvme0q1:cpu4: the run has CPUs 0 to 1"
         );
+    }
+
+    #[test]
+    fn a_policy_whose_interrupts_cannot_move_says_why() {
+        let hardirq = Policy::default();
+        assert_eq!(unmovable(&hardirq), None);
+        let polled = Policy {
+            delivery: Delivery::Polled,
+            ..Policy::default()
+        };
+        assert!(matches!(
+            unmovable(&polled),
+            Some(Unmovable::NoInterrupts(_))
+        ));
+        let threaded = Policy {
+            handler: HandlerStyle::Threaded,
+            ..Policy::default()
+        };
+        let why = unmovable(&threaded).unwrap().to_string();
+        assert!(
+            why.contains("--handler threaded") && why.contains("irq_thread_check_affinity"),
+            "{why}"
+        );
+        let gsim = Policy {
+            moderator: ModeratorKind::Gsim,
+            ..Policy::default()
+        };
+        assert_eq!(unmovable(&gsim), Some(Unmovable::Gsim));
     }
 }

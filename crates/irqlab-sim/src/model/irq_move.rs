@@ -25,12 +25,13 @@ use super::state::*;
 use crate::SimError;
 use crate::engine::Event;
 use crate::observer::Observer;
+use irqlab_core::delivery::events::{Unmovable, unmovable};
 use irqlab_core::delivery::migrate::{
     Cleanup, Fixup, offline_fixup, offline_target, vector_cleanup,
 };
 use irqlab_core::delivery::{AffinityChange, AffinityEvent, plan_events};
 use irqlab_core::posted::vector_bit;
-use irqlab_core::{HandlerStyle, ModeratorKind, Policy};
+use irqlab_core::{ModeratorKind, Policy};
 
 /// One event resolved against the machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,22 +150,10 @@ pub(crate) fn plan<O: Observer>(
 
 /// The policies whose interrupts the model cannot move yet, with why (as the runtime).
 fn refuse_policy(policy: &Policy) -> Result<(), SimError> {
-    if !policy.delivery.takes_interrupts() {
-        return Err(SimError::Config(format!(
-            "--event moves interrupts, and --delivery {} raises none",
-            policy.delivery
-        )));
-    }
-    if policy.handler != HandlerStyle::Hardirq {
-        return Err(SimError::Unsupported(format!(
-            "--event with --handler {}: only hardirq handlers' vectors move (an irq thread or a poll instance would have to move with them, kernel/irq/manage.c irq_thread_check_affinity); use --handler hardirq",
-            policy.handler
-        )));
-    }
-    if policy.moderator == ModeratorKind::Gsim {
-        return Err(SimError::Unsupported(
-            "--event with --moderator gsim: GSIM's per-CPU state would have to follow the moved vectors".into(),
-        ));
+    match unmovable(policy) {
+        Some(why @ Unmovable::NoInterrupts(_)) => return Err(SimError::Config(why.to_string())),
+        Some(why) => return Err(SimError::Unsupported(why.to_string())),
+        None => {}
     }
     if policy.moderator != ModeratorKind::None {
         return Err(SimError::Unsupported(format!(
