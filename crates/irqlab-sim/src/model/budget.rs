@@ -4,7 +4,8 @@
 
 use super::controller::Device;
 use super::fio_job::FioJob;
-use super::state::{Cpu, Io, Job, Queue, Thread, Vector};
+use super::state::{Cpu, Io, Job, Queue, Thread};
+use super::vector::Vector;
 use crate::platform::Platform;
 use crate::{Budget, Estimate, SimError};
 use irqlab_core::{Delivery, Policy};

@@ -7,13 +7,13 @@ use super::controller::Device;
 use super::fio_job::{DiskAcct, FioJob, FioRun};
 use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, ThreadId, VectorId};
 use super::state::*;
+use super::vector::Vector;
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use crate::platform::{ManagedAffinity, Platform};
 use crate::{SimError, SimOptions};
 use irqlab_core::delivery::{DeliveryPath, RemappedTarget};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
-use irqlab_core::irq::IrqDesc;
 use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::moderator::Moderator;
 use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, MsixVector, QueuePair};
@@ -747,8 +747,8 @@ fn fio_run(
 /// the level (schedule_work queues it on the local CPU's pool), after the ksoftirqds.
 fn add_kworkers(m: &mut Machine) {
     let mut wanted = vec![false; m.cpus.len()];
-    for v in m.vectors.iter().filter(|v| v.moderator.is_some()) {
-        wanted[v.cpu.ix()] = true;
+    for v in m.vectors.iter().filter(|v| v.has_moderator()) {
+        wanted[v.cpu().ix()] = true;
     }
     for (c, cpu) in m.cpus.iter_mut().enumerate() {
         if wanted[c] {
@@ -990,29 +990,21 @@ pub(crate) fn add_vector(
     if let (Some(iv), DeviceIrq::Nvme(n)) = (spec.iv, &mut irq) {
         n.set_vector_config(policy.coalescing_disable.config(iv));
     }
-    m.vectors.push(Vector {
-        name: spec.name,
-        queue: spec.queue,
-        cpu: CpuId::new(cpu),
-        idt,
-        msix: MsixVector::new(irq, spec.rule),
-        moderator,
-        bytes_since: 0,
-        desc: IrqDesc::new(),
-        iop,
-        thread,
-        thread_pending: false,
-        default_primary: idxd,
-        ib_eq_ns: spec.ib_softirq.then(|| spec.group.eq_ns.unwrap_or(0)),
-        messages: 0,
-        per_cpu: vec![0; m.cpus.len()],
-        device_coalesced: 0,
-        completions: 0,
-        merged: 0,
-        pended: 0,
-        resent: 0,
-        withheld: 0,
-    });
+    let ncpu = m.cpus.len();
+    m.vectors.push(
+        Vector::new(
+            spec.name,
+            spec.queue,
+            CpuId::new(cpu),
+            idt,
+            MsixVector::new(irq, spec.rule),
+            ncpu,
+        )
+        .with_irq_poll(iop)
+        .with_thread(thread, idxd)
+        .with_ib_eq(spec.ib_softirq.then(|| spec.group.eq_ns.unwrap_or(0)))
+        .with_moderator(moderator),
+    );
     Ok(v)
 }
 
@@ -1075,7 +1067,7 @@ pub(crate) fn queue_names<O: Observer>(sim: &Sim<'_, O>) -> Vec<String> {
             let d = q.device.ix();
             per_dev[d] += 1;
             match q.vector {
-                Some(v) => sim.vectors[v.ix()].name.clone(),
+                Some(v) => sim.vectors[v.ix()].name().to_string(),
                 None => format!("{}q{}", sim.devices[d].name(), per_dev[d]),
             }
         })

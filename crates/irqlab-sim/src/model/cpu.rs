@@ -176,7 +176,7 @@ impl<O: Observer> Sim<'_, O> {
         if !cpu.irr.set(vec as u8) {
             // Already pending in the IRR: the two messages become one interrupt.
             if let Some(v) = cpu.vec_of_idt[vec as usize] {
-                self.vectors[v.ix()].merged += 1;
+                self.vectors[v.ix()].count_merged();
             }
             return;
         }
@@ -281,7 +281,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             IrqPhase::Reap => {
                 let v = self.cpus[c].irq.running_vector();
-                let q = self.vectors[v].queue.ix();
+                let q = self.vectors[v].queue().ix();
                 // NVMe: nvme_poll_cq keeps polling; the batch completes after the doorbell.
                 let batched = self.queues[q].complete_ns.is_some();
                 if batched || !self.complete_reaped(c, IrqPhase::Reap) {
@@ -301,7 +301,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             IrqPhase::Doorbell => {
                 let v = self.cpus[c].irq.running_vector();
-                let q = self.vectors[v].queue.ix();
+                let q = self.vectors[v].queue().ix();
                 self.queues[q].cq_locked = false;
                 self.ring_cq_doorbell(q);
                 self.vector_done(c);
@@ -317,7 +317,7 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::VirtioDrain => self.virtio_drained(c),
             IrqPhase::IbEq => {
                 let v = self.cpus[c].irq.running_vector();
-                if let Some(id) = self.vectors[v].iop
+                if let Some(id) = self.vectors[v].iop()
                     && self.cpus[c].irq_poll.sched(id).unwrap_or(false)
                 {
                     self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
@@ -352,7 +352,7 @@ impl<O: Observer> Sim<'_, O> {
     /// irq_default_primary_handler returns it always (kernel/irq/manage.c).
     fn primary_handler_returned(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         let mut woke = false;
         let pending = self.queues[q].qp.cqe_pending();
         // nvme_irq_check's answer comes from core's handler (a rescue thread's check is
@@ -361,9 +361,9 @@ impl<O: Observer> Sim<'_, O> {
             Some(h) => h.next(pending) == Some(HandlerStep::WakeThread),
             None => pending,
         };
-        if self.vectors[v].default_primary || wake {
-            self.vectors[v].thread_pending = true;
-            if let Some(t) = self.vectors[v].thread
+        if self.vectors[v].default_primary() || wake {
+            self.vectors[v].set_runthread();
+            if let Some(t) = self.vectors[v].thread()
                 && self.threads[t.ix()].state == TState::Blocked
             {
                 self.wake_thread(t.ix(), Some(c));
@@ -393,7 +393,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         if self.measuring {
-            self.vectors[v].per_cpu[c] += 1;
+            self.vectors[v].count_handled(c);
         }
         self.obs.irq_counted(self.now, c, Some(v));
         self.run_vector_handler(c, v);
@@ -420,9 +420,9 @@ impl<O: Observer> Sim<'_, O> {
         // --flood-detection: a flooded CPU sends a rescue-thread vector's work to its thread.
         let rescue = self.policy.flood_detection
             && self.policy.handler != HandlerStyle::Threaded
-            && self.vectors[v].thread.is_some()
+            && self.vectors[v].thread().is_some()
             && self.cpus[c].flood.placement(true) == HandlerPlacement::RescueThread;
-        if let Some(eq) = self.vectors[v].ib_eq_ns {
+        if let Some(eq) = self.vectors[v].ib_eq_ns() {
             // mlx5_eq_comp_int: the EQE names the CQ, whose comp handler
             // (ib_cq_completion_softirq) schedules its irq_poll; eq_update_ci arms the EQ.
             self.obs.handler(self.now, c, v, 0);
@@ -430,7 +430,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         match self.policy.handler {
-            _ if self.vectors[v].default_primary => {
+            _ if self.vectors[v].default_primary() => {
                 // irq_default_primary_handler: its few instructions are part of the
                 // entry's vector dispatch (irq_entry_ns).
                 self.obs.handler(self.now, c, v, 0);
@@ -447,7 +447,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.hard(c, IrqPhase::Primary, self.costs.poll_check);
             }
             style => {
-                let q = self.vectors[v].queue.ix();
+                let q = self.vectors[v].queue().ix();
                 if self.costs.has_virtio && self.queues[q].virtio.is_some() {
                     self.virtblk_done(c, v);
                     return;
@@ -480,7 +480,7 @@ impl<O: Observer> Sim<'_, O> {
     /// entries that arrived meanwhile go to irq_poll. The batch was completed already.
     fn nvme_handler_returns(&mut self, c: usize, v: usize, reaped: u32) {
         self.handler_returned(c, v, reaped);
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         if self.nvme_next(c, q) == Some(HandlerStep::DisableAndPoll) {
             self.irq_poll_sched(c, v);
         }
@@ -490,7 +490,7 @@ impl<O: Observer> Sim<'_, O> {
     /// phase tag says nothing is pending (or the irq_poll budget is spent).
     fn reap_more(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         let reaped = self.cpus[c].irq.reaped;
         let budget_left = self.cpus[c].irq.reap_budget.saturating_sub(reaped);
         if budget_left > 0 && self.queues[q].qp.cqe_pending() {
@@ -528,7 +528,7 @@ impl<O: Observer> Sim<'_, O> {
             self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
             let n = self.cpus[c].reaping.len() as u64;
             self.hard(c, IrqPhase::Complete, self.costs.cq_doorbell + n * per);
-        } else if reaped > 0 && !self.in_notification(c) && !self.vectors[v].desc.is_pending() {
+        } else if reaped > 0 && !self.in_notification(c) && !self.vectors[v].is_pending() {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
             // the doorbell leaving the CPU first (no interrupt pended meanwhile to rerun).
             self.queues[q].cq_locked = false;
@@ -581,7 +581,7 @@ impl<O: Observer> Sim<'_, O> {
     /// completing the batch, `if (nvme_cqe_pending(nvmeq)) { disable_irq_nosync(irq);
     /// irq_poll_sched(&nvmeq->iop); }`: entries that arrived meanwhile go to IRQ_POLL.
     fn irq_poll_if_pending(&mut self, c: usize, v: usize) {
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         if self.queues[q].qp.cqe_pending() {
             self.irq_poll_sched(c, v);
         }
@@ -589,7 +589,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// disable_irq_nosync() and irq_poll_sched() on vector `v`'s instance.
     fn irq_poll_sched(&mut self, c: usize, v: usize) {
-        let Some(id) = self.vectors[v].iop else {
+        let Some(id) = self.vectors[v].iop() else {
             return;
         };
         self.disable_vector(v);
@@ -884,13 +884,13 @@ impl<O: Observer> Sim<'_, O> {
     /// One irq_poll poll call of vector `v` (the driver's poll function, up to `weight`
     /// CQEs): the CQEs it reaps go to the CPU's softirq list. Returns its CPU time.
     fn irq_poll_call(&mut self, c: usize, v: VectorId, weight: u32) -> u64 {
-        let q = self.vectors[v.ix()].queue.ix();
+        let q = self.vectors[v.ix()].queue().ix();
         let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
         let n = self.poll_queue(c, q, weight, &mut list);
         self.cpus[c].soft_reaping = list;
         self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
         let has_db = self.queues[q].doorbell;
-        let ib = self.vectors[v.ix()].ib_eq_ns.is_some();
+        let ib = self.vectors[v.ix()].ib_eq_ns().is_some();
         // ib_poll_handler re-arms the CQ whenever it did less than its budget; the other
         // pollers ring the head doorbell for what they reaped.
         let db = if has_db && (if ib { n < weight } else { n > 0 }) {
@@ -927,13 +927,13 @@ impl<O: Observer> Sim<'_, O> {
     /// did less than its weight, irq_poll_complete() and enable_irq(). Returns the CPU time
     /// of unmasking the vector, when it had been masked.
     fn finish_poll(&mut self, c: usize, v: usize, work: u32) -> u64 {
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         let weight = self.vectors[v]
-            .iop
+            .iop()
             .and_then(|id| self.cpus[c].irq_poll.weight(id))
             .unwrap_or(1);
         let completed = work < weight;
-        if self.vectors[v].ib_eq_ns.is_some() {
+        if self.vectors[v].ib_eq_ns().is_some() {
             // ib_poll_handler: irq_poll_complete, then ib_req_notify_cq(IB_CQ_NEXT_COMP |
             // IB_CQ_REPORT_MISSED_EVENTS) arms the CQ: entries already past the consumer
             // index raise the next event at once (mlx5_cq_arm).
@@ -945,11 +945,11 @@ impl<O: Observer> Sim<'_, O> {
             self.ring_cq_doorbell(q);
         }
         self.moderate(v, work);
-        let Some(id) = self.vectors[v].iop else {
+        let Some(id) = self.vectors[v].iop() else {
             return 0;
         };
         let _ = self.cpus[c].irq_poll.poll_done(id, work, completed);
-        if !completed || self.vectors[v].ib_eq_ns.is_some() {
+        if !completed || self.vectors[v].ib_eq_ns().is_some() {
             return 0;
         }
         if self.enable_vector(c, v) {
@@ -971,14 +971,14 @@ impl<O: Observer> Sim<'_, O> {
             return Some(ns.max(1));
         }
         if self.measuring {
-            self.vectors[v].per_cpu[c] += 1;
+            self.vectors[v].count_handled(c);
         }
         Some(self.replay_handler(c, v))
     }
 
     /// The replayed interrupt's nvme_irq on CPU `c`: returns the step's CPU time.
     fn replay_handler(&mut self, c: usize, v: usize) -> u64 {
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         // nvme_irq: reap (up to Sagi's budget), the head doorbell, then the completions.
         let budget = match NvmeIrqHandler::new(self.policy.handler).next(true) {
             Some(HandlerStep::Reap { budget }) => budget,
@@ -1008,7 +1008,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Returns the next step's CPU time when handle_edge_irq's loop runs the handler again.
     fn resend_done(&mut self, c: usize, v: VectorId, reaped: u32) -> Option<u64> {
         self.handler_returned(c, v.ix(), reaped);
-        if reaped > 0 && self.vectors[v.ix()].cpu.ix() == c {
+        if reaped > 0 && self.vectors[v.ix()].cpu().ix() == c {
             self.irq_poll_if_pending(c, v.ix());
         }
         match self.handler_done(v.ix()) {
@@ -1081,16 +1081,16 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     pub(crate) fn complete_list(&mut self, c: usize, v: usize, list: &mut Vec<IoId>) -> u64 {
         if self.measuring {
-            self.vectors[v].completions += list.len() as u64;
+            self.vectors[v].count_completions(list.len() as u64);
         }
-        if self.vectors[v].moderator.is_some() {
+        if self.vectors[v].has_moderator() {
             let bytes: u64 = list
                 .iter()
                 .map(|&io| u64::from(self.ios[io.ix()].bytes))
                 .sum();
-            self.vectors[v].bytes_since += bytes;
+            self.vectors[v].count_bytes(bytes);
         }
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         if self.queues[q].local_irq_ns.is_some() {
             // nvmet-rdma: each received command is answered, nothing completes here.
             for &io in list.iter() {
@@ -1332,7 +1332,7 @@ impl<O: Observer> Sim<'_, O> {
     /// (poll every pending CQE, ring the CQ doorbell once, complete the batch) or
     /// idxd_wq_thread (drivers/dma/idxd/irq.c: complete every record found done).
     pub(crate) fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         let inline = self.queues[q].complete_ns.is_none();
         if (self.threads[t].completing || inline) && !self.threads[t].reaping.is_empty() {
             self.threads[t].completing = false;
@@ -1346,9 +1346,8 @@ impl<O: Observer> Sim<'_, O> {
                 };
             }
         }
-        if self.vectors[v].thread_pending {
+        if self.vectors[v].take_runthread() {
             // irq_thread(): test_and_clear IRQTF_RUNTHREAD, then irq_thread_fn.
-            self.vectors[v].thread_pending = false;
             return ThreadStep::Run {
                 ns: self.costs.irq_thread,
                 kind: SliceKind::IrqThread,

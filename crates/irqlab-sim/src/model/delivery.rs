@@ -42,8 +42,8 @@ impl<O: Observer> Sim<'_, O> {
             vector: VectorId::new(v),
             remapped,
             notify,
-            cpu: self.vectors[v].cpu,
-            idt: self.vectors[v].idt,
+            cpu: self.vectors[v].cpu(),
+            idt: self.vectors[v].idt(),
         };
         let at = self.fabric.stack_take(p, msi, self.now);
         self.q.push(
@@ -90,10 +90,10 @@ impl<O: Observer> Sim<'_, O> {
     /// The IOMMU posts an MSI of vector `v` into its CPU's descriptor: PIR bit, then ON
     /// unless already set (`PiDesc::post`). Returns whether a notification is due.
     fn post_msi(&mut self, v: usize) -> bool {
-        let c = self.vectors[v].cpu.ix();
-        let posted = self.cpus[c].post_interrupt(self.vectors[v].idt);
+        let c = self.vectors[v].cpu().ix();
+        let posted = self.cpus[c].post_interrupt(self.vectors[v].idt());
         if posted.merged {
-            self.vectors[v].merged += 1;
+            self.vectors[v].count_merged();
         }
         self.report_pir_pending(c);
         posted.notify
@@ -101,7 +101,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Whether vector `v`'s IRTE is in posted format (its CPU's delivery path).
     pub(crate) fn posted_vector(&self, v: usize) -> bool {
-        self.cpus[self.vectors[v].cpu.ix()].path.is_posted()
+        self.cpus[self.vectors[v].cpu().ix()].path.is_posted()
     }
 
     /// A notification leaves its stack for the router.

@@ -11,7 +11,7 @@ use super::ids::{DeviceId, IoId, PortId, QueueId, VectorId};
 use super::state::*;
 use crate::engine::Event;
 use crate::observer::Observer;
-use irqlab_core::nvme::{CoalesceParams, Hint, MsixAction, Quiet};
+use irqlab_core::nvme::{Hint, MsixAction};
 
 impl<O: Observer> Sim<'_, O> {
     /// The controller fetched `count` SQEs of queue `q`.
@@ -120,10 +120,9 @@ impl<O: Observer> Sim<'_, O> {
         };
         let v = v.ix();
         let (now, unacked) = (self.now, self.unacked(q));
-        let a = self.vectors[v]
-            .msix
-            .post_completion(now, Hint::from_sqe_hints(hints), unacked);
-        self.count_posted(v, a);
+        let measuring = self.measuring;
+        let a =
+            self.vectors[v].post_completion(now, Hint::from_sqe_hints(hints), unacked, measuring);
         self.carry_out(v, a);
     }
 
@@ -139,11 +138,13 @@ impl<O: Observer> Sim<'_, O> {
                 return;
             };
             let (v, unacked) = (v.ix(), self.unacked(q));
-            let a =
-                self.vectors[v]
-                    .msix
-                    .post_completion_ignoring_mask(now, Hint::default(), unacked);
-            self.count_posted(v, a);
+            let measuring = self.measuring;
+            let a = self.vectors[v].post_completion_ignoring_mask(
+                now,
+                Hint::default(),
+                unacked,
+                measuring,
+            );
             self.carry_out(v, a);
             return;
         }
@@ -161,27 +162,13 @@ impl<O: Observer> Sim<'_, O> {
             return;
         };
         let (v, unacked) = (v.ix(), self.unacked(q));
-        let a = self.vectors[v]
-            .msix
-            .post_completion(now, Hint::default(), unacked);
-        self.count_posted(v, a);
+        let measuring = self.measuring;
+        let a = self.vectors[v].post_completion(now, Hint::default(), unacked, measuring);
         self.carry_out(v, a);
     }
 
-    /// The counters a posted completion's action moves: coalesced by the device, or
-    /// withheld by the mask (disable_irq_nosync: the pending bit remembers it).
-    pub(crate) fn count_posted(&mut self, v: usize, a: MsixAction) {
-        match a {
-            MsixAction::ArmTimer { .. } | MsixAction::Quiet(Quiet::Coalesced) => {
-                self.count_coalesced(v)
-            }
-            MsixAction::Quiet(Quiet::Masked) => self.vectors[v].withheld += 1,
-            _ => {}
-        }
-    }
-
-    /// What the vector's MSI-X state decided: a message, its coalescing timer, or
-    /// nothing (a raise the one-message rule refused counts as withheld).
+    /// What the vector's MSI-X state decided (and counted, model/vector.rs): a message,
+    /// its coalescing timer, or nothing.
     #[inline(always)]
     pub(crate) fn carry_out(&mut self, v: usize, a: MsixAction) {
         match a {
@@ -193,9 +180,6 @@ impl<O: Observer> Sim<'_, O> {
                     epoch,
                 },
             ),
-            MsixAction::Quiet(Quiet::Outstanding | Quiet::Consumed) => {
-                self.vectors[v].withheld += 1
-            }
             MsixAction::Quiet(_) => {}
         }
     }
@@ -207,26 +191,20 @@ impl<O: Observer> Sim<'_, O> {
         self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight
     }
 
-    pub(crate) fn count_coalesced(&mut self, v: usize) {
-        if self.measuring {
-            self.vectors[v].device_coalesced += 1;
-        }
-    }
-
     /// The aggregation time of a vector ran out (a stale expiry does nothing).
     pub(crate) fn coalesce_timer(&mut self, v: usize, epoch: u32) {
-        let unacked = self.unacked(self.vectors[v].queue.ix());
-        let a = self.vectors[v].msix.timer_expired(self.now, epoch, unacked);
+        let unacked = self.unacked(self.vectors[v].queue().ix());
+        let a = self.vectors[v].timer_expired(self.now, epoch, unacked);
         self.carry_out(v, a);
     }
 
     fn send_msi(&mut self, v: usize) {
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         if let Some(lat) = self.queues[q].local_irq_ns {
             // A CQ on the target machine: its NIC's MSI-X reaches the target CPU directly.
-            self.vectors[v].messages += 1;
+            self.vectors[v].count_message();
             self.obs.message(self.now, v);
-            let (cpu, vec) = (self.vectors[v].cpu, self.vectors[v].idt);
+            let (cpu, vec) = (self.vectors[v].cpu(), self.vectors[v].idt());
             self.q
                 .push(self.now + lat.max(1), Event::Notify { cpu, vec });
             return;
@@ -235,10 +213,10 @@ impl<O: Observer> Sim<'_, O> {
         if self.devices[d].holds_msi(vector) {
             // MSI-X keeps one pending message per vector: a message the device could not
             // write yet already covers this completion.
-            self.vectors[v].merged += 1;
+            self.vectors[v].count_merged();
             return;
         }
-        self.vectors[v].messages += 1;
+        self.vectors[v].count_message();
         self.obs.message(self.now, v);
         let port = self.devices[d].port().ix();
         // The MSI follows the CQEs already written and goes ahead of completions the
@@ -260,23 +238,17 @@ impl<O: Observer> Sim<'_, O> {
         // Masked, the doorbell still acknowledges the message; a raise it owes waits in
         // the MSI-X pending bit until enable_irq.
         let unacked = self.unacked(q);
-        let a = self.vectors[v].msix.cq_head_doorbell(unacked);
+        let a = self.vectors[v].cq_head_doorbell(unacked);
         self.carry_out(v, a);
     }
 
     /// One interrupt or poll round of vector `v` reaped `n` CQEs: feed its moderator
     /// (net_dim from the NAPI-like poll, rdma_dim from ib_poll_handler).
     pub(crate) fn moderate(&mut self, v: usize, n: u32) {
-        let now = self.now;
-        let vec = &mut self.vectors[v];
-        let Some(m) = vec.moderator.as_mut() else {
-            return;
-        };
-        let bytes = std::mem::take(&mut vec.bytes_since);
-        if m.on_event(now, n, bytes).is_some() {
+        if self.vectors[v].feed_moderator(self.now, n) {
             // schedule_work(&dim->work): the work item goes to this CPU's kworker pool
             // (the handler runs on the vector's CPU), and its kworker is woken.
-            let c = self.vectors[v].cpu.ix();
+            let c = self.vectors[v].cpu().ix();
             self.cpus[c].work.push_back(VectorId::new(v));
             if let Some(t) = self.cpus[c].kworker
                 && self.threads[t.ix()].state == TState::Blocked
@@ -289,17 +261,10 @@ impl<O: Observer> Sim<'_, O> {
     /// The moderator's work item programs the level it chose, then acknowledges.
     pub(crate) fn moderator_program(&mut self, v: usize) {
         let now = self.now;
-        let Some(m) = self.vectors[v].moderator.as_mut() else {
+        let unacked = self.unacked(self.vectors[v].queue().ix());
+        let Some((level, a)) = self.vectors[v].program_moderation(now, unacked) else {
             return;
         };
-        let p = m.profile();
-        let level = m.level();
-        let params = CoalesceParams::from_usec_count(u32::from(p.usec), u32::from(p.count));
-        let unacked = self.unacked(self.vectors[v].queue.ix());
-        let a = self.vectors[v].msix.program(params, now, unacked);
-        if let Some(m) = self.vectors[v].moderator.as_mut() {
-            m.ack();
-        }
         self.obs.counter(now, "moderation_level", v, level as f64);
         self.carry_out(v, a);
     }

@@ -1,45 +1,35 @@
 //! The simulator's hands for genirq's flow decisions, which each vector's core `IrqDesc`
 //! makes (the same descriptor the runtime locks): disable_irq_nosync and enable_irq
 //! (kernel/irq/manage.c), handle_edge_irq's mask-and-pend and its loop while IRQS_PENDING
-//! (kernel/irq/chip.c), and the resend at enable (kernel/irq/resend.c). This file carries
-//! out the chip writes and resends; the callers charge the CPU time.
+//! (kernel/irq/chip.c), and the resend at enable (kernel/irq/resend.c). The vector
+//! (model/vector.rs) decides and writes its own chip; this file carries out what it
+//! answers (a resend, a message); the callers charge the CPU time.
 
 use super::ids::VectorId;
 use super::state::*;
 use crate::observer::Observer;
-use irqlab_core::irq::{AfterHandler, ChipOp, Edge};
+use irqlab_core::irq::{AfterHandler, Edge};
 use irqlab_core::softirq::SoftirqVec;
 
 impl<O: Observer> Sim<'_, O> {
     /// disable_irq_nosync() by irq_poll's handler or GSIM: lazy, the chip stays unmasked
     /// until the next interrupt finds the IRQ disabled.
     pub(crate) fn disable_vector(&mut self, v: usize) {
-        let vec = &mut self.vectors[v];
-        if vec.desc.disable_nosync() == ChipOp::Mask {
-            vec.msix.mask();
-        }
+        self.vectors[v].disable_nosync();
     }
 
     /// handle_edge_irq's entry for an interrupt of vector `v`: Handle (the caller runs the
     /// handler and, when it returns, [`Sim::end_vector_handler`]) or Pend (disabled, or its
     /// handler runs elsewhere: IRQS_PENDING, and the chip masked when it was not).
     pub(crate) fn edge(&mut self, v: usize) -> Edge {
-        let vec = &mut self.vectors[v];
-        let e = vec.desc.edge();
-        if let Edge::Pend { mask } = e {
-            if mask {
-                vec.msix.mask();
-            }
-            vec.pended += 1;
-        }
-        e
+        self.vectors[v].edge()
     }
 
     /// The handler of vector `v` returned: Again when an interrupt was pended meanwhile
     /// and the IRQ is enabled (the chip is unmasked first when `unmask`: the device sends
     /// what its pending bit held).
     pub(crate) fn handler_done(&mut self, v: usize) -> AfterHandler {
-        let after = self.vectors[v].desc.handler_done();
+        let after = self.vectors[v].handler_done();
         if let AfterHandler::Again { unmask: true } = after {
             self.unmask_chip(v);
         }
@@ -53,42 +43,38 @@ impl<O: Observer> Sim<'_, O> {
     /// (`guest.resend_tasklet`), by the machine-wide resend tasklet raised on `c`.
     /// Returns whether the chip had been masked (an MSI-X table write to undo).
     pub(crate) fn enable_vector(&mut self, c: usize, v: usize) -> bool {
-        let Ok(e) = self.vectors[v].desc.enable() else {
+        let (unacked, cqe_pending) = self.cq_state(v);
+        let Some(e) = self.vectors[v].enable(unacked, cqe_pending, self.measuring) else {
             // Unbalanced: the kernel WARNs and changes nothing.
             return false;
         };
-        let was_masked = self.vectors[v].msix.is_masked();
-        let a = self.unmask_action(v);
         if e.resend {
-            if self.measuring {
-                self.vectors[v].resent += 1;
-            }
             if self.costs.resend_tasklet {
                 if self.resend.resend(c, v) {
                     self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
                 }
             } else {
-                let (cpu, idt) = (self.vectors[v].cpu.ix(), self.vectors[v].idt);
+                let (cpu, idt) = (self.vectors[v].cpu().ix(), self.vectors[v].idt());
                 self.notify(cpu, idt);
             }
         }
-        self.carry_out(v, a);
-        was_masked
+        self.carry_out(v, e.action);
+        e.was_masked
     }
 
     /// The MSI-X mask bit cleared.
     fn unmask_chip(&mut self, v: usize) {
-        let a = self.unmask_action(v);
+        let (unacked, cqe_pending) = self.cq_state(v);
+        let a = self.vectors[v].unmask(unacked, cqe_pending);
         self.carry_out(v, a);
     }
 
-    /// Clears vector `v`'s mask bit: the device raises what its pending bit holds, or what
-    /// entries still at the host's CQ head owe (a poller that re-enables the vector left
-    /// them), through its interrupt rule.
-    fn unmask_action(&mut self, v: usize) -> irqlab_core::nvme::MsixAction {
-        let q = self.vectors[v].queue.ix();
-        let (unacked, cqe_pending) = (self.unacked(q), self.queues[q].qp.cqe_pending());
-        self.vectors[v].msix.unmask(unacked, cqe_pending)
+    /// What vector `v`'s unmask needs of its CQ: the entries the host has not
+    /// acknowledged, and whether one is pending at its head (a poller that re-enables
+    /// the vector left them).
+    fn cq_state(&self, v: usize) -> (u32, bool) {
+        let q = self.vectors[v].queue().ix();
+        (self.unacked(q), self.queues[q].qp.cqe_pending())
     }
 
     /// The vector whose handler CPU `c` ran has returned (IRQD_IRQ_INPROGRESS cleared);

@@ -80,7 +80,7 @@ pub(crate) fn plan<O: Observer>(
     }
     let ncpus = sim.cpus.len();
     let names = super::build::queue_names(sim);
-    let mut at: Vec<usize> = sim.vectors.iter().map(|v| v.cpu.ix()).collect();
+    let mut at: Vec<usize> = sim.vectors.iter().map(|v| v.cpu().ix()).collect();
     let mut used = vec![0usize; ncpus];
     for &c in &at {
         used[c] += 1;
@@ -176,19 +176,19 @@ fn refuse_vector<O: Observer>(
     e: &AffinityEvent,
 ) -> Result<(), SimError> {
     let vec = &sim.vectors[v];
-    let q = &sim.queues[vec.queue.ix()];
+    let q = &sim.queues[vec.queue().ix()];
     let why = if q.local_irq_ns.is_some() {
         "an NVMe over RDMA target's interrupt, which does not pass the host's IRTE"
-    } else if vec.ib_eq_ns.is_some() || vec.iop.is_some() {
+    } else if vec.ib_eq_ns().is_some() || vec.iop().is_some() {
         "its irq_poll instance would have to move with it"
-    } else if vec.thread.is_some() {
+    } else if vec.thread().is_some() {
         "its irq thread would have to move with it (kernel/irq/manage.c irq_thread_check_affinity)"
     } else {
         return Ok(());
     };
     Err(SimError::Unsupported(format!(
         "--event {e}: {} is {why}",
-        vec.name
+        vec.name()
     )))
 }
 
@@ -254,7 +254,7 @@ impl<O: Observer> Sim<'_, O> {
             Change::Migrate { vector, to } => {
                 if self.move_vector(vector.ix(), to) {
                     self.counts().migrations += 1;
-                } else if self.vectors[vector.ix()].cpu.ix() != to {
+                } else if self.vectors[vector.ix()].cpu().ix() != to {
                     // irq_set_affinity failed with -ENOSPC: old vectors awaiting their
                     // cleanup still hold the target's free ones.
                     let m = self.moves.as_mut().expect("the run has events");
@@ -277,7 +277,7 @@ impl<O: Observer> Sim<'_, O> {
     /// rewritten; the old vector's cleanup timer armed on its CPU. False when the vector
     /// is there already, or `to` has no free vector (-ENOSPC: the affinity stays).
     fn move_vector(&mut self, v: usize, to: usize) -> bool {
-        let (from, old_idt) = (self.vectors[v].cpu, self.vectors[v].idt);
+        let (from, old_idt) = (self.vectors[v].cpu(), self.vectors[v].idt());
         if from.ix() == to {
             return false;
         }
@@ -285,8 +285,7 @@ impl<O: Observer> Sim<'_, O> {
             return false;
         };
         self.cpus[to].vec_of_idt[usize::from(idt)] = Some(VectorId::new(v));
-        self.vectors[v].cpu = CpuId::new(to);
-        self.vectors[v].idt = idt;
+        self.vectors[v].retarget(CpuId::new(to), idt);
         // __vector_schedule_cleanup: the old CPU's cleanup timer, at jiffies + 1.
         self.q.push(
             self.now + self.costs.tick_period,
@@ -320,7 +319,7 @@ impl<O: Observer> Sim<'_, O> {
             cpu: CpuId::new(c),
             idt,
         };
-        if vec.cpu.ix() == c && vec.idt == idt {
+        if vec.cpu().ix() == c && vec.idt() == idt {
             // The vector is this one again: nothing to free.
             return;
         }
@@ -353,7 +352,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         };
         for v in 0..self.vectors.len() {
-            if self.vectors[v].cpu.ix() == c && self.move_vector(v, to) {
+            if self.vectors[v].cpu().ix() == c && self.move_vector(v, to) {
                 self.counts().migrations += 1;
             }
         }
@@ -389,7 +388,7 @@ impl<O: Observer> Sim<'_, O> {
     /// chip->irq_retrigger (apic_retrigger_irq): an IPI with the vector's current route.
     fn retrigger(&mut self, v: usize) {
         self.counts().retriggered += 1;
-        let (cpu, vec) = (self.vectors[v].cpu, self.vectors[v].idt);
+        let (cpu, vec) = (self.vectors[v].cpu(), self.vectors[v].idt());
         self.q
             .push(self.now + self.costs.ipi.max(1), Event::Notify { cpu, vec });
     }

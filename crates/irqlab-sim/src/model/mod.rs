@@ -3,7 +3,10 @@
 //! - `state`: each component's state, one arena per kind in `Sim`; `ids`: their typed ids.
 //! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
 //!   per-CPU scheduler and the threads' steps.
-//! - `genirq`: each vector's irq_desc flow (core's `IrqDesc`: disable, pend, rerun, resend).
+//! - `vector`: each device MSI-X vector, owning its route, its device side (core's
+//!   `MsixVector`), genirq's descriptor, its moderator and counters, and answering what
+//!   they decided; `genirq`: what the simulator carries out of its irq_desc flow
+//!   (disable, pend, rerun, resend).
 //! - `fabric`: the root ports, IIO stacks and the socket's interrupt router, each owning
 //!   its state and answering what happened; `controller`: each device's controller (SQ
 //!   fetch, media units, writes held for credits), likewise; `device`: what the
@@ -52,6 +55,7 @@ mod steadystate;
 mod submit;
 mod target;
 mod topo;
+mod vector;
 mod virtio;
 mod virtio_host;
 mod zbd;
@@ -85,7 +89,7 @@ impl<O: Observer> Sim<'_, O> {
         let vector_names: Vec<String> = self
             .vectors
             .iter()
-            .map(|v| names[v.queue.ix()].clone())
+            .map(|v| names[v.queue().ix()].clone())
             .collect();
         self.obs.start(&vector_names, self.cpus.len());
         self.jobs_live = 0;

@@ -256,8 +256,8 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
         };
         let (v, vec) = (v.ix(), &sim.vectors[v.ix()]);
         uf.union(n.queue(q), n.vector(v));
-        uf.union(n.vector(v), n.cpu(vec.cpu.ix()));
-        if let Some(t) = vec.thread {
+        uf.union(n.vector(v), n.cpu(vec.cpu().ix()));
+        if let Some(t) = vec.thread() {
             uf.union(n.vector(v), n.thread(t.ix()));
         }
         if uses_router && queue.local_irq_ns.is_none() {

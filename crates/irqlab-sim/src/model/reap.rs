@@ -51,7 +51,7 @@ impl<O: Observer> Sim<'_, O> {
             if let Some(v) = self.queues[rec.queue.ix()].vector
                 && self.measuring
             {
-                self.vectors[v.ix()].completions += 1;
+                self.vectors[v.ix()].count_completions(1);
             }
             if self.complete_io(io, c) {
                 woke += 1;

@@ -1,6 +1,7 @@
 //! The measured window (after ramp_time) and the [`RunReport`] built from the model.
 
 use super::state::*;
+use super::vector::Vector;
 use crate::observer::{Observer, SliceKind};
 use irqlab_report::{
     CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine,
@@ -22,14 +23,7 @@ impl<O: Observer> Sim<'_, O> {
             d.open(now);
         }
         for v in &mut self.vectors {
-            v.messages = 0;
-            v.per_cpu.iter_mut().for_each(|x| *x = 0);
-            v.device_coalesced = 0;
-            v.completions = 0;
-            v.merged = 0;
-            v.pended = 0;
-            v.resent = 0;
-            v.withheld = 0;
+            v.open_window();
         }
         for q in &mut self.queues {
             q.completions = 0;
@@ -219,9 +213,9 @@ impl<O: Observer> Sim<'_, O> {
             .iter()
             .enumerate()
             .map(|(i, v)| VectorReport {
-                name: v.name.clone(),
+                name: v.name().to_string(),
                 // The IRTE's format: posted or remapped (the chip /proc/interrupts names).
-                chip: if self.queues[v.queue.ix()].virtio.is_some() {
+                chip: if self.queues[v.queue().ix()].virtio.is_some() {
                     CHIP_INJECTED
                 } else if self.posted_vector(i) {
                     CHIP_POSTED
@@ -229,13 +223,13 @@ impl<O: Observer> Sim<'_, O> {
                     CHIP_REMAPPED
                 }
                 .to_string(),
-                device: pci_address(self.queues[v.queue.ix()].device.ix()),
-                hwirq: entry[v.queue.ix()],
-                messages: v.messages,
-                per_cpu: v.per_cpu.clone(),
-                device_coalesced: v.device_coalesced,
-                completions: v.completions,
-                moderation: v.moderator.as_ref().map(ModerationReport::from),
+                device: pci_address(self.queues[v.queue().ix()].device.ix()),
+                hwirq: entry[v.queue().ix()],
+                messages: v.messages(),
+                per_cpu: v.per_cpu().to_vec(),
+                device_coalesced: v.device_coalesced(),
+                completions: v.completions(),
+                moderation: v.moderator().map(ModerationReport::from),
             })
             .collect();
         let names = super::build::queue_names(self);
@@ -302,10 +296,10 @@ impl<O: Observer> Sim<'_, O> {
             ("ios_completed".to_string(), self.totals.completed as f64),
             ("ios_reaped".to_string(), self.totals.reaped as f64),
             ("cqes_posted".to_string(), self.totals.cqes_posted as f64),
-            ("msi_merged".to_string(), sum(&|v| v.merged) as f64),
-            ("irq_pended".to_string(), sum(&|v| v.pended) as f64),
-            ("irq_resent".to_string(), sum(&|v| v.resent) as f64),
-            ("msi_withheld".to_string(), sum(&|v| v.withheld) as f64),
+            ("msi_merged".to_string(), sum(&|v| v.merged()) as f64),
+            ("irq_pended".to_string(), sum(&|v| v.pended()) as f64),
+            ("irq_resent".to_string(), sum(&|v| v.resent()) as f64),
+            ("msi_withheld".to_string(), sum(&|v| v.withheld()) as f64),
             (
                 "notifications_delivered".to_string(),
                 self.fabric.router().delivered() as f64,

@@ -6,10 +6,10 @@ use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::Policy;
 use irqlab_core::delivery::{DeliveryPath, NotificationHandler};
-use irqlab_core::irq::{IrqDesc, Irr};
-use irqlab_core::irq_poll::{IrqPollCpu, IrqPollId};
+use irqlab_core::irq::Irr;
+use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::nvme::irq_handler::NvmeIrqHandler;
-use irqlab_core::nvme::{MsixVector, QueuePair, TagSet};
+use irqlab_core::nvme::{QueuePair, TagSet};
 use irqlab_core::posted::{NR_PIR_WORDS, vector_bit};
 use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
@@ -724,45 +724,6 @@ impl Queue {
     }
 }
 
-pub(crate) struct Vector {
-    pub name: String,
-    pub queue: QueueId,
-    pub cpu: CpuId,
-    pub idt: u16,
-    /// The device side of the vector: coalescing, the one-message rule, the MSI-X mask
-    /// and pending bit, the coalescing timer's epoch (irqlab-core nvme::msix).
-    pub msix: MsixVector,
-    /// genirq's descriptor (core's, as the runtime's): disabled by irq_poll or GSIM,
-    /// pended, in progress; model/genirq.rs carries out its decisions.
-    pub desc: IrqDesc,
-    pub iop: Option<IrqPollId>,
-    pub thread: Option<ThreadId>,
-    pub thread_pending: bool,
-    /// Requested with no primary handler (idxd's kernel work queues,
-    /// drivers/dma/idxd/device.c: request_threaded_irq(vector, NULL, idxd_wq_thread, ...)):
-    /// irq_default_primary_handler wakes the thread on every interrupt.
-    pub default_primary: bool,
-    /// An RDMA CQ polled in softirq (IB_POLL_SOFTIRQ, drivers/infiniband/core/cq.c): the
-    /// hardirq is the EQ's handler, this long, and ib_poll_handler runs from irq_poll.
-    pub ib_eq_ns: Option<u64>,
-    /// The adaptive moderator reprogramming this vector's coalescing (lib/dim, irq-am).
-    pub moderator: Option<irqlab_core::moderator::Moderator>,
-    /// Bytes of the completions reaped since the moderator was last fed.
-    pub bytes_since: u64,
-    // statistics
-    pub messages: u64,
-    pub per_cpu: Vec<u64>,
-    pub device_coalesced: u64,
-    pub completions: u64,
-    /// Messages merged into a pending IRR or PIR bit.
-    pub merged: u64,
-    /// Messages that reached a CPU while the vector was disabled (IRQS_PENDING).
-    pub pended: u64,
-    /// Interrupts enable_irq retriggered with a self-IPI (no device message).
-    pub resent: u64,
-    pub withheld: u64,
-}
-
 /// Totals for the conservation checks.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Totals {
@@ -787,7 +748,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     /// The devices' controllers (model/controller).
     pub devices: Vec<super::controller::Device>,
     pub queues: Vec<Queue>,
-    pub vectors: Vec<Vector>,
+    /// The devices' MSI-X vectors (model/vector.rs).
+    pub vectors: Vec<super::vector::Vector>,
     /// Root ports, IIO stacks and the socket's router (model/fabric).
     pub fabric: super::fabric::Fabric,
     pub ios: Vec<Io>,

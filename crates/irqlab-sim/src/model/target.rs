@@ -88,10 +88,9 @@ impl<O: Observer> Sim<'_, O> {
         // A target CQ's completion is not held by an MSI-X mask: the model masks host
         // vectors only.
         let (now, unacked) = (self.now, self.unacked(tq));
-        let a = self.vectors[v]
-            .msix
-            .post_completion_ignoring_mask(now, Hint::default(), unacked);
-        self.count_posted(v, a);
+        let measuring = self.measuring;
+        let a =
+            self.vectors[v].post_completion_ignoring_mask(now, Hint::default(), unacked, measuring);
         self.carry_out(v, a);
     }
 
@@ -151,7 +150,7 @@ pub(crate) fn add_targets(
     }
     let ncpu = m.cpus.len();
     for v in m.vectors.iter_mut() {
-        v.per_cpu.resize(ncpu, 0);
+        v.fit_cpus(ncpu);
     }
     Ok(())
 }

@@ -255,7 +255,7 @@ impl<O: Observer> Sim<'_, O> {
     /// vring_interrupt then virtblk_done on CPU `c` for vector `v`: IRQ_NONE when nothing
     /// was used, otherwise disable callbacks and drain.
     pub(crate) fn virtblk_done(&mut self, c: usize, v: usize) {
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
         if !vq.ring.interrupt() {
             self.virtio_handler_returned(c, v);
@@ -271,7 +271,7 @@ impl<O: Observer> Sim<'_, O> {
     /// none is left, `virtqueue_enable_cb`, and drain again if entries arrived.
     pub(crate) fn virtio_drain(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         loop {
             let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
             if vq.ring.more_used() {
@@ -285,7 +285,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.cpus[c].reaping = list;
                 self.cpus[c].irq.reaped += n;
                 if self.measuring {
-                    self.vectors[v].completions += u64::from(n);
+                    self.vectors[v].count_completions(u64::from(n));
                 }
                 let inline = self.single_hw_queue(q).is_none_or(|one| !one);
                 let per = self.queues[q].cqe_ns
@@ -324,7 +324,7 @@ impl<O: Observer> Sim<'_, O> {
     /// here (the wake-ups' cost follows), then the drain goes on.
     pub(crate) fn virtio_drained(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
-        let q = self.vectors[v].queue.ix();
+        let q = self.vectors[v].queue().ix();
         if self.single_hw_queue(q) == Some(true) {
             let cpu = &mut self.cpus[c];
             cpu.blk_done.append(&mut cpu.reaping);

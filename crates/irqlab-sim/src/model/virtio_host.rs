@@ -285,9 +285,9 @@ impl<O: Observer> Sim<'_, O> {
         let v = v.ix();
         let d = self.queues[q].device.ix();
         let lat = self.devices[d].host().map_or(1, |h| h.notify_ns);
-        self.vectors[v].messages += 1;
+        self.vectors[v].count_message();
         self.obs.message(self.now, v);
-        let (cpu, vec) = (self.vectors[v].cpu, self.vectors[v].idt);
+        let (cpu, vec) = (self.vectors[v].cpu(), self.vectors[v].idt());
         self.q
             .push(self.now + lat.max(1), Event::Notify { cpu, vec });
     }
