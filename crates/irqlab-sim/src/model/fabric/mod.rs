@@ -236,6 +236,8 @@ mod tests {
             vector: VectorId::new(v),
             remapped: true,
             notify: true,
+            cpu: CpuId::new(0),
+            idt: 0x21,
         }
     }
 
