@@ -334,7 +334,7 @@ impl Thread {
     /// task_h_load: the load it had when it last changed state.
     #[inline]
     pub(crate) fn load_avg(&self) -> u64 {
-        self.pelt.load_avg
+        self.pelt.load_avg()
     }
 
     /// Its (load_avg, util_avg) as of `now`, without storing it.
@@ -342,7 +342,7 @@ impl Thread {
         let mut p = self.pelt;
         let (runnable, running) = self.pelt_flags();
         p.update(now, runnable, running);
-        (p.load_avg, p.util_avg)
+        (p.load_avg(), p.util_avg())
     }
 
     /// PELT's flags: runnable (on the run queue or running), running.
