@@ -28,10 +28,10 @@ impl<O: Observer> Sim<'_, O> {
 
     /// can_migrate_task: the first waiting task of `src` that may move.
     fn pullable(&self, src: usize) -> Option<usize> {
-        self.cpus[src].runq.iter().position(|&t| {
-            let th = &self.threads[t.ix()];
-            !th.pinned && !th.fifo && self.now.saturating_sub(th.ran_at) >= MIGRATION_COST
-        })
+        self.cpus[src]
+            .runq
+            .iter()
+            .position(|&t| self.threads[t.ix()].can_migrate(self.now, MIGRATION_COST))
     }
 
     /// Moves the waiting task at `src`'s run-queue index `i` to `dst`'s run queue.

@@ -614,11 +614,12 @@ fn add_jobs(
         if starts_now {
             fio.start(0, plan.window_start_ns);
         }
-        m.threads.push(Thread {
-            start_runnable: starts_now,
-            pinned: c.pinned,
-            ..Thread::new(ThreadKind::Job(JobId::new(ji)), CpuId::new(c.cpu))
-        });
+        m.threads.push(Thread::job(
+            JobId::new(ji),
+            CpuId::new(c.cpu),
+            c.pinned,
+            starts_now,
+        ));
         let thread = ThreadId::new(m.threads.len() - 1);
         if c.polled {
             for &q in &queues {

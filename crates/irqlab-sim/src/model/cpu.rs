@@ -147,9 +147,7 @@ impl<O: Observer> Sim<'_, O> {
                 let Some(t) = self.cpus[c].current else {
                     return;
                 };
-                let th = &mut self.threads[t.ix()];
-                th.left = 0;
-                th.spinning = false;
+                self.threads[t.ix()].step_ended();
                 self.advance_thread(c, t.ix());
             }
             Mode::Idle => {}
@@ -191,10 +189,7 @@ impl<O: Observer> Sim<'_, O> {
                 // The interrupted thread keeps what its step had left.
                 let left = self.cancel_step(c);
                 if let Some(t) = self.cpus[c].current {
-                    let th = &mut self.threads[t.ix()];
-                    if !th.spinning {
-                        th.left = left;
-                    }
+                    self.threads[t.ix()].interrupted(left);
                 }
                 self.take_interrupt(c);
             }
@@ -364,7 +359,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.vectors[v].default_primary() || wake {
             self.vectors[v].set_runthread();
             if let Some(t) = self.vectors[v].thread()
-                && self.threads[t.ix()].state == TState::Blocked
+                && self.threads[t.ix()].state() == TState::Blocked
             {
                 self.wake_thread(t.ix(), Some(c));
                 woke = true;
@@ -915,7 +910,7 @@ impl<O: Observer> Sim<'_, O> {
     /// (and counted).
     fn wakeup_softirqd(&mut self, c: usize) {
         let t = self.cpus[c].ksoftirqd.expect("every CPU has its ksoftirqd");
-        if self.threads[t.ix()].state == TState::Blocked {
+        if self.threads[t.ix()].state() == TState::Blocked {
             if self.measuring {
                 self.cpus[c].stats.ksoftirqd_wakeups += 1;
             }
@@ -1150,10 +1145,10 @@ impl<O: Observer> Sim<'_, O> {
 
     pub(crate) fn thread_timer(&mut self, t: usize, epoch: u32) {
         let th = &self.threads[t];
-        if th.timer_gen != epoch || th.state != TState::Blocked {
+        if !th.timer_wakes(epoch) {
             return;
         }
-        let c = th.cpu.ix();
+        let c = th.cpu().ix();
         self.cpus[c].hrtimer_wake.push(ThreadId::new(t));
         self.notify(c, HRTIMER_VECTOR);
     }
@@ -1220,7 +1215,7 @@ impl<O: Observer> Sim<'_, O> {
     /// A spinning poller: look at the queue after one poll iteration if a CQE is there;
     /// otherwise burn sys time until one is posted (the device pokes the spinners).
     pub(crate) fn spin_check(&mut self, c: usize, t: usize) {
-        let (found, kind) = match self.threads[t].kind {
+        let (found, kind) = match self.threads[t].kind() {
             ThreadKind::Job(j) => self.job_spin(j.ix()),
             _ => (true, SliceKind::Sys),
         };
@@ -1244,15 +1239,15 @@ impl<O: Observer> Sim<'_, O> {
     /// Thread `t`, if it is spinning on its CPU right now, finds work one poll later.
     pub(crate) fn poke_thread(&mut self, t: usize) {
         let th = &self.threads[t];
-        let c = th.cpu.ix();
-        if th.spinning
-            && th.state == TState::Running
+        let c = th.cpu().ix();
+        if th.spinning()
+            && th.state() == TState::Running
             && self.cpus[c].current == Some(ThreadId::new(t))
             && self.cpus[c].mode == Mode::Thread
             && !self.cpus[c].stepping
         {
             let ns = self.costs.poll_check;
-            let kind = match th.kind {
+            let kind = match th.kind() {
                 ThreadKind::Job(j) => self.job_spin(j.ix()).1,
                 _ => SliceKind::Sys,
             };
@@ -1334,11 +1329,11 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
         let q = self.vectors[v].queue().ix();
         let inline = self.queues[q].complete_ns.is_none();
-        if (self.threads[t].completing || inline) && !self.threads[t].reaping.is_empty() {
-            self.threads[t].completing = false;
-            let mut list = std::mem::take(&mut self.threads[t].reaping);
+        if (self.threads[t].completing() || inline) && self.threads[t].reaping_len() > 0 {
+            self.threads[t].set_completing(false);
+            let mut list = self.threads[t].take_reaping();
             let woke = self.complete_list(c, v, &mut list);
-            self.threads[t].reaping = list;
+            self.threads[t].put_reaping(list);
             if woke > 0 {
                 return ThreadStep::Run {
                     ns: woke * self.costs.wakeup,
@@ -1354,28 +1349,26 @@ impl<O: Observer> Sim<'_, O> {
             };
         }
         if self.queues[q].qp.cqe_pending() {
-            let mut list = std::mem::take(&mut self.threads[t].reaping);
+            let mut list = self.threads[t].take_reaping();
             let n = self.poll_queue(c, q, u32::MAX, &mut list);
-            self.threads[t].reaping = list;
-            self.threads[t].wakeups += n;
+            self.threads[t].put_reaping(list);
+            self.threads[t].polled(n);
             return ThreadStep::Run {
                 ns: u64::from(n) * self.queues[q].cqe_ns,
                 kind: SliceKind::IrqThread,
             };
         }
         // idxd's thread has completed its records already and rings no doorbell.
-        if self.threads[t].wakeups > 0 && (self.queues[q].doorbell || !inline) {
-            self.threads[t].wakeups = 0;
+        if self.threads[t].take_polled() > 0 && (self.queues[q].doorbell || !inline) {
             self.ring_cq_doorbell(q);
             // nvme_pci_complete_batch runs after the doorbell.
-            self.threads[t].completing = true;
-            let n = self.threads[t].reaping.len() as u64;
+            self.threads[t].set_completing(true);
+            let n = self.threads[t].reaping_len() as u64;
             return ThreadStep::Run {
                 ns: self.costs.cq_doorbell + n * self.queues[q].complete_ns.unwrap_or(0),
                 kind: SliceKind::IrqThread,
             };
         }
-        self.threads[t].wakeups = 0;
         ThreadStep::Block
     }
 }
@@ -1388,7 +1381,7 @@ fn mark_cpu(cpu: &mut Cpu, now: u64, threads: &mut [Thread], jobs: &mut [Job], m
         cpu.acct_mark = now;
         settle_cpu(cpu, threads, jobs, measuring);
         cpu.owed_to = cpu.current;
-        cpu.owed_job = match cpu.current.map(|t| threads[t.ix()].kind) {
+        cpu.owed_job = match cpu.current.map(|t| threads[t.ix()].kind()) {
             Some(ThreadKind::Job(j)) => Some(j),
             _ => None,
         };
@@ -1411,7 +1404,7 @@ fn settle_cpu(cpu: &mut Cpu, threads: &mut [Thread], jobs: &mut [Job], measuring
     if thread_time(cpu.kind)
         && let Some(t) = cpu.owed_to
     {
-        threads[t.ix()].vruntime += dt;
+        threads[t.ix()].charge(dt);
     }
     if !measuring {
         return;

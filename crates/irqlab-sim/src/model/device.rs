@@ -251,7 +251,7 @@ impl<O: Observer> Sim<'_, O> {
             let c = self.vectors[v].cpu().ix();
             self.cpus[c].work.push_back(VectorId::new(v));
             if let Some(t) = self.cpus[c].kworker
-                && self.threads[t.ix()].state == TState::Blocked
+                && self.threads[t.ix()].state() == TState::Blocked
             {
                 self.wake_thread(t.ix(), Some(c));
             }

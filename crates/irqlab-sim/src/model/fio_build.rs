@@ -230,7 +230,7 @@ fn add_workers(
     m: &mut super::build::Machine,
 ) {
     let set = allowed(s, k, p);
-    let home = m.threads[jobs[j].thread.ix()].cpu.ix();
+    let home = m.threads[jobs[j].thread.ix()].cpu().ix();
     let pos = set.iter().position(|&c| c == home).unwrap_or(0);
     let mut workers = Vec::new();
     for w in 0..jobs[j].iodepth as usize {
@@ -268,7 +268,7 @@ fn add_sq_thread(
     jobs: &mut Vec<Job>,
     m: &mut super::build::Machine,
 ) {
-    let home = m.threads[jobs[j].thread.ix()].cpu.ix();
+    let home = m.threads[jobs[j].thread.ix()].cpu().ix();
     let cpu = cpu.unwrap_or((home + 1) % p.cpu.count);
     let iopoll = jobs[j].polled;
     let id = helper_job(
@@ -397,7 +397,7 @@ fn wait_for(
         if job.fio.started {
             job.fio.started = false;
             job.end = None;
-            m.threads[job.thread.ix()].start_runnable = false;
+            m.threads[job.thread.ix()].hold_at_start();
         }
     }
     Ok(())

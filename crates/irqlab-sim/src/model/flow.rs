@@ -50,7 +50,7 @@ impl<O: Observer> Sim<'_, O> {
                 continue;
             }
             let t = self.jobs[k].thread.ix();
-            if self.threads[t].spinning {
+            if self.threads[t].spinning() {
                 self.poke_thread(t);
             }
         }

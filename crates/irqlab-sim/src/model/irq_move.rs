@@ -206,8 +206,8 @@ fn refuse_threads<O: Observer>(
         )));
     }
     for th in &sim.threads {
-        if th.cpu.ix() == cpu
-            && let ThreadKind::Job(j) = th.kind
+        if th.cpu().ix() == cpu
+            && let ThreadKind::Job(j) = th.kind()
         {
             return Err(SimError::Unsupported(format!(
                 "--event {e}: job '{}' runs on cpu{cpu}; {fallback}",

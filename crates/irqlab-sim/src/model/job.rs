@@ -487,7 +487,7 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn job_ramp_end(&mut self, j: usize) {
         let now = self.now;
         // What its CPU owes the job so far counts before the reset, as it always did.
-        let c = self.threads[self.jobs[j].thread.ix()].cpu.ix();
+        let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
         self.settle(c);
         self.jobs[j].reset_window(now);
     }

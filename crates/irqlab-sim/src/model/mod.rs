@@ -2,7 +2,8 @@
 //! the event loop that moves them. The sibling files:
 //! - `state`: each component's state, one arena per kind in `Sim`; `ids`: their typed ids.
 //! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
-//!   per-CPU scheduler and the threads' steps.
+//!   per-CPU scheduler and the threads' steps; `thread`: a task's own scheduling state
+//!   (vruntime, PELT, record_wakee, its step), answering the scheduler's questions.
 //! - `vector`: each device MSI-X vector, owning its route, its device side (core's
 //!   `MsixVector`), genirq's descriptor, its moderator and counters, and answering what
 //!   they decided; `genirq`: what the simulator carries out of its irq_desc flow
@@ -54,6 +55,7 @@ mod state;
 mod steadystate;
 mod submit;
 mod target;
+mod thread;
 mod topo;
 mod vector;
 mod virtio;
@@ -104,7 +106,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             let f = &self.jobs[j].fio;
             let job = JobId::new(j);
-            if self.threads[self.jobs[j].thread.ix()].start_runnable {
+            if self.threads[self.jobs[j].thread.ix()].start_runnable() {
                 if f.measure_from > 0 {
                     self.q.push(f.measure_from, Event::JobRampEnd { job });
                 }
@@ -119,7 +121,7 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         for t in 0..self.threads.len() {
-            if self.threads[t].start_runnable && mine(&|p| p.thread(t)) {
+            if self.threads[t].start_runnable() && mine(&|p| p.thread(t)) {
                 self.wake_thread(t, None);
             }
         }
@@ -146,7 +148,7 @@ impl<O: Observer> Sim<'_, O> {
     fn fio_job_started_at_zero(&self, j: usize) -> bool {
         !self.is_helper(j)
             && self.jobs[j].fio.started
-            && self.threads[self.jobs[j].thread.ix()].start_runnable
+            && self.threads[self.jobs[j].thread.ix()].start_runnable()
     }
 
     /// Runs until the jobs are done, with every event at the time the last one ended, or

@@ -80,8 +80,8 @@ impl<O: Observer> Sim<'_, O> {
         job.last_submit = self.now;
         job.phase = JobPhase::Start;
         let wt = self.jobs[w].thread.ix();
-        if self.threads[wt].state == TState::Blocked {
-            let c = self.threads[self.jobs[j].thread.ix()].cpu.ix();
+        if self.threads[wt].state() == TState::Blocked {
+            let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
             self.wake_thread(wt, Some(c));
             return Some(ThreadStep::sys(self.costs.wakeup));
         }
@@ -130,9 +130,10 @@ impl<O: Observer> Sim<'_, O> {
         let p = &mut self.jobs[parent];
         p.outstanding -= got;
         let pt = p.thread.ix();
-        if p.phase == JobPhase::Fio(FioPhase::FreeWait) && self.threads[pt].state == TState::Blocked
+        if p.phase == JobPhase::Fio(FioPhase::FreeWait)
+            && self.threads[pt].state() == TState::Blocked
         {
-            let c = self.threads[self.jobs[j].thread.ix()].cpu.ix();
+            let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
             self.wake_thread(pt, Some(c));
             return 1;
         }
@@ -152,12 +153,12 @@ impl<O: Observer> Sim<'_, O> {
         for h in helpers {
             self.jobs[h].phase = JobPhase::Done;
             let t = self.jobs[h].thread.ix();
-            match self.threads[t].state {
+            match self.threads[t].state() {
                 TState::Blocked => {
-                    let c = self.threads[self.jobs[j].thread.ix()].cpu.ix();
+                    let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
                     self.wake_thread(t, Some(c));
                 }
-                _ if self.threads[t].spinning => self.poke_thread(t),
+                _ if self.threads[t].spinning() => self.poke_thread(t),
                 _ => {}
             }
         }

@@ -220,7 +220,7 @@ impl Partition {
 fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
     let mut uf = UnionFind::new(n.total);
     for (t, th) in sim.threads.iter().enumerate() {
-        uf.union(n.thread(t), n.cpu(th.cpu.ix()));
+        uf.union(n.thread(t), n.cpu(th.cpu().ix()));
     }
     for (j, job) in sim.jobs.iter().enumerate() {
         uf.union(n.job(j), n.thread(job.thread.ix()));

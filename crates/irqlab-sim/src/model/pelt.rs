@@ -45,11 +45,23 @@ pub(crate) struct Pelt {
     period_contrib: u64,
     load_sum: u64,
     util_sum: u64,
-    pub load_avg: u64,
-    pub util_avg: u64,
+    load_avg: u64,
+    util_avg: u64,
 }
 
 impl Pelt {
+    /// load_avg: the runnable fraction scaled by a nice-0 weight (out of 1024).
+    #[inline]
+    pub fn load_avg(&self) -> u64 {
+        self.load_avg
+    }
+
+    /// util_avg: the running fraction scaled by the CPU's capacity (out of 1024).
+    #[inline]
+    pub fn util_avg(&self) -> u64 {
+        self.util_avg
+    }
+
     /// A task that has been runnable (`runnable`) or asleep for ever. The published runs
     /// the model compares with were measured in a steady state; a v5.3 fork would start
     /// at load 1024 with empty sums (init_entity_runnable_average).

@@ -90,39 +90,17 @@ enum Current {
 }
 
 impl<O: Observer> Sim<'_, O> {
-    /// Updates thread `t`'s load tracking up to now (while placement is on), before its
-    /// state changes.
-    #[inline]
-    pub(crate) fn pelt_sync(&mut self, t: usize) {
-        if self.place.is_none() {
-            return;
-        }
-        let now = self.now;
-        let th = &mut self.threads[t];
-        let (runnable, running) = pelt_flags(th);
-        th.pelt.update(now, runnable, running);
-    }
-
-    /// Sets thread `t`'s state, its load tracking brought up to now first.
+    /// Sets thread `t`'s state, its load tracking brought up to now first (while
+    /// placement is on).
     #[inline]
     pub(crate) fn set_state(&mut self, t: usize, state: TState) {
-        if self.place.is_some() {
-            self.pelt_sync(t);
-            let th = &mut self.threads[t];
-            if th.state == TState::Running || state == TState::Running {
-                th.ran_at = self.now;
-            }
-        }
-        self.threads[t].state = state;
+        let tracking = self.place.is_some();
+        self.threads[t].set_state(state, self.now, tracking);
     }
 
     /// Thread `t`'s (load_avg, util_avg) as of now, without storing it.
     fn pelt_now(&self, t: usize) -> (u64, u64) {
-        let th = &self.threads[t];
-        let mut p = th.pelt;
-        let (runnable, running) = pelt_flags(th);
-        p.update(self.now, runnable, running);
-        (p.load_avg, p.util_avg)
+        self.threads[t].pelt_at(self.now)
     }
 
     /// available_idle_cpu: nothing runs and nothing waits (the idle task is current,
@@ -139,7 +117,7 @@ impl<O: Observer> Sim<'_, O> {
             .iter()
             .chain(cpu.runq.iter())
             .map(|t| t.ix())
-            .filter(|&t| !self.threads[t].fifo)
+            .filter(|&t| !self.threads[t].fifo())
             .map(|t| self.pelt_now(t).0)
             .sum()
     }
@@ -150,7 +128,7 @@ impl<O: Observer> Sim<'_, O> {
         self.threads
             .iter()
             .enumerate()
-            .filter(|(_, th)| th.cpu.ix() == c && !th.fifo && th.state != TState::Exited)
+            .filter(|(_, th)| th.cpu().ix() == c && !th.fifo() && th.state() != TState::Exited)
             .map(|(t, _)| self.pelt_now(t))
             .fold((0, 0), |(l, u), (a, b)| (l + a, u + b))
     }
@@ -166,7 +144,7 @@ impl<O: Observer> Sim<'_, O> {
     fn wakee_of(&mut self, who: Current) -> &mut Wakee {
         match who {
             Current::Idle(c) => &mut self.cpus[c].idle_wakee,
-            Current::Task(t) => &mut self.threads[t].wakee,
+            Current::Task(t) => self.threads[t].wakee_mut(),
         }
     }
 
@@ -183,23 +161,15 @@ impl<O: Observer> Sim<'_, O> {
         let j = jiffies(self.now, self.costs.hz);
         let hz = u64::from(self.costs.hz);
         let who = self.current_on(this);
-        let w = self.wakee_of(who);
-        if j > w.decay_ts + hz {
-            w.flips >>= 1;
-            w.decay_ts = j;
-        }
-        if w.last != Some(ThreadId::new(p)) {
-            w.last = Some(ThreadId::new(p));
-            w.flips += 1;
-        }
+        self.wakee_of(who).record(j, hz, ThreadId::new(p));
     }
 
     /// wake_wide: the waker and the wakee flip among more partners than an LLC has CPUs,
     /// one a factor of sd_llc_size more than the other: spread, do not pull.
     fn wake_wide(&mut self, this: usize, p: usize) -> bool {
         let who = self.current_on(this);
-        let master = self.wakee_of(who).flips;
-        let slave = self.threads[p].wakee.flips;
+        let master = self.wakee_of(who).flips();
+        let slave = self.threads[p].wakee().flips();
         let (master, slave) = (master.max(slave), master.min(slave));
         let factor = self.topo.llc_size(this) as u32;
         !(slave < factor || master < slave.saturating_mul(factor))
@@ -209,7 +179,7 @@ impl<O: Observer> Sim<'_, O> {
     /// SD_BALANCE_WAKE, which no domain has: the fast path).
     pub(crate) fn select_task_rq(&mut self, p: usize, this: usize) -> usize {
         let rules = self.place.as_ref().map_or(Rules::V6_6, |pl| pl.rules);
-        let prev = self.threads[p].cpu.ix();
+        let prev = self.threads[p].cpu().ix();
         self.record_wakee(this, p);
         let want_affine = !self.wake_wide(this, p);
         let mut new = prev;
@@ -233,7 +203,7 @@ impl<O: Observer> Sim<'_, O> {
             && let Current::Task(t) = self.current_on(this)
         {
             // v5.3: current->recent_used_cpu = cpu.
-            self.threads[t].wakee.recent_used_cpu = this;
+            self.threads[t].wakee_mut().set_recent_used_cpu(this);
         }
         new
     }
@@ -275,7 +245,7 @@ impl<O: Observer> Sim<'_, O> {
         rules: Rules,
     ) -> Option<usize> {
         // task_h_load(p): the load it had when it went to sleep.
-        let task_load = self.threads[p].pelt.load_avg as i64;
+        let task_load = self.threads[p].load_avg() as i64;
         let cap = SCALE as i64;
         let this_eff = (self.cpu_load(this, rules) as i64 + task_load) * 100 * cap;
         let prev_eff = (self.cpu_load(prev, rules) as i64 - task_load)
@@ -303,14 +273,14 @@ impl<O: Observer> Sim<'_, O> {
         if rules == Rules::V6_6 && self.per_cpu_kthread_stacks(prev, this) {
             return prev;
         }
-        let recent = self.threads[p].wakee.recent_used_cpu;
+        let recent = self.threads[p].wakee().recent_used_cpu();
         let recent_ok = recent != prev
             && recent != target
             && self.topo.share_cache(recent, target)
             && self.idle_cpu(recent);
         if rules == Rules::V6_6 || recent_ok {
             // v5.3 replaces it only when it is taken; v6.6 always.
-            self.threads[p].wakee.recent_used_cpu = prev;
+            self.threads[p].wakee_mut().set_recent_used_cpu(prev);
         }
         if recent_ok {
             return recent;
@@ -346,7 +316,7 @@ impl<O: Observer> Sim<'_, O> {
         let kthread_in_task = cpu.mode == Mode::Thread
             && cpu
                 .current
-                .is_some_and(|t| matches!(self.threads[t.ix()].kind, ThreadKind::IrqThread(_)));
+                .is_some_and(|t| matches!(self.threads[t.ix()].kind(), ThreadKind::IrqThread(_)));
         // this_rq()->nr_running <= 1: the kthread alone.
         kthread_in_task && prev == this && cpu.runq.is_empty()
     }
@@ -634,11 +604,11 @@ impl<O: Observer> Sim<'_, O> {
         let new = match from {
             Some(this) => self.select_task_rq(t, this),
             None => {
-                self.threads[t].wakee.recent_used_cpu = PARENT_CPU;
+                self.threads[t].wakee_mut().set_recent_used_cpu(PARENT_CPU);
                 self.fork_cpu()
             }
         };
-        if new != self.threads[t].cpu.ix() {
+        if new != self.threads[t].cpu().ix() {
             self.migrate(t, new);
         }
     }
@@ -648,12 +618,11 @@ impl<O: Observer> Sim<'_, O> {
     /// submissions go to the new CPU's queues (blk-mq maps by CPU) and its polling to
     /// them.
     pub(crate) fn migrate(&mut self, t: usize, new: usize) {
-        let old = self.threads[t].cpu.ix();
+        let old = self.threads[t].cpu().ix();
         let (from_min, to_min) = (self.min_vruntime(old), self.min_vruntime(new));
         let th = &mut self.threads[t];
-        th.vruntime = th.vruntime.saturating_sub(from_min) + to_min;
-        th.cpu = super::ids::CpuId::new(new);
-        let ThreadKind::Job(j) = th.kind else {
+        th.migrate(super::ids::CpuId::new(new), from_min, to_min);
+        let ThreadKind::Job(j) = th.kind() else {
             return;
         };
         let j = j.ix();
@@ -686,14 +655,6 @@ impl<O: Observer> Sim<'_, O> {
             job.migrations += 1;
         }
     }
-}
-
-/// PELT's flags of a thread: runnable (on the run queue or running), running.
-fn pelt_flags(th: &Thread) -> (bool, bool) {
-    (
-        matches!(th.state, TState::Running | TState::Runnable),
-        th.state == TState::Running,
-    )
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ impl<O: Observer> Sim<'_, O> {
     /// their CPU time.
     pub(crate) fn reap_own_queues(&mut self, j: usize, trylock_shared: bool) -> (u32, u64) {
         let t = self.jobs[j].thread.ix();
-        let mut list = std::mem::take(&mut self.threads[t].reaping);
+        let mut list = self.threads[t].take_reaping();
         let (mut n, mut ns) = (0, 0);
         for i in 0..self.jobs[j].queues.len() {
             let q = self.jobs[j].queues[i].ix();
@@ -27,20 +27,20 @@ impl<O: Observer> Sim<'_, O> {
             if locked_out || !queue.qp.cqe_pending() {
                 continue;
             }
-            let c = self.threads[t].cpu.ix();
+            let c = self.threads[t].cpu().ix();
             let got = self.poll_queue(c, q, u32::MAX, &mut list);
             n += got;
             ns += u64::from(got) * self.queues[q].reap_ns();
             self.ring_cq_doorbell(q);
         }
-        self.threads[t].reaping = list;
+        self.threads[t].put_reaping(list);
         (n, ns)
     }
 
     /// Completes the CQEs the job's thread reaped itself (polling, reap after submit).
     pub(crate) fn finish_thread_reap(&mut self, c: usize, j: usize) -> u64 {
         let t = self.jobs[j].thread.ix();
-        let mut list = std::mem::take(&mut self.threads[t].reaping);
+        let mut list = self.threads[t].take_reaping();
         let mut woke = 0;
         for &io in &list {
             let rec = self.ios[io.ix()];
@@ -58,7 +58,7 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         list.clear();
-        self.threads[t].reaping = list;
+        self.threads[t].put_reaping(list);
         woke
     }
 
@@ -94,11 +94,11 @@ impl<O: Observer> Sim<'_, O> {
         let enough = job.ready.len() as u32 >= job.waiting_for;
         let t = job.thread.ix();
         if job.phase == JobPhase::Wait && enough {
-            if self.threads[t].state == TState::Blocked {
+            if self.threads[t].state() == TState::Blocked {
                 self.wake_thread(t, Some(c));
                 return true;
             }
-        } else if job.polled && enough && self.threads[t].spinning {
+        } else if job.polled && enough && self.threads[t].spinning() {
             // Reaped for it by another poller of a shared queue: it sees it one poll later.
             self.poke_thread(t);
         }
@@ -115,7 +115,7 @@ impl<O: Observer> Sim<'_, O> {
             let job = &mut self.jobs[j];
             job.fio.ctl.sync_cmd.done = true;
             if job.phase == JobPhase::Fio(FioPhase::SyncWait)
-                && self.threads[t].state == TState::Blocked
+                && self.threads[t].state() == TState::Blocked
             {
                 self.wake_thread(t, Some(c));
                 return Some(true);
@@ -126,13 +126,13 @@ impl<O: Observer> Sim<'_, O> {
             // io_req_task_work_add: the SQ thread completes it (its tctx), waking it if
             // it sleeps.
             self.jobs[j].ready.push_back(io);
-            match self.threads[t].state {
+            match self.threads[t].state() {
                 TState::Blocked => {
                     self.wake_thread(t, Some(c));
                     return Some(true);
                 }
                 _ => {
-                    if self.threads[t].spinning {
+                    if self.threads[t].spinning() {
                         self.poke_thread(t);
                     }
                     return Some(false);

@@ -98,7 +98,7 @@ impl<O: Observer> Sim<'_, O> {
             // Offload workers and SQPOLL threads are not jobs of the file.
             .filter(|j| j.fio.ctl.role == super::fio_ctl::Role::Main)
             .map(|j| {
-                let movable = !threads[j.thread.ix()].pinned;
+                let movable = !threads[j.thread.ix()].pinned();
                 // A job still running when the run was stopped (Ctrl-C, the time limit)
                 // ran until the window closed.
                 let end = if j.finished_at == 0 && j.fio.started {

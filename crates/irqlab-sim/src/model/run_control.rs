@@ -140,7 +140,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         let t = self.jobs[k].thread.ix();
-        if self.threads[t].spinning {
+        if self.threads[t].spinning() {
             self.poke_thread(t);
         }
     }
@@ -151,7 +151,7 @@ impl<O: Observer> Sim<'_, O> {
         self.jobs[j].phase = JobPhase::Done;
         self.jobs_live -= 1;
         let t = self.jobs[j].thread.ix();
-        self.threads[t].state = TState::Exited;
+        self.threads[t].exit_unstarted();
         let mut helpers: Vec<usize> = Vec::new();
         if let Some(off) = &self.jobs[j].fio.ctl.offload {
             helpers.extend(off.workers.iter().map(|w| w.ix()));
@@ -162,7 +162,7 @@ impl<O: Observer> Sim<'_, O> {
         for h in helpers {
             self.jobs[h].phase = JobPhase::Done;
             let t = self.jobs[h].thread.ix();
-            self.threads[t].state = TState::Exited;
+            self.threads[t].exit_unstarted();
         }
         self.flow_exit(j);
         self.leave_wave(j);
@@ -213,7 +213,7 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         let t = self.jobs[j].thread.ix();
-        if self.threads[t].spinning {
+        if self.threads[t].spinning() {
             self.poke_thread(t);
         }
     }

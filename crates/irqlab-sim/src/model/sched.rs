@@ -42,14 +42,14 @@ impl<O: Observer> Sim<'_, O> {
         let running = cpu
             .current
             .map(|t| &self.threads[t.ix()])
-            .filter(|th| !th.fifo && th.state == TState::Running)
-            .map(|th| th.vruntime);
+            .filter(|th| !th.fifo() && th.state() == TState::Running)
+            .map(|th| th.vruntime());
         let queued = cpu
             .runq
             .iter()
             .map(|&t| &self.threads[t.ix()])
-            .filter(|th| !th.fifo)
-            .map(|th| th.vruntime)
+            .filter(|th| !th.fifo())
+            .map(|th| th.vruntime())
             .min();
         let candidate = match (running, queued) {
             (Some(a), Some(b)) => a.min(b),
@@ -63,31 +63,30 @@ impl<O: Observer> Sim<'_, O> {
     /// Makes thread `t` runnable; `from` is the CPU whose context wakes it (None at start).
     pub(crate) fn wake_thread(&mut self, t: usize, from: Option<usize>) {
         let th = &self.threads[t];
-        if th.state == TState::Runnable || th.state == TState::Running {
+        if th.on_rq() {
             return;
         }
         if self.place.is_some() {
             if from.is_none() {
                 // wake_up_new_task: a forked job starts with a full load.
-                self.threads[t].pelt = super::pelt::Pelt::forked(self.now);
+                self.threads[t].fork_load(self.now);
             }
             let th = &self.threads[t];
             // select_task_rq (model/placement.rs), then ttwu_do_wakeup's avg_idle.
-            if !th.pinned && !th.fifo {
+            if !th.pinned() && !th.fifo() {
                 self.place_waking(t, from);
             }
-            self.idle_period_ends(self.threads[t].cpu.ix());
+            self.idle_period_ends(self.threads[t].cpu().ix());
         }
         let th = &self.threads[t];
-        let c = th.cpu.ix();
-        let fifo = th.fifo;
+        let c = th.cpu().ix();
+        let fifo = th.fifo();
         if !fifo {
             // place_entity(): a sleeper comes back at most half a latency period behind.
             let floor = self
                 .min_vruntime(c)
                 .saturating_sub(self.sched_latency() / 2);
-            let th = &mut self.threads[t];
-            th.vruntime = th.vruntime.max(floor);
+            self.threads[t].place_entity(floor);
         }
         self.set_state(t, TState::Runnable);
         let cpu = &mut self.cpus[c];
@@ -119,14 +118,14 @@ impl<O: Observer> Sim<'_, O> {
         };
         self.settle(c);
         let (cur, woken) = (&self.threads[cur.ix()], &self.threads[t]);
-        if cur.fifo {
+        if cur.fifo() {
             return false;
         }
-        if woken.fifo {
+        if woken.fifo() {
             return true;
         }
         match self.scheduler {
-            Scheduler::Cfs => cur.vruntime > woken.vruntime + self.wakeup_granularity(),
+            Scheduler::Cfs => cur.vruntime() > woken.vruntime() + self.wakeup_granularity(),
             Scheduler::Eevdf => self.now - self.cpus[c].slice_start >= self.costs.slice,
         }
     }
@@ -170,7 +169,7 @@ impl<O: Observer> Sim<'_, O> {
         let cpu = &self.cpus[c];
         let th = &self.threads[t.ix()];
         let ran = self.now - cpu.slice_start;
-        let resched = th.spinning
+        let resched = th.spinning()
             || match self.scheduler {
                 Scheduler::Eevdf => ran >= self.costs.slice,
                 Scheduler::Cfs => {
@@ -180,12 +179,12 @@ impl<O: Observer> Sim<'_, O> {
                         .runq
                         .iter()
                         .map(|&n| &self.threads[n.ix()])
-                        .filter(|n| !n.fifo)
-                        .map(|n| n.vruntime)
+                        .filter(|n| !n.fifo())
+                        .map(|n| n.vruntime())
                         .min();
                     ran > ideal
                         || (ran >= self.costs.slice
-                            && leftmost.is_some_and(|l| th.vruntime > l + ideal))
+                            && leftmost.is_some_and(|l| th.vruntime() > l + ideal))
                 }
             };
         if resched {
@@ -198,13 +197,13 @@ impl<O: Observer> Sim<'_, O> {
     /// not inside a system call or a softirq invocation.
     fn preemptible(&self, c: usize, t: usize) -> bool {
         let th = &self.threads[t];
-        if th.fifo {
+        if th.fifo() {
             return false;
         }
-        if matches!(th.kind, ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq() {
+        if matches!(th.kind(), ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq() {
             return false;
         }
-        th.left == 0 || th.spinning || th.step_kind == SliceKind::Usr
+        th.at_preemption_point()
     }
 
     /// Back from interrupt context: pending interrupts first, then the scheduler.
@@ -215,7 +214,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         if let Some(t) = self.cpus[c].current {
             let t = t.ix();
-            if self.threads[t].state == TState::Running {
+            if self.threads[t].state() == TState::Running {
                 let cpu = &self.cpus[c];
                 if !(cpu.need_resched && !cpu.runq.is_empty() && self.preemptible(c, t)) {
                     // A preemption the thread cannot take now waits for its step's end.
@@ -239,7 +238,7 @@ impl<O: Observer> Sim<'_, O> {
     fn preempt(&mut self, c: usize, t: usize) {
         self.set_state(t, TState::Runnable);
         self.cpus[c].runq.push_back(ThreadId::new(t));
-        if let ThreadKind::Job(j) = self.threads[t].kind
+        if let ThreadKind::Job(j) = self.threads[t].kind()
             && self.measuring
         {
             self.jobs[j.ix()].ctx += 1;
@@ -254,8 +253,8 @@ impl<O: Observer> Sim<'_, O> {
             return false;
         }
         let th = &self.threads[t];
-        if th.fifo
-            || (matches!(th.kind, ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq())
+        if th.fifo()
+            || (matches!(th.kind(), ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq())
         {
             return false;
         }
@@ -281,12 +280,12 @@ impl<O: Observer> Sim<'_, O> {
                 let cpu = &self.cpus[c];
                 cpu.runq
                     .iter()
-                    .position(|&n| self.threads[n.ix()].fifo)
+                    .position(|&n| self.threads[n.ix()].fifo())
                     .or_else(|| {
                         cpu.runq
                             .iter()
                             .enumerate()
-                            .min_by_key(|&(i, &n)| (self.threads[n.ix()].vruntime, i))
+                            .min_by_key(|&(i, &n)| (self.threads[n.ix()].vruntime(), i))
                             .map(|(i, _)| i)
                     })
             }
@@ -319,7 +318,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.set_state(n.ix(), TState::Running);
         let ns = self.costs.ctx_switch.max(1);
-        let kind = match self.threads[n.ix()].kind {
+        let kind = match self.threads[n.ix()].kind() {
             ThreadKind::Job(_) => SliceKind::Sys,
             ThreadKind::Ksoftirqd(_) => SliceKind::Ksoftirqd,
             ThreadKind::IrqThread(_) => SliceKind::IrqThread,
@@ -334,11 +333,9 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn run_thread(&mut self, c: usize, t: usize) {
         self.cpus[c].mode = Mode::Thread;
         let th = &mut self.threads[t];
-        if th.left > 0 {
-            let (ns, kind) = (th.left, th.step_kind);
-            th.left = 0;
+        if let Some((ns, kind)) = th.resume_step() {
             self.step(c, ns, kind);
-        } else if th.spinning {
+        } else if th.spinning() {
             self.spin_check(c, t);
         } else {
             self.advance_thread(c, t);
@@ -349,7 +346,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.preempt_at_step_end(c, t) {
             return;
         }
-        let next = match self.threads[t].kind {
+        let next = match self.threads[t].kind() {
             ThreadKind::Job(j) => self.job_advance(c, j.ix()),
             ThreadKind::Ksoftirqd(_) => self.ksoftirqd_advance(c),
             ThreadKind::IrqThread(v) => self.irq_thread_advance(c, t, v.ix()),
@@ -357,18 +354,16 @@ impl<O: Observer> Sim<'_, O> {
         };
         match next {
             ThreadStep::Run { ns, kind } => {
-                self.threads[t].step_kind = kind;
+                self.threads[t].start_step(kind);
                 self.step(c, ns.max(1), kind);
             }
             ThreadStep::Spin => {
-                self.threads[t].spinning = true;
+                self.threads[t].start_spinning();
                 self.spin_check(c, t);
             }
             ThreadStep::Block | ThreadStep::Sleep { .. } => {
                 if let ThreadStep::Sleep { ns } = next {
-                    let th = &mut self.threads[t];
-                    th.timer_gen = th.timer_gen.wrapping_add(1);
-                    let epoch = th.timer_gen;
+                    let epoch = self.threads[t].arm_timer();
                     self.q.push(
                         self.now + ns,
                         Event::ThreadTimer {
@@ -378,7 +373,7 @@ impl<O: Observer> Sim<'_, O> {
                     );
                 }
                 self.set_state(t, TState::Blocked);
-                if let ThreadKind::Job(j) = self.threads[t].kind
+                if let ThreadKind::Job(j) = self.threads[t].kind()
                     && self.measuring
                 {
                     self.jobs[j.ix()].ctx += 1;

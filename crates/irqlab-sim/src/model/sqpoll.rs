@@ -38,12 +38,12 @@ impl<O: Observer> Sim<'_, O> {
         self.jobs[j].phase = JobPhase::Start;
         let st = self.jobs[thread.ix()].thread.ix();
         if wake {
-            let c = self.threads[self.jobs[j].thread.ix()].cpu.ix();
+            let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
             self.wake_thread(st, Some(c));
             let call = self.engine.io_uring.submit_call_ns;
             return Some(ThreadStep::sys(call + self.costs.wakeup));
         }
-        if self.threads[st].spinning {
+        if self.threads[st].spinning() {
             self.poke_thread(st);
         }
         None
@@ -185,7 +185,7 @@ impl<O: Observer> Sim<'_, O> {
         let o = &mut self.jobs[owner];
         o.ready.extend(done);
         let ot = o.thread.ix();
-        if o.ready.len() as u32 >= o.waiting_for && self.threads[ot].spinning {
+        if o.ready.len() as u32 >= o.waiting_for && self.threads[ot].spinning() {
             self.poke_thread(ot);
         }
         self.sq_work_done(owner);

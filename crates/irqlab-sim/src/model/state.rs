@@ -1,7 +1,8 @@
 //! The model's state, in flat arenas indexed by typed ids (model/ids.rs): no allocation
 //! per event.
 
-use super::ids::{CpuId, DeviceId, IoId, JobId, QueueId, ThreadId, VectorId};
+use super::ids::{DeviceId, IoId, JobId, QueueId, ThreadId, VectorId};
+pub(crate) use super::thread::{TState, Thread, ThreadKind, Wakee};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::Policy;
@@ -381,108 +382,6 @@ pub(crate) enum WorkState {
     Posting,
     /// Asleep in wait_for_completion until the device's command completes.
     Waiting,
-}
-
-/// What a thread is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ThreadKind {
-    Job(JobId),
-    Ksoftirqd(CpuId),
-    /// The irq thread of a vector (use_threaded_interrupts), SCHED_FIFO.
-    IrqThread(VectorId),
-    /// A CPU's kworker running moderation work items (schedule_work, system_wq).
-    Kworker(CpuId),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TState {
-    Running,
-    Runnable,
-    Blocked,
-    Exited,
-}
-
-pub(crate) struct Thread {
-    pub kind: ThreadKind,
-    /// Where it runs or last ran (task_cpu).
-    pub cpu: CpuId,
-    /// nr_cpus_allowed == 1: kernel threads, and jobs with cpus_allowed (each clone on
-    /// one CPU). A job without cpus_allowed may run on any CPU, placed by
-    /// select_task_rq_fair (model/placement.rs).
-    pub pinned: bool,
-    pub state: TState,
-    /// Virtual run time (nice 0: run time itself), ns.
-    pub vruntime: u64,
-    /// ns left of the step that was interrupted (0: the step is complete).
-    pub left: u64,
-    pub step_kind: SliceKind,
-    /// Busy-polling a completion queue: the CPU burns sys time until a CQE appears.
-    pub spinning: bool,
-    pub fifo: bool,
-    pub timer_gen: u32,
-    pub start_runnable: bool,
-    /// CQEs popped by this thread's reap step in progress.
-    pub reaping: Vec<IoId>,
-    /// irq thread: CQEs polled since its last doorbell.
-    pub wakeups: u32,
-    /// irq thread: the step running is the batch completion after the doorbell.
-    pub completing: bool,
-    /// Its load and utilisation (kept only while some thread can move).
-    pub pelt: super::pelt::Pelt,
-    /// The wake-up partners it has had (record_wakee), and p->recent_used_cpu.
-    pub wakee: Wakee,
-    /// When it last ran (se.exec_start as task_hot reads it), while placement is on.
-    pub ran_at: u64,
-}
-
-/// What record_wakee keeps in a task (kernel/sched/fair.c): how often the task, as
-/// `current`, woke a different task than the last one, halved once a second.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Wakee {
-    pub flips: u32,
-    pub decay_ts: u64,
-    pub last: Option<ThreadId>,
-    /// p->recent_used_cpu.
-    pub recent_used_cpu: usize,
-}
-
-impl Thread {
-    /// A blocked thread of `kind` on CPU `cpu`: irq threads are SCHED_FIFO, job threads
-    /// and ksoftirqd SCHED_OTHER.
-    pub fn new(kind: ThreadKind, cpu: CpuId) -> Thread {
-        let (step_kind, fifo) = match kind {
-            ThreadKind::Job(_) => (SliceKind::Usr, false),
-            ThreadKind::Ksoftirqd(_) => (SliceKind::Ksoftirqd, false),
-            ThreadKind::IrqThread(_) => (SliceKind::IrqThread, true),
-            ThreadKind::Kworker(_) => (SliceKind::Sys, false),
-        };
-        Thread {
-            kind,
-            cpu,
-            pinned: true,
-            state: TState::Blocked,
-            // A kworker runs a moderation item now and then, so it wakes with
-            // place_entity's whole sleeper credit, its first time too; the other threads
-            // start level with min_vruntime.
-            vruntime: if matches!(kind, ThreadKind::Kworker(_)) {
-                0
-            } else {
-                VRUNTIME_AT_START
-            },
-            left: 0,
-            step_kind,
-            spinning: false,
-            fifo,
-            timer_gen: 0,
-            start_runnable: false,
-            reaping: Vec::new(),
-            wakeups: 0,
-            completing: false,
-            pelt: super::pelt::Pelt::steady(false),
-            wakee: Wakee::default(),
-            ran_at: 0,
-        }
-    }
 }
 
 /// What a thread does next, returned by its logic when a step ends.
