@@ -8,6 +8,7 @@ use super::state::{Cpu, Io, Job, Queue, Thread};
 use super::vector::Vector;
 use crate::platform::Platform;
 use crate::{Budget, Estimate, SimError};
+use irqlab_core::moderator::{LEVEL_COURSE_INTERVALS, Moderator};
 use irqlab_core::{Delivery, Policy};
 use irqlab_fio::JobSpec;
 use irqlab_fio::plan::RunPlan;
@@ -176,6 +177,13 @@ fn memory_parts(
         .zip(demands)
         .map(|(s, d)| d.clones * s.options.len() as u64 * OPTION_BYTES)
         .sum();
+    // A per-queue moderator keeps its level histogram per interval of the run (at most
+    // LEVEL_COURSE_INTERVALS of them), in the model and in the report.
+    let levels = Moderator::new(policy.moderator, None)
+        .ok()
+        .flatten()
+        .map_or(0, |m| m.levels().len() as u64);
+    let course_bytes = 2 * LEVEL_COURSE_INTERVALS as u64 * levels * 8;
     vec![
         (
             format!("{queues} queues x their entries ({entries} in all)"),
@@ -185,7 +193,7 @@ fn memory_parts(
             // Each vector counts its handler runs per CPU, in the model and the report, and
             // the /proc/interrupts table prints a column per CPU for it.
             format!("{vectors} vectors x {ncpu} CPUs of counters"),
-            vectors * (size::<Vector>() + ncpu * (8 + 8 + 11)),
+            vectors * (size::<Vector>() + ncpu * (8 + 8 + 11) + course_bytes),
         ),
         (
             format!("{ncpu} CPUs"),
