@@ -4,7 +4,8 @@
 
 use super::controller::Device;
 use super::fio_job::FioJob;
-use super::state::{Cpu, Io, Job, Queue, Thread};
+use super::queue::Queue;
+use super::state::{Cpu, Io, Job, Thread};
 use super::vector::Vector;
 use crate::platform::Platform;
 use crate::{Budget, Estimate, SimError};

@@ -6,6 +6,7 @@
 use super::controller::Device;
 use super::fio_job::{DiskAcct, FioJob, FioRun};
 use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, ThreadId, VectorId};
+use super::queue::Queue;
 use super::state::*;
 use super::vector::Vector;
 use crate::engine::EventQueue;
@@ -623,7 +624,7 @@ fn add_jobs(
         let thread = ThreadId::new(m.threads.len() - 1);
         if c.polled {
             for &q in &queues {
-                m.queues[q.ix()].spinners.push(thread);
+                m.queues[q.ix()].add_spinner(thread);
             }
         }
         jobs.push(new_job(s, section.group, c, thread, queues, fio, inp));
@@ -694,12 +695,12 @@ fn check_queue_depths(
         }
     }
     for (queue, &d) in m.queues.iter().zip(&depth) {
-        let cap = u64::from(queue.qp.sq.q_depth()) - 1;
+        let cap = u64::from(queue.depth()) - 1;
         if d > cap {
             return Err(SimError::Config(format!(
                 "{} I/Os may be in flight on a queue of {} with room for {cap}: lower iodepth or numjobs, or raise devices.N.queue_depth",
                 d,
-                inp.names[queue.device.ix()]
+                inp.names[queue.device().ix()]
             )));
         }
     }
@@ -885,20 +886,17 @@ fn add_queue_set(
         } else {
             (Vec::new(), Vec::new())
         };
-        m.queues.push(Queue {
-            doorbell: g.kind.has_cq_doorbell(),
-            complete_ns,
-            shared: cpus_here > 1,
-            wc_ref,
-            peer_tag,
-            send_wc_ns: g.send_wc_ns.unwrap_or(0),
-            ..Queue::new(
+        m.queues.push(
+            Queue::new(
                 DeviceId::new(d),
                 vector,
                 qp,
                 g.completion_ns.unwrap_or(inp.costs.cqe),
             )
-        });
+            .with_handler(g.kind.has_cq_doorbell(), complete_ns)
+            .with_shared(cpus_here > 1)
+            .with_rdma(wc_ref, peer_tag, g.send_wc_ns.unwrap_or(0)),
+        );
     }
     Ok(layout
         .cpu_queue
@@ -1065,9 +1063,9 @@ pub(crate) fn queue_names<O: Observer>(sim: &Sim<'_, O>) -> Vec<String> {
     sim.queues
         .iter()
         .map(|q| {
-            let d = q.device.ix();
+            let d = q.device().ix();
             per_dev[d] += 1;
-            match q.vector {
+            match q.vector() {
                 Some(v) => sim.vectors[v.ix()].name().to_string(),
                 None => format!("{}q{}", sim.devices[d].name(), per_dev[d]),
             }

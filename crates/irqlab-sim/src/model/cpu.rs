@@ -278,7 +278,7 @@ impl<O: Observer> Sim<'_, O> {
                 let v = self.cpus[c].irq.running_vector();
                 let q = self.vectors[v].queue().ix();
                 // NVMe: nvme_poll_cq keeps polling; the batch completes after the doorbell.
-                let batched = self.queues[q].complete_ns.is_some();
+                let batched = self.queues[q].complete_ns().is_some();
                 if batched || !self.complete_reaped(c, IrqPhase::Reap) {
                     self.reap_more(c);
                 }
@@ -297,7 +297,7 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::Doorbell => {
                 let v = self.cpus[c].irq.running_vector();
                 let q = self.vectors[v].queue().ix();
-                self.queues[q].cq_locked = false;
+                self.queues[q].unlock_cq();
                 self.ring_cq_doorbell(q);
                 self.vector_done(c);
             }
@@ -349,7 +349,7 @@ impl<O: Observer> Sim<'_, O> {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue().ix();
         let mut woke = false;
-        let pending = self.queues[q].qp.cqe_pending();
+        let pending = self.queues[q].cqe_pending();
         // nvme_irq_check's answer comes from core's handler (a rescue thread's check is
         // flood detection's own).
         let wake = match self.cpus[c].irq.nvme.as_mut() {
@@ -443,13 +443,13 @@ impl<O: Observer> Sim<'_, O> {
             }
             style => {
                 let q = self.vectors[v].queue().ix();
-                if self.costs.has_virtio && self.queues[q].virtio.is_some() {
+                if self.costs.has_virtio && self.queues[q].is_virtio() {
                     self.virtblk_done(c, v);
                     return;
                 }
                 // nvme_irq (or Sagi's budgeted one): its first step reaps.
                 let mut h = NvmeIrqHandler::new(style);
-                let pending = self.queues[q].qp.cqe_pending();
+                let pending = self.queues[q].cqe_pending();
                 let budget = match h.next(pending) {
                     Some(HandlerStep::Reap { budget }) => budget,
                     _ => u32::MAX,
@@ -457,7 +457,7 @@ impl<O: Observer> Sim<'_, O> {
                 let frame = &mut self.cpus[c].irq;
                 frame.nvme = Some(h);
                 frame.reap_budget = budget;
-                self.queues[q].cq_locked = true;
+                self.queues[q].lock_cq();
                 self.reap_more(c);
             }
         }
@@ -467,7 +467,7 @@ impl<O: Observer> Sim<'_, O> {
     /// given what the CQ head shows now): Complete when a batch of reaped requests is to
     /// complete, DisableAndPoll when Sagi's handler hands the queue to irq_poll.
     fn nvme_next(&mut self, c: usize, q: usize) -> Option<HandlerStep> {
-        let pending = self.queues[q].qp.cqe_pending();
+        let pending = self.queues[q].cqe_pending();
         self.cpus[c].irq.nvme.as_mut()?.next(pending)
     }
 
@@ -488,7 +488,7 @@ impl<O: Observer> Sim<'_, O> {
         let q = self.vectors[v].queue().ix();
         let reaped = self.cpus[c].irq.reaped;
         let budget_left = self.cpus[c].irq.reap_budget.saturating_sub(reaped);
-        if budget_left > 0 && self.queues[q].qp.cqe_pending() {
+        if budget_left > 0 && self.queues[q].cqe_pending() {
             let mut list = std::mem::take(&mut self.cpus[c].reaping);
             let n = self.poll_queue(c, q, budget_left, &mut list);
             self.cpus[c].reaping = list;
@@ -504,29 +504,29 @@ impl<O: Observer> Sim<'_, O> {
         // The reap is over: core says whether a batch completes (nothing reaped: the
         // handler returns IRQ_NONE).
         let batch_step = self.nvme_next(c, q) == Some(HandlerStep::CompleteBatch);
-        let batch = batch_step && self.queues[q].complete_ns.is_some();
+        let batch = batch_step && self.queues[q].complete_ns().is_some();
         if !batch {
             // Without nvme_pci_complete_batch (before v5.19) each request completed as
             // it was reaped: the handler returns now.
             self.nvme_handler_returns(c, v, reaped);
         }
-        if !self.queues[q].doorbell {
+        if !self.queues[q].has_doorbell() {
             // idxd: the handler walks the completion records; no head doorbell exists.
-            self.queues[q].cq_locked = false;
+            self.queues[q].unlock_cq();
             self.vector_done(c);
-        } else if let Some(per) = self.queues[q].complete_ns
+        } else if let Some(per) = self.queues[q].complete_ns()
             && reaped > 0
         {
             // nvme_irq: one doorbell for everything nvme_poll_cq found, then
             // nvme_pci_complete_batch; the device sees the doorbell while the CPU completes.
-            self.queues[q].cq_locked = false;
+            self.queues[q].unlock_cq();
             self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
             let n = self.cpus[c].reaping.len() as u64;
             self.hard(c, IrqPhase::Complete, self.costs.cq_doorbell + n * per);
         } else if reaped > 0 && !self.in_notification(c) && !self.vectors[v].is_pending() {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
             // the doorbell leaving the CPU first (no interrupt pended meanwhile to rerun).
-            self.queues[q].cq_locked = false;
+            self.queues[q].unlock_cq();
             self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
             self.end_vector_handler(c);
             let ns = self.costs.cq_doorbell + self.costs.eoi + self.costs.irq_exit;
@@ -534,7 +534,7 @@ impl<O: Observer> Sim<'_, O> {
         } else if reaped > 0 {
             self.hard(c, IrqPhase::Doorbell, self.costs.cq_doorbell);
         } else {
-            self.queues[q].cq_locked = false;
+            self.queues[q].unlock_cq();
             self.vector_done(c);
         }
     }
@@ -577,7 +577,7 @@ impl<O: Observer> Sim<'_, O> {
     /// irq_poll_sched(&nvmeq->iop); }`: entries that arrived meanwhile go to IRQ_POLL.
     fn irq_poll_if_pending(&mut self, c: usize, v: usize) {
         let q = self.vectors[v].queue().ix();
-        if self.queues[q].qp.cqe_pending() {
+        if self.queues[q].cqe_pending() {
             self.irq_poll_sched(c, v);
         }
     }
@@ -884,7 +884,7 @@ impl<O: Observer> Sim<'_, O> {
         let n = self.poll_queue(c, q, weight, &mut list);
         self.cpus[c].soft_reaping = list;
         self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
-        let has_db = self.queues[q].doorbell;
+        let has_db = self.queues[q].has_doorbell();
         let ib = self.vectors[v.ix()].ib_eq_ns().is_some();
         // ib_poll_handler re-arms the CQ whenever it did less than its budget; the other
         // pollers ring the head doorbell for what they reaped.
@@ -893,12 +893,12 @@ impl<O: Observer> Sim<'_, O> {
         } else {
             0
         };
-        if db > 0 && self.queues[q].complete_ns.is_some() {
+        if db > 0 && self.queues[q].complete_ns().is_some() {
             // nvme_process_cq rings the doorbell before the requests complete.
-            let scan = self.costs.irq_poll_call + u64::from(n) * self.queues[q].cqe_ns;
+            let scan = self.costs.irq_poll_call + u64::from(n) * self.queues[q].cqe_ns();
             self.ring_cq_doorbell_in(q, scan + db);
         }
-        let work = if self.queues[q].wc_ref.is_empty() {
+        let work = if !self.queues[q].is_rdma() {
             u64::from(n) * self.queues[q].reap_ns()
         } else {
             self.handler_work_ns(q, n)
@@ -935,7 +935,7 @@ impl<O: Observer> Sim<'_, O> {
             if completed {
                 self.ring_cq_doorbell(q);
             }
-        } else if work > 0 && self.queues[q].complete_ns.is_none() {
+        } else if work > 0 && self.queues[q].complete_ns().is_none() {
             // NVMe rang it when the poll began (soft_next); idxd rings nothing.
             self.ring_cq_doorbell(q);
         }
@@ -983,11 +983,11 @@ impl<O: Observer> Sim<'_, O> {
         let n = self.poll_queue(c, q, budget, &mut list);
         self.cpus[c].soft_reaping = list;
         let mut ns = self.handler_work_ns(q, n);
-        if n > 0 && self.queues[q].doorbell {
+        if n > 0 && self.queues[q].has_doorbell() {
             self.ring_cq_doorbell_in(q, ns + self.costs.cq_doorbell);
             ns += self.costs.cq_doorbell;
         }
-        ns += u64::from(n) * self.queues[q].complete_ns.unwrap_or(0);
+        ns += u64::from(n) * self.queues[q].complete_ns().unwrap_or(0);
         self.cpus[c].soft_phase = SoftPhase::Resend {
             vector: VectorId::new(v),
             reaped: n,
@@ -1027,43 +1027,10 @@ impl<O: Observer> Sim<'_, O> {
         budget: u32,
         out: &mut Vec<IoId>,
     ) -> u32 {
-        let queue = &mut self.queues[q];
-        let tags = &mut queue.tags;
-        let refs = &mut queue.wc_ref;
-        // nvmet-rdma: a command's RECV is answered at once; its tag waits for the
-        // response's SEND completion too.
-        let target = queue.local_irq_ns.is_some();
-        let mut sends = 0;
-        let n = queue.qp.poll_cq(budget, |cqe| {
-            let t = cqe.command_id;
-            let send = cqe.result == WC_SEND;
-            sends += u32::from(send);
-            if target && !send {
-                out.push(
-                    *tags
-                        .get(t)
-                        .expect("a RECV's command id names a command in flight"),
-                );
-            }
-            // nvme-rdma: the request ends when its last work completion is in (req->ref).
-            let last = refs.get_mut(usize::from(t)).is_none_or(|r| {
-                *r -= 1;
-                *r == 0
-            });
-            if last {
-                let io = tags
-                    .complete(t)
-                    .expect("a CQE's command id names a request in flight");
-                if !target {
-                    out.push(io);
-                }
-            }
-        });
-        queue.last_sends = sends;
-        queue.completions += u64::from(n);
-        if n > 0 && !self.queues[q].tag_waiters.is_empty() {
+        let n = self.queues[q].poll_cq(budget, out);
+        if n > 0 && self.queues[q].has_tag_waiters() {
             // blk_mq_put_tag → sbitmap_queue_clear wakes the tag's waiters.
-            let waiters = std::mem::take(&mut self.queues[q].tag_waiters);
+            let waiters = self.queues[q].take_tag_waiters();
             for t in waiters {
                 self.wake_thread(t.ix(), Some(c));
             }
@@ -1086,7 +1053,7 @@ impl<O: Observer> Sim<'_, O> {
             self.vectors[v].count_bytes(bytes);
         }
         let q = self.vectors[v].queue().ix();
-        if self.queues[q].local_irq_ns.is_some() {
+        if self.queues[q].is_target() {
             // nvmet-rdma: each received command is answered, nothing completes here.
             for &io in list.iter() {
                 self.target_respond(io);
@@ -1112,7 +1079,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The CQ head doorbell leaves the CPU `cpu_ns` from now (the work before it in the
     /// step that rings it); the device sees it `mmio_flight_ns` later.
     fn ring_cq_doorbell_in(&mut self, q: usize, cpu_ns: u64) {
-        if !self.queues[q].doorbell {
+        if !self.queues[q].has_doorbell() {
             return;
         }
         let at = self.now + cpu_ns + self.costs.mmio_flight;
@@ -1230,8 +1197,8 @@ impl<O: Observer> Sim<'_, O> {
 
     /// A CQE was posted on queue `q`: spinning pollers notice it one poll later.
     pub(crate) fn poke_spinners(&mut self, q: usize) {
-        for i in 0..self.queues[q].spinners.len() {
-            let t = self.queues[q].spinners[i].ix();
+        for i in 0..self.queues[q].spinners().len() {
+            let t = self.queues[q].spinners()[i].ix();
             self.poke_thread(t);
         }
     }
@@ -1328,7 +1295,7 @@ impl<O: Observer> Sim<'_, O> {
     /// idxd_wq_thread (drivers/dma/idxd/irq.c: complete every record found done).
     pub(crate) fn irq_thread_advance(&mut self, c: usize, t: usize, v: usize) -> ThreadStep {
         let q = self.vectors[v].queue().ix();
-        let inline = self.queues[q].complete_ns.is_none();
+        let inline = self.queues[q].complete_ns().is_none();
         if (self.threads[t].completing() || inline) && self.threads[t].reaping_len() > 0 {
             self.threads[t].set_completing(false);
             let mut list = self.threads[t].take_reaping();
@@ -1348,24 +1315,24 @@ impl<O: Observer> Sim<'_, O> {
                 kind: SliceKind::IrqThread,
             };
         }
-        if self.queues[q].qp.cqe_pending() {
+        if self.queues[q].cqe_pending() {
             let mut list = self.threads[t].take_reaping();
             let n = self.poll_queue(c, q, u32::MAX, &mut list);
             self.threads[t].put_reaping(list);
             self.threads[t].polled(n);
             return ThreadStep::Run {
-                ns: u64::from(n) * self.queues[q].cqe_ns,
+                ns: u64::from(n) * self.queues[q].cqe_ns(),
                 kind: SliceKind::IrqThread,
             };
         }
         // idxd's thread has completed its records already and rings no doorbell.
-        if self.threads[t].take_polled() > 0 && (self.queues[q].doorbell || !inline) {
+        if self.threads[t].take_polled() > 0 && (self.queues[q].has_doorbell() || !inline) {
             self.ring_cq_doorbell(q);
             // nvme_pci_complete_batch runs after the doorbell.
             self.threads[t].set_completing(true);
             let n = self.threads[t].reaping_len() as u64;
             return ThreadStep::Run {
-                ns: self.costs.cq_doorbell + n * self.queues[q].complete_ns.unwrap_or(0),
+                ns: self.costs.cq_doorbell + n * self.queues[q].complete_ns().unwrap_or(0),
                 kind: SliceKind::IrqThread,
             };
         }

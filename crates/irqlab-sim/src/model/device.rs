@@ -17,14 +17,13 @@ impl<O: Observer> Sim<'_, O> {
     /// The controller fetched `count` SQEs of queue `q`.
     #[inline(always)]
     pub(crate) fn sq_fetched(&mut self, q: usize, count: u32) {
-        let d = self.queues[q].device.ix();
+        let d = self.queues[q].device().ix();
         for _ in 0..count {
-            let Some(sqe) = self.queues[q].qp.fetch() else {
+            let Some(sqe) = self.queues[q].fetch() else {
                 break;
             };
-            let io = *self.queues[q]
-                .tags
-                .get(sqe.command_id)
+            let io = self.queues[q]
+                .request(sqe.command_id)
                 .expect("a fetched SQE's command id names its request");
             self.media_take(d, io);
         }
@@ -34,12 +33,12 @@ impl<O: Observer> Sim<'_, O> {
     /// RDMA capsule goes to its target instead.
     pub(crate) fn media_take(&mut self, d: usize, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
-        if !self.queues[q].wc_ref.is_empty() {
+        if self.queues[q].is_rdma() {
             // RDMA: the capsule's SEND reached the responder, whose NIC acknowledges it;
             // the acknowledgement crosses back (as long as the capsule took) and the host
             // NIC writes the SEND's work completion. The request waits for it and its RECV.
             let tag = self.ios[io.ix()].tag;
-            self.queues[q].wc_ref[tag as usize] = 2;
+            self.queues[q].await_send_and_recv(tag);
             let at = self.now + self.devices[d].fetch_ns().max(1);
             self.q.push(
                 at,
@@ -49,7 +48,7 @@ impl<O: Observer> Sim<'_, O> {
                 },
             );
         }
-        if let Some(tq) = self.queues[q].target {
+        if let Some(tq) = self.queues[q].target() {
             // NVMe over RDMA: the command capsule reached the target's CPUs.
             self.target_receive(tq.ix(), io);
             return;
@@ -77,7 +76,7 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     pub(crate) fn service_done(&mut self, io: IoId) {
         let Io { queue, unit, .. } = self.ios[io.ix()];
-        let d = self.queues[queue.ix()].device.ix();
+        let d = self.queues[queue.ix()].device().ix();
         if let Some(next) = self.devices[d].finish(unit) {
             self.start_service(next);
         }
@@ -94,7 +93,7 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     pub(crate) fn deliver_completion(&mut self, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
-        let d = self.queues[q].device.ix();
+        let d = self.queues[q].device().ix();
         let dev = &self.devices[d];
         let port = dev.port().ix();
         let credits = self.completion_credits(io);
@@ -111,11 +110,11 @@ impl<O: Observer> Sim<'_, O> {
     fn emit_completion(&mut self, io: IoId, credits: u32) {
         let Io { queue, hints, .. } = self.ios[io.ix()];
         let q = queue.ix();
-        let d = self.queues[q].device.ix();
-        self.queues[q].cqes_in_flight += 1;
+        let d = self.queues[q].device().ix();
+        self.queues[q].cqe_sent();
         let port = self.devices[d].port().ix();
         self.port_push(port, PortItem::Completion { io, credits });
-        let Some(v) = self.queues[q].vector else {
+        let Some(v) = self.queues[q].vector() else {
             return;
         };
         let v = v.ix();
@@ -131,10 +130,10 @@ impl<O: Observer> Sim<'_, O> {
     /// writes its CQE through the root port. Either way the CQ's interrupt rule decides.
     pub(crate) fn send_wc(&mut self, q: usize, tag: u16) {
         let now = self.now;
-        if self.queues[q].local_irq_ns.is_some() {
-            let posted = self.queues[q].qp.complete(tag, 0, WC_SEND);
+        if self.queues[q].is_target() {
+            let posted = self.queues[q].post_cqe(tag, WC_SEND);
             debug_assert!(posted.is_ok(), "target CQ overflow");
-            let Some(v) = self.queues[q].vector else {
+            let Some(v) = self.queues[q].vector() else {
                 return;
             };
             let (v, unacked) = (v.ix(), self.unacked(q));
@@ -148,8 +147,8 @@ impl<O: Observer> Sim<'_, O> {
             self.carry_out(v, a);
             return;
         }
-        self.queues[q].cqes_in_flight += 1;
-        let d = self.queues[q].device.ix();
+        self.queues[q].cqe_sent();
+        let d = self.queues[q].device().ix();
         let port = self.devices[d].port().ix();
         self.port_push(
             port,
@@ -158,7 +157,7 @@ impl<O: Observer> Sim<'_, O> {
                 tag,
             },
         );
-        let Some(v) = self.queues[q].vector else {
+        let Some(v) = self.queues[q].vector() else {
             return;
         };
         let (v, unacked) = (v.ix(), self.unacked(q));
@@ -188,7 +187,7 @@ impl<O: Observer> Sim<'_, O> {
     /// way through the root port.
     #[inline]
     pub(crate) fn unacked(&self, q: usize) -> u32 {
-        self.queues[q].qp.cq.unacked() + self.queues[q].cqes_in_flight
+        self.queues[q].unacked()
     }
 
     /// The aggregation time of a vector ran out (a stale expiry does nothing).
@@ -200,7 +199,7 @@ impl<O: Observer> Sim<'_, O> {
 
     fn send_msi(&mut self, v: usize) {
         let q = self.vectors[v].queue().ix();
-        if let Some(lat) = self.queues[q].local_irq_ns {
+        if let Some(lat) = self.queues[q].local_irq_ns() {
             // A CQ on the target machine: its NIC's MSI-X reaches the target CPU directly.
             self.vectors[v].count_message();
             self.obs.message(self.now, v);
@@ -209,7 +208,7 @@ impl<O: Observer> Sim<'_, O> {
                 .push(self.now + lat.max(1), Event::Notify { cpu, vec });
             return;
         }
-        let (d, vector) = (self.queues[q].device.ix(), VectorId::new(v));
+        let (d, vector) = (self.queues[q].device().ix(), VectorId::new(v));
         if self.devices[d].holds_msi(vector) {
             // MSI-X keeps one pending message per vector: a message the device could not
             // write yet already covers this completion.
@@ -231,7 +230,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The CQ head doorbell reached the controller: the vector's message is serviced;
     /// entries still unacknowledged (in the CQ or on their way) raise a new one.
     pub(crate) fn cq_doorbell_arrives(&mut self, q: usize) {
-        let Some(v) = self.queues[q].vector else {
+        let Some(v) = self.queues[q].vector() else {
             return;
         };
         let v = v.ix();
@@ -276,7 +275,7 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     fn completion_credits(&self, io: IoId) -> u32 {
         let rec = &self.ios[io.ix()];
-        let dev = &self.devices[self.queues[rec.queue.ix()].device.ix()];
+        let dev = &self.devices[self.queues[rec.queue.ix()].device().ix()];
         if !dev.carries_data(rec.read) {
             return 1;
         }
@@ -333,7 +332,7 @@ impl<O: Observer> Sim<'_, O> {
         let dur = match item {
             PortItem::Completion { io, .. } => self.completion_write_ns(p, io),
             PortItem::SendWc { queue, .. } => {
-                let d = self.queues[queue.ix()].device.ix();
+                let d = self.queues[queue.ix()].device().ix();
                 self.fabric
                     .port(p)
                     .cqe_write_ns(self.devices[d].cqe_bytes())
@@ -359,7 +358,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Port time of one completion: its data (reads, or DSA fills) and its CQE.
     fn completion_write_ns(&mut self, p: usize, io: IoId) -> u64 {
         let rec = &self.ios[io.ix()];
-        let d = self.queues[rec.queue.ix()].device.ix();
+        let d = self.queues[rec.queue.ix()].device().ix();
         let dev = &self.devices[d];
         let data = dev.carries_data(rec.read);
         let (bytes, cqe) = (rec.bytes, dev.cqe_bytes());
@@ -376,19 +375,17 @@ impl<O: Observer> Sim<'_, O> {
             Some(PortItem::Completion { io, .. }) => {
                 let Io { queue, tag, .. } = self.ios[io.ix()];
                 let q = queue.ix();
-                self.queues[q].cqes_in_flight -= 1;
                 // The CQE lands in host memory with the current phase tag.
-                let posted = self.queues[q].qp.complete(tag, 0, 0);
+                let posted = self.queues[q].cqe_landed(tag, 0);
                 debug_assert!(posted.is_ok(), "CQ overflow: the depth check failed");
                 self.totals.cqes_posted += 1;
-                if !self.queues[q].spinners.is_empty() {
+                if self.queues[q].has_spinners() {
                     self.poke_spinners(q);
                 }
             }
             Some(PortItem::SendWc { queue, tag }) => {
                 let q = queue.ix();
-                self.queues[q].cqes_in_flight -= 1;
-                let posted = self.queues[q].qp.complete(tag, 0, WC_SEND);
+                let posted = self.queues[q].cqe_landed(tag, WC_SEND);
                 debug_assert!(posted.is_ok(), "RDMA CQ overflow");
                 self.totals.cqes_posted += 1;
             }

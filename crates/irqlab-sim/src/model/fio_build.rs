@@ -86,7 +86,7 @@ fn check(
     let devices: Vec<usize> = job
         .queues
         .iter()
-        .map(|q| m.queues[q.ix()].device.ix())
+        .map(|q| m.queues[q.ix()].device().ix())
         .collect();
     let mut cmds: Vec<(Cmd, &[&str])> = Vec::new();
     if s.rw.trims() && s.zbd.is_none() && s.ioengine.has_device() {
@@ -159,9 +159,9 @@ fn check(
 /// the queues of a set are contiguous, CPU c takes queue c × nq / ncpu).
 fn queue_for_cpu(m: &super::build::Machine, like: QueueId, c: usize) -> QueueId {
     let q = &m.queues[like.ix()];
-    let (dev, polled) = (q.device, q.vector.is_none());
+    let (dev, polled) = (q.device(), q.vector().is_none());
     let set: Vec<usize> = (0..m.queues.len())
-        .filter(|&i| m.queues[i].device == dev && m.queues[i].vector.is_none() == polled)
+        .filter(|&i| m.queues[i].device() == dev && m.queues[i].vector().is_none() == polled)
         .collect();
     let ncpu = m.cpus.len();
     QueueId::new(set[c * set.len() / ncpu])
@@ -188,7 +188,7 @@ fn helper_job(
     let queues: Vec<QueueId> = p.queues.iter().map(|&q| queue_for_cpu(m, q, cpu)).collect();
     if p.polled {
         for &q in &queues {
-            m.queues[q.ix()].spinners.push(thread);
+            m.queues[q.ix()].add_spinner(thread);
         }
     }
     let mut fio = FioJob::new(s, p.fio.thread_number, p.fio.wave, None, 0);
@@ -285,7 +285,7 @@ fn add_sq_thread(
     // The job spins on its CQ ring instead of polling the device's queues.
     let owner_thread = jobs[j].thread;
     for &q in &jobs[j].queues {
-        m.queues[q.ix()].spinners.retain(|&t| t != owner_thread);
+        m.queues[q.ix()].remove_spinner(owner_thread);
     }
     jobs[j].polled = false;
     jobs[j].hybrid = false;
@@ -317,7 +317,7 @@ fn zone_maps(
             if jobs[j]
                 .queues
                 .iter()
-                .any(|q| m.queues[q.ix()].device.ix() == d)
+                .any(|q| m.queues[q.ix()].device().ix() == d)
             {
                 cfgs.push((si, z));
             }

@@ -74,7 +74,7 @@ impl<O: Observer> Sim<'_, O> {
     /// the vector left them).
     fn cq_state(&self, v: usize) -> (u32, bool) {
         let q = self.vectors[v].queue().ix();
-        (self.unacked(q), self.queues[q].qp.cqe_pending())
+        (self.unacked(q), self.queues[q].cqe_pending())
     }
 
     /// The vector whose handler CPU `c` ran has returned (IRQD_IRQ_INPROGRESS cleared);

@@ -104,7 +104,7 @@ pub(crate) fn plan<O: Observer>(
                         names.join(", ")
                     )));
                 };
-                let Some(v) = sim.queues[q].vector else {
+                let Some(v) = sim.queues[q].vector() else {
                     return Err(SimError::Config(format!(
                         "--event {e}: {queue} is a poll queue, which has no interrupt to move"
                     )));
@@ -177,7 +177,7 @@ fn refuse_vector<O: Observer>(
 ) -> Result<(), SimError> {
     let vec = &sim.vectors[v];
     let q = &sim.queues[vec.queue().ix()];
-    let why = if q.local_irq_ns.is_some() {
+    let why = if q.is_target() {
         "an NVMe over RDMA target's interrupt, which does not pass the host's IRTE"
     } else if vec.ib_eq_ns().is_some() || vec.iop().is_some() {
         "its irq_poll instance would have to move with it"

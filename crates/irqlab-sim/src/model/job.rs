@@ -510,7 +510,7 @@ impl<O: Observer> Sim<'_, O> {
                         || job
                             .queues
                             .iter()
-                            .any(|&q| self.queues[q.ix()].qp.cqe_pending()),
+                            .any(|&q| self.queues[q.ix()].cqe_pending()),
                     SliceKind::Sys,
                 ),
             },

@@ -46,6 +46,7 @@ mod offload;
 mod parts;
 mod pelt;
 mod placement;
+mod queue;
 mod reap;
 mod report;
 mod run_control;

@@ -234,7 +234,7 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
     for job in &sim.jobs {
         for &q in &job.queues {
             used[q.ix()] = true;
-            if let Some(tq) = sim.queues[q.ix()].target {
+            if let Some(tq) = sim.queues[q.ix()].target() {
                 used[tq.ix()] = true;
             }
         }
@@ -244,14 +244,14 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
         if !used[q] {
             continue;
         }
-        uf.union(n.queue(q), n.device(queue.device.ix()));
-        if let Some(tq) = queue.target {
+        uf.union(n.queue(q), n.device(queue.device().ix()));
+        if let Some(tq) = queue.target() {
             uf.union(n.queue(q), n.queue(tq.ix()));
         }
-        for &t in &queue.spinners {
+        for &t in queue.spinners() {
             uf.union(n.queue(q), n.thread(t.ix()));
         }
-        let Some(v) = queue.vector else {
+        let Some(v) = queue.vector() else {
             continue;
         };
         let (v, vec) = (v.ix(), &sim.vectors[v.ix()]);
@@ -260,7 +260,7 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
         if let Some(t) = vec.thread() {
             uf.union(n.vector(v), n.thread(t.ix()));
         }
-        if uses_router && queue.local_irq_ns.is_none() {
+        if uses_router && !queue.is_target() {
             // Its MSIs leave through the port's stack for the socket's router.
             uf.union(n.vector(v), n.router);
         }

@@ -634,19 +634,17 @@ impl<O: Observer> Sim<'_, O> {
             .iter()
             .zip(&job.queues)
             .map(|(d, cur)| {
-                let set = usize::from(self.queues[cur.ix()].vector.is_none());
+                let set = usize::from(self.queues[cur.ix()].vector().is_none());
                 self.queue_map[d.ix()][set][new]
             })
             .collect();
         if self.jobs[j].polled {
             let me = ThreadId::new(t);
             for &q in &self.jobs[j].queues {
-                self.queues[q.ix()].spinners.retain(|&s| s != me);
+                self.queues[q.ix()].remove_spinner(me);
             }
             for &q in &queues {
-                if !self.queues[q.ix()].spinners.contains(&me) {
-                    self.queues[q.ix()].spinners.push(me);
-                }
+                self.queues[q.ix()].add_spinner_once(me);
             }
         }
         let job = &mut self.jobs[j];

@@ -23,8 +23,8 @@ impl<O: Observer> Sim<'_, O> {
         for i in 0..self.jobs[j].queues.len() {
             let q = self.jobs[j].queues[i].ix();
             let queue = &self.queues[q];
-            let locked_out = trylock_shared && (!queue.shared || queue.cq_locked);
-            if locked_out || !queue.qp.cqe_pending() {
+            let locked_out = trylock_shared && !queue.shared_lock_free();
+            if locked_out || !queue.cqe_pending() {
                 continue;
             }
             let c = self.threads[t].cpu().ix();
@@ -48,7 +48,7 @@ impl<O: Observer> Sim<'_, O> {
                 let rt = self.now - rec.submitted;
                 self.jobs[j].hybrid_poll.observe(rt);
             }
-            if let Some(v) = self.queues[rec.queue.ix()].vector
+            if let Some(v) = self.queues[rec.queue.ix()].vector()
                 && self.measuring
             {
                 self.vectors[v.ix()].count_completions(1);
@@ -69,7 +69,7 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn complete_io(&mut self, io: IoId, c: usize) -> bool {
         self.totals.completed += 1;
         let rec = self.ios[io.ix()];
-        let d = self.queues[rec.queue.ix()].device.ix();
+        let d = self.queues[rec.queue.ix()].device().ix();
         let life = self.now - rec.submitted;
         if let Cmd::Trim { .. } = rec.cmd {
             // diskstats counts discards apart from reads and writes.

@@ -26,7 +26,7 @@ impl<O: Observer> Sim<'_, O> {
             v.open_window();
         }
         for q in &mut self.queues {
-            q.completions = 0;
+            q.open_window();
         }
         self.fabric.open_window();
         self.measuring = true;
@@ -204,8 +204,8 @@ impl<O: Observer> Sim<'_, O> {
             .queues
             .iter()
             .map(|q| {
-                per_dev[q.device.ix()] += 1;
-                per_dev[q.device.ix()]
+                per_dev[q.device().ix()] += 1;
+                per_dev[q.device().ix()]
             })
             .collect();
         let mut vectors: Vec<VectorReport> = self
@@ -215,7 +215,7 @@ impl<O: Observer> Sim<'_, O> {
             .map(|(i, v)| VectorReport {
                 name: v.name().to_string(),
                 // The IRTE's format: posted or remapped (the chip /proc/interrupts names).
-                chip: if self.queues[v.queue().ix()].virtio.is_some() {
+                chip: if self.queues[v.queue().ix()].is_virtio() {
                     CHIP_INJECTED
                 } else if self.posted_vector(i) {
                     CHIP_POSTED
@@ -223,7 +223,7 @@ impl<O: Observer> Sim<'_, O> {
                     CHIP_REMAPPED
                 }
                 .to_string(),
-                device: pci_address(self.queues[v.queue().ix()].device.ix()),
+                device: pci_address(self.queues[v.queue().ix()].device().ix()),
                 hwirq: entry[v.queue().ix()],
                 messages: v.messages(),
                 per_cpu: v.per_cpu().to_vec(),
@@ -234,16 +234,16 @@ impl<O: Observer> Sim<'_, O> {
             .collect();
         let names = super::build::queue_names(self);
         for (qi, q) in self.queues.iter().enumerate() {
-            if q.vector.is_none() && q.completions > 0 {
+            if q.vector().is_none() && q.completions() > 0 {
                 vectors.push(VectorReport {
                     name: names[qi].clone(),
                     chip: CHIP_POLLED.into(),
-                    device: pci_address(q.device.ix()),
+                    device: pci_address(q.device().ix()),
                     hwirq: entry[qi],
                     messages: 0,
                     per_cpu: vec![0; self.cpus.len()],
                     device_coalesced: 0,
-                    completions: q.completions,
+                    completions: q.completions(),
                     moderation: None,
                 });
             }

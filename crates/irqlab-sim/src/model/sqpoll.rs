@@ -212,6 +212,6 @@ impl<O: Observer> Sim<'_, O> {
                 && self.jobs[j]
                     .queues
                     .iter()
-                    .any(|&q| self.queues[q.ix()].qp.cqe_pending()))
+                    .any(|&q| self.queues[q.ix()].cqe_pending()))
     }
 }

@@ -10,7 +10,6 @@ use irqlab_core::delivery::{DeliveryPath, NotificationHandler};
 use irqlab_core::irq::Irr;
 use irqlab_core::irq_poll::IrqPollCpu;
 use irqlab_core::nvme::irq_handler::NvmeIrqHandler;
-use irqlab_core::nvme::{QueuePair, TagSet};
 use irqlab_core::posted::{NR_PIR_WORDS, vector_bit};
 use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
@@ -543,86 +542,6 @@ pub(crate) struct Io {
     pub cmd: super::commands::Cmd,
 }
 
-pub(crate) struct Queue {
-    pub device: DeviceId,
-    pub vector: Option<VectorId>,
-    /// The host acknowledges consumed entries with a write the device sees (NVMe CQ head
-    /// doorbell, RDMA CQ re-arm); false for DSA, whose handler rings nothing.
-    pub doorbell: bool,
-    /// Handler CPU time per completion, ns (NVMe: nvme_handle_cqe before the doorbell).
-    pub cqe_ns: u64,
-    /// NVMe: per request, the batch completion nvme_irq runs after ringing the CQ
-    /// doorbell. None: the handler completes each entry as it polls it (idxd, ib_cq).
-    pub complete_ns: Option<u64>,
-    pub qp: QueuePair,
-    /// Request by NVMe command_id (tag), while the tag is in use (core's blk-mq tag set).
-    pub tags: TagSet<IoId>,
-    /// CQE writes in the root port FIFO, not yet in the CQ (the device's view counts them).
-    pub cqes_in_flight: u32,
-    /// CPUs whose submissions map here (more than one: a shared queue).
-    pub shared: bool,
-    /// cq_lock held by a reaper (handler, poll, reap after submit).
-    pub cq_locked: bool,
-    /// Threads spinning on this queue.
-    pub spinners: Vec<ThreadId>,
-    /// Jobs asleep in blk_mq_get_tag until one of this queue's tags is freed.
-    pub tag_waiters: Vec<ThreadId>,
-    /// NVMe over RDMA, host side: the target CQ this queue's commands arrive on.
-    pub target: Option<QueueId>,
-    /// Target side: a completed entry is a command to answer (model/target.rs), and the
-    /// CQ's interrupts reach its CPU after this latency, not through the host's ports.
-    pub local_irq_ns: Option<u64>,
-    pub completions: u64,
-    /// RDMA: per command id, the work completions the request still waits for (nvme-rdma
-    /// req->ref: its SEND and its RECV; nvmet-rdma: the command's RECV and the response's
-    /// SEND). Empty: one CQE completes a request.
-    pub wc_ref: Vec<u8>,
-    /// RDMA: handler CPU time for one SEND work completion, ns.
-    pub send_wc_ns: u64,
-    /// SEND work completions among the entries the last poll of this queue took.
-    pub last_sends: u32,
-    /// NVMe over RDMA, host side: per host command id, the target queue's command id.
-    pub peer_tag: Vec<u16>,
-    /// virtio-blk: the virtqueue's ring state (model/virtio.rs).
-    pub virtio: Option<Box<super::virtio::Vq>>,
-}
-
-impl Queue {
-    /// An empty, unshared queue pair of `device`, every command id free, its entries
-    /// handled at `cqe_ns` each and acknowledged by a CQ head doorbell.
-    pub fn new(device: DeviceId, vector: Option<VectorId>, qp: QueuePair, cqe_ns: u64) -> Queue {
-        let depth = qp.sq.q_depth();
-        Queue {
-            device,
-            vector,
-            doorbell: true,
-            cqe_ns,
-            complete_ns: None,
-            qp,
-            // Command ids 0..depth (65536 entries use every u16).
-            tags: TagSet::new(depth),
-            cqes_in_flight: 0,
-            shared: false,
-            cq_locked: false,
-            spinners: Vec::new(),
-            tag_waiters: Vec::new(),
-            target: None,
-            local_irq_ns: None,
-            completions: 0,
-            wc_ref: Vec::new(),
-            send_wc_ns: 0,
-            last_sends: 0,
-            peer_tag: Vec::new(),
-            virtio: None,
-        }
-    }
-
-    /// CPU time to reap and complete one entry, wherever the completion runs.
-    pub fn reap_ns(&self) -> u64 {
-        self.cqe_ns + self.complete_ns.unwrap_or(0)
-    }
-}
-
 /// Totals for the conservation checks.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Totals {
@@ -646,7 +565,8 @@ pub(crate) struct Sim<'a, O: Observer> {
     pub jobs: Vec<Job>,
     /// The devices' controllers (model/controller).
     pub devices: Vec<super::controller::Device>,
-    pub queues: Vec<Queue>,
+    /// The I/O queues (model/queue.rs).
+    pub queues: Vec<super::queue::Queue>,
     /// The devices' MSI-X vectors (model/vector.rs).
     pub vectors: Vec<super::vector::Vector>,
     /// Root ports, IIO stacks and the socket's router (model/fabric).

@@ -80,7 +80,7 @@ impl<O: Observer> Sim<'_, O> {
             if self.jobs[j].fio.ctl.zones.is_some() && !self.jobs[j].queues.is_empty() {
                 let job = &self.jobs[j];
                 let qi = (job.next_file + job.fio.batch.len()) % job.queues.len();
-                let device = self.queues[job.queues[qi].ix()].device.ix();
+                let device = self.queues[job.queues[qi].ix()].device().ix();
                 if !self.zoned_io(j, device, &mut p) {
                     break;
                 }
@@ -227,9 +227,9 @@ impl<O: Observer> Sim<'_, O> {
             let job = &self.jobs[j];
             let q = job.queues[job.next_file];
             // The tag set holds one entry less than the ring (nvme: q_depth - 1).
-            if self.queues[q.ix()].tags.free() <= 1 {
+            if self.queues[q.ix()].tags_free() <= 1 {
                 let t = self.jobs[j].thread;
-                self.queues[q.ix()].tag_waiters.push(t);
+                self.queues[q.ix()].wait_for_tag(t);
                 break;
             }
             let job = &mut self.jobs[j];
@@ -240,7 +240,7 @@ impl<O: Observer> Sim<'_, O> {
             // the driver's commit_rqs (virtio_commit_rqs kicks), as bd->last would.
             let next_starved = i + 1 < k && {
                 let taken = usize::from(next_q == q);
-                self.queues[next_q.ix()].tags.free().saturating_sub(taken) <= 1
+                self.queues[next_q.ix()].tags_free().saturating_sub(taken) <= 1
             };
             let last =
                 i + 1 == k || next_q != q || job.engine == IoEngine::PosixAio || next_starved;
@@ -367,7 +367,7 @@ impl<O: Observer> Sim<'_, O> {
         let read = planned.ddir == 0;
         let hints = if last { SQE_HINT_BARRIER } else { 0 };
         let start = self.jobs[j].batch_start;
-        if self.queues[q.ix()].tags.free() == 0 {
+        if self.queues[q.ix()].tags_free() == 0 {
             debug_assert!(false, "no free tag: the depth check failed");
             return None;
         }
@@ -378,8 +378,7 @@ impl<O: Observer> Sim<'_, O> {
             .pop()
             .unwrap_or_else(|| IoId::new(self.ios.len()));
         let tag = self.queues[q.ix()]
-            .tags
-            .alloc(io)
+            .alloc_tag(io)
             .expect("a free tag was checked");
         let rec = Io {
             job: JobId::new(j),
@@ -399,9 +398,9 @@ impl<O: Observer> Sim<'_, O> {
             self.ios[io.ix()] = rec;
         }
         let queue = &mut self.queues[q.ix()];
-        let d = queue.device.ix();
+        let d = queue.device().ix();
         self.fio.disks[d].submit(now, self.measuring);
-        let _ = queue.qp.submit(
+        let _ = queue.submit(
             Sqe {
                 command_id: tag,
                 opcode: opcode(planned.cmd),
@@ -410,7 +409,7 @@ impl<O: Observer> Sim<'_, O> {
             },
             last,
         );
-        if self.costs.has_virtio && queue.virtio.is_some() {
+        if self.costs.has_virtio && queue.is_virtio() {
             self.virtio_queue_rq(j, q.ix(), last);
         }
         Some(io)
@@ -419,11 +418,11 @@ impl<O: Observer> Sim<'_, O> {
     /// The SQ tail doorbell reaches the device; its fetch engine serves doorbells in
     /// arrival order, one at a time when it has an occupancy (`fetch_busy_ns`).
     pub(crate) fn schedule_fetch(&mut self, q: QueueId, count: u32) {
-        if self.costs.has_virtio && self.queues[q.ix()].virtio.is_some() {
+        if self.costs.has_virtio && self.queues[q.ix()].is_virtio() {
             // The host thread pops the avail ring itself (model/virtio.rs).
             return;
         }
-        let d = self.queues[q.ix()].device.ix();
+        let d = self.queues[q.ix()].device().ix();
         let at = self.devices[d].fetch(self.now + self.costs.mmio_flight);
         self.q.push(at, Event::SqFetched { queue: q, count });
     }

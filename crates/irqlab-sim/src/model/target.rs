@@ -12,6 +12,7 @@
 
 use super::build::{Inputs, Machine, VectorSpec, add_vector, new_cpu};
 use super::ids::{DeviceId, IoId, QueueId};
+use super::queue::Queue;
 use super::state::*;
 use crate::SimError;
 use crate::engine::Event;
@@ -19,7 +20,7 @@ use crate::observer::Observer;
 use crate::platform::RdmaTarget;
 use crate::rng::ServiceTime;
 use irqlab_core::gsim::GsimGlobal;
-use irqlab_core::nvme::{Hint, MsiRule, NVME_CMD_READ, QueuePair, Sqe};
+use irqlab_core::nvme::{Hint, MsiRule, NVME_CMD_READ, QueuePair};
 
 /// A response capsule on the wire: the 16 B NVMe completion in a SEND with its RoCE v2
 /// headers (Ethernet 14 + IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4).
@@ -54,34 +55,14 @@ impl<O: Observer> Sim<'_, O> {
     /// Host command `io` reached target queue `tq`: the receive completion is posted in
     /// the target's CQ, and the CQ's interrupt rule decides about a message.
     pub(crate) fn target_receive(&mut self, tq: usize, io: IoId) {
-        let queue = &mut self.queues[tq];
-        let Some(tag) = queue.tags.alloc(io) else {
+        // nvmet-rdma keeps the command until its response's SEND completes too.
+        let Some(tag) = self.queues[tq].receive(io, NVME_CMD_READ) else {
             debug_assert!(false, "target queue full: the depth check failed");
             return;
         };
-        // nvmet-rdma keeps the command until its response's SEND completes too.
-        if let Some(r) = queue.wc_ref.get_mut(tag as usize) {
-            *r = 2;
-        }
         let (hq, htag) = (self.ios[io.ix()].queue.ix(), self.ios[io.ix()].tag);
-        if let Some(t) = self.queues[hq].peer_tag.get_mut(htag as usize) {
-            *t = tag;
-        }
-        let queue = &mut self.queues[tq];
-        // The NIC fills the receive queue and its CQ; the SQ side is the host's.
-        let _ = queue.qp.submit(
-            Sqe {
-                command_id: tag,
-                opcode: NVME_CMD_READ,
-                hints: 0,
-                data: io.ix() as u32,
-            },
-            true,
-        );
-        let _ = queue.qp.fetch();
-        let posted = queue.qp.complete(tag, 0, 0);
-        debug_assert!(posted.is_ok(), "target CQ overflow");
-        let Some(v) = queue.vector else {
+        self.queues[hq].set_peer_tag(htag, tag);
+        let Some(v) = self.queues[tq].vector() else {
             return;
         };
         let v = v.ix();
@@ -100,14 +81,12 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn handler_work_ns(&mut self, q: usize, n: u32) -> u64 {
         let queue = &self.queues[q];
         // RDMA: the last poll's SEND work completions cost `send_wc_ns` each.
-        let sends = queue.last_sends.min(n);
-        let send_ns = u64::from(sends) * queue.send_wc_ns;
-        let n = n - sends;
-        if queue.local_irq_ns.is_none() {
-            return u64::from(n) * queue.cqe_ns + send_ns;
+        let (n, send_ns) = queue.split_sends(n);
+        if !queue.is_target() {
+            return u64::from(n) * queue.cqe_ns() + send_ns;
         }
-        let per = queue.cqe_ns;
-        self.devices[queue.device.ix()].command_ns(n, per) + send_ns
+        let per = queue.cqe_ns();
+        self.devices[queue.device().ix()].command_ns(n, per) + send_ns
     }
 
     /// The target answered command `io`: the data and completion capsule leave its NIC
@@ -116,16 +95,16 @@ impl<O: Observer> Sim<'_, O> {
     /// target's CQ gets the SEND's work completion (nvmet-rdma signals it).
     pub(crate) fn target_respond(&mut self, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
-        let d = self.queues[q].device.ix();
+        let d = self.queues[q].device().ix();
         // A read's data (RDMA WRITE) and the response capsule (SEND) cross the wire.
         let rec = &self.ios[io.ix()];
         let data = if rec.read { u64::from(rec.bytes) } else { 0 };
         let (at, trip) = self.devices[d].respond(self.now, data + RESPONSE_BYTES);
         self.q.push(at + trip, Event::TargetResponse { io });
-        if let Some(tq) = self.queues[q].target
-            && !self.queues[tq.ix()].wc_ref.is_empty()
+        if let Some(tq) = self.queues[q].target()
+            && self.queues[tq.ix()].is_rdma()
         {
-            let tag = self.queues[q].peer_tag[self.ios[io.ix()].tag as usize];
+            let tag = self.queues[q].peer_tag(self.ios[io.ix()].tag);
             self.q.push(at + 2 * trip, Event::SendWc { queue: tq, tag });
         }
     }
@@ -180,12 +159,12 @@ fn add_target(
         ));
     }
     let host_queues: Vec<usize> = (0..m.queues.len())
-        .filter(|&q| m.queues[q].device.ix() == dev_ix && m.queues[q].vector.is_some())
+        .filter(|&q| m.queues[q].device().ix() == dev_ix && m.queues[q].vector().is_some())
         .collect();
     let name = format!("{}-target", inp.names[dev_ix]);
     for (i, &hq) in host_queues.iter().enumerate() {
         let tq = QueueId::new(m.queues.len());
-        let depth = m.queues[hq].qp.sq.q_depth();
+        let depth = m.queues[hq].depth();
         let qid = (i + 1) as u16;
         let qp = QueuePair::with_cq_depth(qid, qid, depth, super::build::rdma_cq_depth(depth))
             .map_err(|e| SimError::Platform(format!("{name}: {e}")))?;
@@ -202,13 +181,16 @@ fn add_target(
             ib_softirq: false,
         };
         let v = add_vector(spec, m, policy, p)?;
-        m.queues.push(Queue {
-            local_irq_ns: Some(t.interrupt_ns),
-            wc_ref: vec![0; depth as usize],
-            send_wc_ns: t.send_done_ns.unwrap_or(0),
-            ..Queue::new(DeviceId::new(dev_ix), Some(v), qp, t.command_ns)
-        });
-        m.queues[hq].target = Some(tq);
+        m.queues.push(
+            Queue::new(DeviceId::new(dev_ix), Some(v), qp, t.command_ns)
+                .with_local_irq(t.interrupt_ns)
+                .with_rdma(
+                    vec![0; depth as usize],
+                    Vec::new(),
+                    t.send_done_ns.unwrap_or(0),
+                ),
+        );
+        m.queues[hq].set_target(tq);
     }
     Ok(())
 }

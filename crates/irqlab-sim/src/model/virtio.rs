@@ -16,6 +16,7 @@
 
 use super::build::{Inputs, Machine, VectorSpec, add_vector};
 use super::ids::{DeviceId, IoId, JobId, QueueId};
+use super::queue::Queue;
 use super::state::*;
 use super::virtio_host::Host;
 use crate::SimError;
@@ -145,22 +146,21 @@ pub(crate) fn add_queue_set(
         // the first kick.
         ring.enable_cb();
         ring.enable_notification();
-        m.queues.push(Queue {
-            doorbell: false,
-            complete_ns: Some(p.kernel.complete_io_ns),
-            shared: cpus_here > 1,
-            virtio: Some(Box::new(Vq {
-                ring,
-                unpublished: Vec::new(),
-                kicking: Vec::new(),
-            })),
-            ..Queue::new(
+        m.queues.push(
+            Queue::new(
                 DeviceId::new(d),
                 vector,
                 qp,
                 g.completion_ns.unwrap_or(inp.costs.cqe),
             )
-        });
+            .with_handler(false, Some(p.kernel.complete_io_ns))
+            .with_shared(cpus_here > 1)
+            .with_virtio(Vq {
+                ring,
+                unpublished: Vec::new(),
+                kicking: Vec::new(),
+            }),
+        );
     }
     m.devices[d]
         .host_or_insert_with(|| Host::new(h, g.service_cv))
@@ -188,7 +188,7 @@ impl<O: Observer> Sim<'_, O> {
             return self.costs.sq_doorbell;
         }
         let q = self.jobs[j].queues[0].ix();
-        if self.queues[q].virtio.is_some() {
+        if self.queues[q].is_virtio() {
             0
         } else {
             self.costs.sq_doorbell
@@ -199,12 +199,12 @@ impl<O: Observer> Sim<'_, O> {
     /// `bd->last`, virtqueue_kick_prepare decides whether the submitter kicks.
     pub(crate) fn virtio_queue_rq(&mut self, j: usize, q: usize, last: bool) {
         let now = self.now;
-        let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
+        let vq = self.queues[q].virtio_mut().expect("a virtio queue");
         vq.ring.add();
         if last && vq.ring.kick_prepare() {
             vq.kicking.push((JobId::new(j), now));
         }
-        let d = self.queues[q].device.ix();
+        let d = self.queues[q].device().ix();
         self.host_sees_avail(d);
     }
 
@@ -218,8 +218,7 @@ impl<O: Observer> Sim<'_, O> {
         let job = JobId::new(j);
         let asked = self.jobs[j].queues.iter().any(|&q| {
             self.queues[q.ix()]
-                .virtio
-                .as_ref()
+                .virtio()
                 .is_some_and(|vq| vq.kicking.iter().any(|&(k, _)| k == job))
         });
         asked.then_some(self.costs.kick.max(1))
@@ -232,20 +231,20 @@ impl<O: Observer> Sim<'_, O> {
         let job = JobId::new(j);
         for i in 0..self.jobs[j].queues.len() {
             let q = self.jobs[j].queues[i].ix();
-            let Some(vq) = self.queues[q].virtio.as_mut() else {
+            let Some(vq) = self.queues[q].virtio_mut() else {
                 continue;
             };
             let Some(pos) = vq.kicking.iter().position(|&(k, _)| k == job) else {
                 continue;
             };
             let (_, at) = vq.kicking.swap_remove(pos);
-            for (_, &io) in self.queues[q].tags.iter() {
+            for io in self.queues[q].requests() {
                 let rec = &mut self.ios[io.ix()];
                 if rec.job == job && rec.submitted == at {
                     rec.submitted = now;
                 }
             }
-            let d = self.queues[q].device.ix();
+            let d = self.queues[q].device().ix();
             self.host_kicked(d);
         }
     }
@@ -256,14 +255,14 @@ impl<O: Observer> Sim<'_, O> {
     /// was used, otherwise disable callbacks and drain.
     pub(crate) fn virtblk_done(&mut self, c: usize, v: usize) {
         let q = self.vectors[v].queue().ix();
-        let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
+        let vq = self.queues[q].virtio_mut().expect("a virtio queue");
         if !vq.ring.interrupt() {
             self.virtio_handler_returned(c, v);
             return;
         }
         vq.ring.disable_cb();
         // virtblk_done holds the virtqueue's lock (spin_lock_irqsave) while it drains.
-        self.queues[q].cq_locked = true;
+        self.queues[q].lock_cq();
         self.virtio_drain(c);
     }
 
@@ -273,11 +272,11 @@ impl<O: Observer> Sim<'_, O> {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue().ix();
         loop {
-            let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
+            let vq = self.queues[q].virtio_mut().expect("a virtio queue");
             if vq.ring.more_used() {
                 let mut list = std::mem::take(&mut self.cpus[c].reaping);
                 let n = self.poll_queue(c, q, u32::MAX, &mut list);
-                let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
+                let vq = self.queues[q].virtio_mut().expect("a virtio queue");
                 for _ in 0..n {
                     let took = vq.ring.get_buf();
                     debug_assert!(took, "the CQ and the used ring agree");
@@ -288,9 +287,9 @@ impl<O: Observer> Sim<'_, O> {
                     self.vectors[v].count_completions(u64::from(n));
                 }
                 let inline = self.single_hw_queue(q).is_none_or(|one| !one);
-                let per = self.queues[q].cqe_ns
+                let per = self.queues[q].cqe_ns()
                     + if inline {
-                        self.queues[q].complete_ns.unwrap_or(0)
+                        self.queues[q].complete_ns().unwrap_or(0)
                     } else {
                         0
                     };
@@ -299,8 +298,7 @@ impl<O: Observer> Sim<'_, O> {
                 return;
             }
             if self.queues[q]
-                .virtio
-                .as_mut()
+                .virtio_mut()
                 .expect("a virtio queue")
                 .ring
                 .enable_cb()
@@ -309,13 +307,12 @@ impl<O: Observer> Sim<'_, O> {
             }
             // Entries arrived between the last get_buf and enable_cb: disable, again.
             self.queues[q]
-                .virtio
-                .as_mut()
+                .virtio_mut()
                 .expect("a virtio queue")
                 .ring
                 .disable_cb();
         }
-        self.queues[q].cq_locked = false;
+        self.queues[q].unlock_cq();
         self.virtio_handler_returned(c, v);
     }
 
@@ -353,7 +350,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Whether queue `q`'s device has one hardware queue (blk_mq_complete_request_remote
     /// raises BLOCK_SOFTIRQ then); None for a queue that is not virtio.
     fn single_hw_queue(&self, q: usize) -> Option<bool> {
-        let d = self.queues[q].device.ix();
+        let d = self.queues[q].device().ix();
         let h = self.devices[d].host()?;
         Some(h.hw_queues() == 1)
     }
@@ -383,7 +380,7 @@ impl<O: Observer> Sim<'_, O> {
             .iter()
             .map(|&io| {
                 self.queues[self.ios[io.ix()].queue.ix()]
-                    .complete_ns
+                    .complete_ns()
                     .unwrap_or(0)
             })
             .sum();
@@ -420,14 +417,14 @@ pub(crate) fn check_depths(jobs: &[Job], inp: &Inputs<'_>, m: &Machine) -> Resul
         }
     }
     for (queue, &want) in m.queues.iter().zip(&depth) {
-        if queue.virtio.is_none() {
+        if queue.virtio().is_none() {
             continue;
         }
-        let room = u64::from(queue.qp.sq.q_depth()) - 1;
+        let room = u64::from(queue.depth()) - 1;
         if want > room {
             return Err(SimError::Config(format!(
                 "{want} I/Os may be in flight on a virtqueue of {} that holds {room} (min of queue_depth and ring_size / descriptors per request): lower iodepth or numjobs, or raise devices.N.virtio.ring_size or set indirect = true",
-                inp.names[queue.device.ix()]
+                inp.names[queue.device().ix()]
             )));
         }
     }

@@ -187,7 +187,7 @@ impl<O: Observer> Sim<'_, O> {
         for k in 0..n {
             let h = self.devices[d].host_mut().expect("a virtio device");
             let q = h.queues[(h.next_q + k) % n].ix();
-            let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
+            let vq = self.queues[q].virtio_mut().expect("a virtio queue");
             if !vq.ring.pop() {
                 continue;
             }
@@ -195,12 +195,10 @@ impl<O: Observer> Sim<'_, O> {
             let h = self.devices[d].host_mut().expect("a virtio device");
             h.next_q = (h.next_q + k + 1) % n;
             let sqe = self.queues[q]
-                .qp
                 .fetch()
                 .expect("the avail ring and the SQ hold the same requests");
-            let io = *self.queues[q]
-                .tags
-                .get(sqe.command_id)
+            let io = self.queues[q]
+                .request(sqe.command_id)
                 .expect("an avail entry names a request in flight");
             return Some(io);
         }
@@ -214,7 +212,7 @@ impl<O: Observer> Sim<'_, O> {
         let n = self.devices[d].host().map_or(0, |h| h.queues.len());
         for k in 0..n {
             let q = self.devices[d].host().expect("a virtio device").queues[k].ix();
-            let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
+            let vq = self.queues[q].virtio_mut().expect("a virtio queue");
             empty &= vq.ring.enable_notification();
         }
         if empty {
@@ -229,7 +227,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The host finished request `io` (served, or back from the backend): its used entry.
     fn served(&mut self, d: usize, io: IoId) {
         let q = self.ios[io.ix()].queue.ix();
-        let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
+        let vq = self.queues[q].virtio_mut().expect("a virtio queue");
         vq.ring.add_used();
         vq.unpublished.push(io);
         let per_completion = self.devices[d]
@@ -258,19 +256,22 @@ impl<O: Observer> Sim<'_, O> {
     /// device's decision about an interrupt.
     fn publish(&mut self, q: usize) -> bool {
         let (ios, queue) = (&self.ios, &mut self.queues[q]);
-        let vq = queue.virtio.as_mut().expect("a virtio queue");
+        let vq = queue.virtio_mut().expect("a virtio queue");
         if vq.unpublished.is_empty() {
             return false;
         }
         vq.ring.publish();
         let notify = vq.ring.should_notify();
-        for &io in &vq.unpublished {
-            let posted = queue.qp.complete(ios[io.ix()].tag, 0, 0);
+        // The used entries become the guest's CQEs (the list is lent while the CQ fills).
+        let mut list = std::mem::take(&mut vq.unpublished);
+        for &io in &list {
+            let posted = queue.post_cqe(ios[io.ix()].tag, 0);
             debug_assert!(posted.is_ok(), "used ring overflow: the depth check failed");
         }
-        self.totals.cqes_posted += vq.unpublished.len() as u64;
-        vq.unpublished.clear();
-        if !self.queues[q].spinners.is_empty() {
+        self.totals.cqes_posted += list.len() as u64;
+        list.clear();
+        queue.virtio_mut().expect("a virtio queue").unpublished = list;
+        if self.queues[q].has_spinners() {
             self.poke_spinners(q);
         }
         notify
@@ -279,11 +280,11 @@ impl<O: Observer> Sim<'_, O> {
     /// The irqfd write: KVM injects the queue's vector into its vCPU `notify_ns` later.
     /// A poll queue has no vector.
     fn irqfd(&mut self, q: usize) {
-        let Some(v) = self.queues[q].vector else {
+        let Some(v) = self.queues[q].vector() else {
             return;
         };
         let v = v.ix();
-        let d = self.queues[q].device.ix();
+        let d = self.queues[q].device().ix();
         let lat = self.devices[d].host().map_or(1, |h| h.notify_ns);
         self.vectors[v].count_message();
         self.obs.message(self.now, v);
@@ -323,7 +324,7 @@ impl<O: Observer> Sim<'_, O> {
         let mut notify: Vec<usize> = Vec::new();
         while let Some(io) = self.devices[d].host_mut().and_then(|h| h.done.pop_front()) {
             let q = self.ios[io.ix()].queue.ix();
-            let vq = self.queues[q].virtio.as_mut().expect("a virtio queue");
+            let vq = self.queues[q].virtio_mut().expect("a virtio queue");
             vq.ring.add_used();
             vq.unpublished.push(io);
             if !touched.contains(&q) {
