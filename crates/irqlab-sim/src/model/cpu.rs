@@ -1048,7 +1048,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.vectors[v].has_moderator() {
             let bytes: u64 = list
                 .iter()
-                .map(|&io| u64::from(self.ios[io.ix()].bytes))
+                .map(|&io| u64::from(self.ios[io.ix()].bytes()))
                 .sum();
             self.vectors[v].count_bytes(bytes);
         }

@@ -32,12 +32,12 @@ impl<O: Observer> Sim<'_, O> {
     /// A fetched command goes to the media (model/controller/media.rs); an NVMe over
     /// RDMA capsule goes to its target instead.
     pub(crate) fn media_take(&mut self, d: usize, io: IoId) {
-        let q = self.ios[io.ix()].queue.ix();
+        let q = self.ios[io.ix()].queue().ix();
         if self.queues[q].is_rdma() {
             // RDMA: the capsule's SEND reached the responder, whose NIC acknowledges it;
             // the acknowledgement crosses back (as long as the capsule took) and the host
             // NIC writes the SEND's work completion. The request waits for it and its RECV.
-            let tag = self.ios[io.ix()].tag;
+            let tag = self.ios[io.ix()].tag();
             self.queues[q].await_send_and_recv(tag);
             let at = self.now + self.devices[d].fetch_ns().max(1);
             self.q.push(
@@ -53,7 +53,7 @@ impl<O: Observer> Sim<'_, O> {
             self.target_receive(tq.ix(), io);
             return;
         }
-        let cmd = self.ios[io.ix()].cmd;
+        let cmd = self.ios[io.ix()].cmd();
         let s = self.devices[d].take(io, cmd);
         self.start_service(s);
     }
@@ -63,7 +63,7 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     fn start_service(&mut self, s: Service) {
         if let Some(unit) = s.slot {
-            self.ios[s.io.ix()].unit = unit;
+            self.ios[s.io.ix()].assign_unit(unit);
         }
         if let Some(ns) = s.ns {
             self.q.push(self.now + ns, Event::ServiceDone { io: s.io });
@@ -75,7 +75,8 @@ impl<O: Observer> Sim<'_, O> {
     /// the device holds it, in order, until credits return.
     #[inline(always)]
     pub(crate) fn service_done(&mut self, io: IoId) {
-        let Io { queue, unit, .. } = self.ios[io.ix()];
+        let rec = &self.ios[io.ix()];
+        let (queue, unit) = (rec.queue(), rec.unit());
         let d = self.queues[queue.ix()].device().ix();
         if let Some(next) = self.devices[d].finish(unit) {
             self.start_service(next);
@@ -92,7 +93,7 @@ impl<O: Observer> Sim<'_, O> {
     /// the port has credits; otherwise the device holds it, in order, until they return.
     #[inline(always)]
     pub(crate) fn deliver_completion(&mut self, io: IoId) {
-        let q = self.ios[io.ix()].queue.ix();
+        let q = self.ios[io.ix()].queue().ix();
         let d = self.queues[q].device().ix();
         let dev = &self.devices[d];
         let port = dev.port().ix();
@@ -108,7 +109,8 @@ impl<O: Observer> Sim<'_, O> {
     /// decides about the vector's message.
     #[inline(always)]
     fn emit_completion(&mut self, io: IoId, credits: u32) {
-        let Io { queue, hints, .. } = self.ios[io.ix()];
+        let rec = &self.ios[io.ix()];
+        let (queue, hints) = (rec.queue(), rec.hints());
         let q = queue.ix();
         let d = self.queues[q].device().ix();
         self.queues[q].cqe_sent();
@@ -275,11 +277,11 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     fn completion_credits(&self, io: IoId) -> u32 {
         let rec = &self.ios[io.ix()];
-        let dev = &self.devices[self.queues[rec.queue.ix()].device().ix()];
-        if !dev.carries_data(rec.read) {
+        let dev = &self.devices[self.queues[rec.queue().ix()].device().ix()];
+        if !dev.carries_data(rec.read()) {
             return 1;
         }
-        self.fabric.port(dev.port().ix()).data_credits(rec.bytes)
+        self.fabric.port(dev.port().ix()).data_credits(rec.bytes())
     }
 
     /// Credits came back: blocked devices write what they hold, one write each in turn,
@@ -358,10 +360,10 @@ impl<O: Observer> Sim<'_, O> {
     /// Port time of one completion: its data (reads, or DSA fills) and its CQE.
     fn completion_write_ns(&mut self, p: usize, io: IoId) -> u64 {
         let rec = &self.ios[io.ix()];
-        let d = self.queues[rec.queue.ix()].device().ix();
+        let d = self.queues[rec.queue().ix()].device().ix();
         let dev = &self.devices[d];
-        let data = dev.carries_data(rec.read);
-        let (bytes, cqe) = (rec.bytes, dev.cqe_bytes());
+        let data = dev.carries_data(rec.read());
+        let (bytes, cqe) = (rec.bytes(), dev.cqe_bytes());
         self.fabric
             .port_mut(p)
             .completion_write_ns(d, data, bytes, cqe)
@@ -373,7 +375,8 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn port_done(&mut self, p: usize) {
         match self.fabric.port_mut(p).write_done() {
             Some(PortItem::Completion { io, .. }) => {
-                let Io { queue, tag, .. } = self.ios[io.ix()];
+                let rec = &self.ios[io.ix()];
+                let (queue, tag) = (rec.queue(), rec.tag());
                 let q = queue.ix();
                 // The CQE lands in host memory with the current phase tag.
                 let posted = self.queues[q].cqe_landed(tag, 0);

@@ -16,6 +16,7 @@
 //!   over RDMA targets;
 //!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
 //!   serves them; `guest`: vCPU wakes.
+//! - `io`: one I/O's request record (job, queue, command id, command, times, media unit).
 //! - `job`: the fio job loop; `job_life`: a job's constructor and window reset; `fio_job`: fio's per-job and run-wide state.
 //! - `irq_move`: `--event`'s vector moves and CPUs going offline.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
@@ -39,6 +40,7 @@ mod flow;
 mod genirq;
 mod guest;
 pub(crate) mod ids;
+mod io;
 mod irq_move;
 mod job;
 mod job_life;

@@ -44,11 +44,11 @@ impl<O: Observer> Sim<'_, O> {
         let mut woke = 0;
         for &io in &list {
             let rec = self.ios[io.ix()];
-            if rec.job.ix() == j && self.jobs[j].hybrid {
-                let rt = self.now - rec.submitted;
+            if rec.job().ix() == j && self.jobs[j].hybrid {
+                let rt = self.now - rec.submitted();
                 self.jobs[j].hybrid_poll.observe(rt);
             }
-            if let Some(v) = self.queues[rec.queue.ix()].vector()
+            if let Some(v) = self.queues[rec.queue().ix()].vector()
                 && self.measuring
             {
                 self.vectors[v.ix()].count_completions(1);
@@ -69,21 +69,21 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn complete_io(&mut self, io: IoId, c: usize) -> bool {
         self.totals.completed += 1;
         let rec = self.ios[io.ix()];
-        let d = self.queues[rec.queue.ix()].device().ix();
-        let life = self.now - rec.submitted;
-        if let Cmd::Trim { .. } = rec.cmd {
+        let d = self.queues[rec.queue().ix()].device().ix();
+        let life = self.now - rec.submitted();
+        if let Cmd::Trim { .. } = rec.cmd() {
             // diskstats counts discards apart from reads and writes.
             self.fio.disks[d].complete_other(self.now, self.measuring);
         } else {
             self.fio.disks[d].complete(
                 self.now,
                 self.measuring,
-                usize::from(!rec.read),
-                u64::from(rec.bytes),
+                usize::from(!rec.read()),
+                u64::from(rec.bytes()),
                 life,
             );
         }
-        let j = rec.job.ix();
+        let j = rec.job().ix();
         if (self.jobs[j].fio.ctl.role != Role::Main || self.jobs[j].fio.ctl.sync_cmd.io.is_some())
             && let Some(woke) = self.complete_special(io, j, c)
         {
@@ -226,12 +226,12 @@ impl<O: Observer> Sim<'_, O> {
     fn account_io(&mut self, j: usize, rec: Io, counted: bool, elapsed: u64) {
         let now = self.now;
         let (slat, clat, lat) = (
-            rec.submitted - rec.start,
-            now - rec.submitted,
-            now - rec.start,
+            rec.submitted() - rec.start(),
+            now - rec.submitted(),
+            now - rec.start(),
         );
-        let bytes = u64::from(rec.bytes);
-        let ddir = rec.cmd.ddir();
+        let bytes = u64::from(rec.bytes());
+        let ddir = rec.cmd().ddir();
         let job = &mut self.jobs[j];
         if counted {
             let dir = match ddir {

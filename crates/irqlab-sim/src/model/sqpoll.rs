@@ -167,7 +167,7 @@ impl<O: Observer> Sim<'_, O> {
             let Some(io) = self.queue_command(j, q, e.planned, last) else {
                 continue;
             };
-            self.ios[io.ix()].submitted = e.committed;
+            self.ios[io.ix()].submitted_at(e.committed);
             match touched.iter_mut().find(|t| t.0 == q) {
                 Some(t) => t.1 += 1,
                 None => touched.push((q, 1)),

@@ -2,6 +2,7 @@
 //! per event.
 
 use super::ids::{DeviceId, IoId, JobId, QueueId, ThreadId, VectorId};
+pub(crate) use super::io::Io;
 pub(crate) use super::thread::{TState, Thread, ThreadKind, Wakee};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
@@ -521,25 +522,6 @@ pub(crate) struct Job {
     pub depth_level: [u64; 7],
     /// fio's job state beyond the queue (model/fio_job.rs).
     pub fio: Box<super::fio_job::FioJob>,
-}
-
-/// One I/O in flight.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Io {
-    pub job: JobId,
-    pub queue: QueueId,
-    pub tag: u16,
-    pub read: bool,
-    /// Its size (bs, bsrange or bssplit), bytes.
-    pub bytes: u32,
-    /// SQE_HINT_* bits (calibrated interrupts: BARRIER on the last I/O of a batch).
-    pub hints: u8,
-    pub start: u64,
-    pub submitted: u64,
-    /// Striped media: the unit serving it.
-    pub unit: u32,
-    /// The command (model/commands.rs): a read, a write, a trim, a write_mode command.
-    pub cmd: super::commands::Cmd,
 }
 
 /// Totals for the conservation checks.

@@ -308,19 +308,7 @@ impl<O: Observer> Sim<'_, O> {
     /// A record for an I/O that reaches no queue (null engine, zoned trims).
     fn local_io(&mut self, j: usize, planned: Planned) -> IoId {
         let now = self.now;
-        let rec = Io {
-            job: JobId::new(j),
-            // No queue: the I/O never reaches one.
-            queue: QueueId::new(0),
-            tag: 0,
-            read: planned.ddir == 0,
-            bytes: planned.bytes as u32,
-            hints: 0,
-            start: self.jobs[j].batch_start,
-            submitted: now,
-            unit: 0,
-            cmd: planned.cmd,
-        };
+        let rec = Io::local(JobId::new(j), planned, self.jobs[j].batch_start, now);
         match self.free_ios.pop() {
             Some(io) => {
                 self.ios[io.ix()] = rec;
@@ -336,8 +324,11 @@ impl<O: Observer> Sim<'_, O> {
     /// A zoned trim completes in fio's own code (zbd_do_io_u_trim: no command on a
     /// conventional namespace); the job reaps it as any other.
     fn complete_local(&mut self, j: usize, planned: Planned) {
-        let io = self.local_io(j, planned);
-        self.ios[io.ix()].cmd = Cmd::Trim { ranges: 0 };
+        let trim = Planned {
+            cmd: Cmd::Trim { ranges: 0 },
+            ..planned
+        };
+        let io = self.local_io(j, trim);
         self.jobs[j].ready.push_back(io);
         self.totals.completed += 1;
     }
@@ -364,7 +355,6 @@ impl<O: Observer> Sim<'_, O> {
         last: bool,
     ) -> Option<IoId> {
         let now = self.now;
-        let read = planned.ddir == 0;
         let hints = if last { SQE_HINT_BARRIER } else { 0 };
         let start = self.jobs[j].batch_start;
         if self.queues[q.ix()].tags_free() == 0 {
@@ -380,18 +370,7 @@ impl<O: Observer> Sim<'_, O> {
         let tag = self.queues[q.ix()]
             .alloc_tag(io)
             .expect("a free tag was checked");
-        let rec = Io {
-            job: JobId::new(j),
-            queue: q,
-            tag,
-            read,
-            bytes: planned.bytes as u32,
-            hints,
-            start,
-            submitted: now,
-            unit: 0,
-            cmd: planned.cmd,
-        };
+        let rec = Io::queued(JobId::new(j), q, tag, planned, hints, start, now);
         if io.ix() == self.ios.len() {
             self.ios.push(rec);
         } else {

@@ -60,7 +60,7 @@ impl<O: Observer> Sim<'_, O> {
             debug_assert!(false, "target queue full: the depth check failed");
             return;
         };
-        let (hq, htag) = (self.ios[io.ix()].queue.ix(), self.ios[io.ix()].tag);
+        let (hq, htag) = (self.ios[io.ix()].queue().ix(), self.ios[io.ix()].tag());
         self.queues[hq].set_peer_tag(htag, tag);
         let Some(v) = self.queues[tq].vector() else {
             return;
@@ -94,17 +94,21 @@ impl<O: Observer> Sim<'_, O> {
     /// the host NIC's acknowledgement of the SEND comes back a trip after that, when the
     /// target's CQ gets the SEND's work completion (nvmet-rdma signals it).
     pub(crate) fn target_respond(&mut self, io: IoId) {
-        let q = self.ios[io.ix()].queue.ix();
+        let q = self.ios[io.ix()].queue().ix();
         let d = self.queues[q].device().ix();
         // A read's data (RDMA WRITE) and the response capsule (SEND) cross the wire.
         let rec = &self.ios[io.ix()];
-        let data = if rec.read { u64::from(rec.bytes) } else { 0 };
+        let data = if rec.read() {
+            u64::from(rec.bytes())
+        } else {
+            0
+        };
         let (at, trip) = self.devices[d].respond(self.now, data + RESPONSE_BYTES);
         self.q.push(at + trip, Event::TargetResponse { io });
         if let Some(tq) = self.queues[q].target()
             && self.queues[tq.ix()].is_rdma()
         {
-            let tag = self.queues[q].peer_tag(self.ios[io.ix()].tag);
+            let tag = self.queues[q].peer_tag(self.ios[io.ix()].tag());
             self.q.push(at + 2 * trip, Event::SendWc { queue: tq, tag });
         }
     }

@@ -240,8 +240,8 @@ impl<O: Observer> Sim<'_, O> {
             let (_, at) = vq.kicking.swap_remove(pos);
             for io in self.queues[q].requests() {
                 let rec = &mut self.ios[io.ix()];
-                if rec.job == job && rec.submitted == at {
-                    rec.submitted = now;
+                if rec.job() == job && rec.submitted() == at {
+                    rec.submitted_at(now);
                 }
             }
             let d = self.queues[q].device().ix();
@@ -379,7 +379,7 @@ impl<O: Observer> Sim<'_, O> {
         let ns: u64 = list
             .iter()
             .map(|&io| {
-                self.queues[self.ios[io.ix()].queue.ix()]
+                self.queues[self.ios[io.ix()].queue().ix()]
                     .complete_ns()
                     .unwrap_or(0)
             })

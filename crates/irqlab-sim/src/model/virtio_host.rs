@@ -226,7 +226,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The host finished request `io` (served, or back from the backend): its used entry.
     fn served(&mut self, d: usize, io: IoId) {
-        let q = self.ios[io.ix()].queue.ix();
+        let q = self.ios[io.ix()].queue().ix();
         let vq = self.queues[q].virtio_mut().expect("a virtio queue");
         vq.ring.add_used();
         vq.unpublished.push(io);
@@ -265,7 +265,7 @@ impl<O: Observer> Sim<'_, O> {
         // The used entries become the guest's CQEs (the list is lent while the CQ fills).
         let mut list = std::mem::take(&mut vq.unpublished);
         for &io in &list {
-            let posted = queue.post_cqe(ios[io.ix()].tag, 0);
+            let posted = queue.post_cqe(ios[io.ix()].tag(), 0);
             debug_assert!(posted.is_ok(), "used ring overflow: the depth check failed");
         }
         self.totals.cqes_posted += list.len() as u64;
@@ -323,7 +323,7 @@ impl<O: Observer> Sim<'_, O> {
         let mut touched: Vec<usize> = Vec::new();
         let mut notify: Vec<usize> = Vec::new();
         while let Some(io) = self.devices[d].host_mut().and_then(|h| h.done.pop_front()) {
-            let q = self.ios[io.ix()].queue.ix();
+            let q = self.ios[io.ix()].queue().ix();
             let vq = self.queues[q].virtio_mut().expect("a virtio queue");
             vq.ring.add_used();
             vq.unpublished.push(io);
