@@ -1,7 +1,8 @@
 //! One I/O in flight: the request record submission creates (its job, queue, command id,
-//! size, command and times). It owns its fields; the controller assigns it a media unit
-//! and a delayed submission (SQPOLL, a virtio kick) moves its submit time, through the
-//! methods named for them (model/submit.rs, model/device.rs, model/reap.rs).
+//! size, command and times). It owns its fields; the controller assigns it a media unit,
+//! a delayed submission (SQPOLL, a virtio kick) moves its submit time, and a zoned trim
+//! fio does itself drops its ranges, through the methods named for them (model/submit.rs,
+//! model/device.rs, model/sqpoll.rs, model/virtio.rs).
 
 use super::commands::Cmd;
 use super::fio_job::Planned;
@@ -112,6 +113,13 @@ impl Io {
     #[inline]
     pub(crate) fn cmd(&self) -> Cmd {
         self.cmd
+    }
+
+    /// fio trims it in its own code, sending no ranges to the device (zbd.c
+    /// zbd_do_io_u_trim on a conventional zone).
+    #[inline]
+    pub(crate) fn trim_in_fio(&mut self) {
+        self.cmd = Cmd::Trim { ranges: 0 };
     }
 
     /// The controller's media gave it unit `unit` (model/controller/media.rs).

@@ -324,11 +324,8 @@ impl<O: Observer> Sim<'_, O> {
     /// A zoned trim completes in fio's own code (zbd_do_io_u_trim: no command on a
     /// conventional namespace); the job reaps it as any other.
     fn complete_local(&mut self, j: usize, planned: Planned) {
-        let trim = Planned {
-            cmd: Cmd::Trim { ranges: 0 },
-            ..planned
-        };
-        let io = self.local_io(j, trim);
+        let io = self.local_io(j, planned);
+        self.ios[io.ix()].trim_in_fio();
         self.jobs[j].ready.push_back(io);
         self.totals.completed += 1;
     }
