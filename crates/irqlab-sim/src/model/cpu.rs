@@ -380,7 +380,7 @@ impl<O: Observer> Sim<'_, O> {
         // or one whose handler runs elsewhere, the handler does not run and the interrupt
         // is not counted: the vector is masked (mask_ack_irq) and IRQS_PENDING makes
         // enable_irq resend it, or the running handler go round again.
-        if let Edge::Pend { mask } = self.edge(v) {
+        if let Edge::Pend { mask } = self.vectors[v].edge() {
             // The MSI-X vector control write and its read-back (none when masked already:
             // mask_irq returns early).
             let ns = if mask { self.costs.irq_mask } else { 0 };
@@ -587,7 +587,7 @@ impl<O: Observer> Sim<'_, O> {
         let Some(id) = self.vectors[v].iop() else {
             return;
         };
-        self.disable_vector(v);
+        self.vectors[v].disable_nosync();
         if self.cpus[c].irq_poll.sched(id).unwrap_or(false) {
             self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
         }
@@ -810,15 +810,9 @@ impl<O: Observer> Sim<'_, O> {
                 if let Some(ns) = self.resend_done(c, vector, reaped) {
                     return Some(ns);
                 }
-                if let Some(ns) = self.resend_next(c) {
-                    return Some(ns);
-                }
             }
             SoftPhase::ResendWakeups { vector, reaped } => {
                 if let Some(ns) = self.resend_done(c, vector, reaped) {
-                    return Some(ns);
-                }
-                if let Some(ns) = self.resend_next(c) {
                     return Some(ns);
                 }
             }
@@ -958,7 +952,7 @@ impl<O: Observer> Sim<'_, O> {
     /// off. Returns the step's CPU time, or None when the bitmap is empty.
     fn resend_next(&mut self, c: usize) -> Option<u64> {
         let v = self.resend.replay_next()?;
-        if let Edge::Pend { mask } = self.edge(v) {
+        if let Edge::Pend { mask } = self.vectors[v].edge() {
             // irq_poll owns it again, or its handler runs on its CPU (and goes round again
             // for this one): mask_ack_irq and IRQS_PENDING, as in hardirq.
             self.cpus[c].soft_phase = SoftPhase::ResendMasked;
@@ -1000,14 +994,15 @@ impl<O: Observer> Sim<'_, O> {
     /// CPU than its vector's, the kernel would poll it there; the model's irq_poll
     /// instances live on their vector's CPU, so it leaves the queue enabled, to the
     /// messages of what is pending.
-    /// Returns the next step's CPU time when handle_edge_irq's loop runs the handler again.
+    /// Returns the tasklet's next step: the handler again when handle_edge_irq's loop
+    /// runs it again, else the next replay; None when nothing is left to replay.
     fn resend_done(&mut self, c: usize, v: VectorId, reaped: u32) -> Option<u64> {
         self.handler_returned(c, v.ix(), reaped);
         if reaped > 0 && self.vectors[v.ix()].cpu().ix() == c {
             self.irq_poll_if_pending(c, v.ix());
         }
         match self.handler_done(v.ix()) {
-            AfterHandler::Done => None,
+            AfterHandler::Done => self.resend_next(c),
             AfterHandler::Again { unmask } => {
                 let unmask_ns = if unmask { self.costs.irq_unmask } else { 0 };
                 Some(unmask_ns + self.replay_handler(c, v.ix()))
@@ -1136,7 +1131,7 @@ impl<O: Observer> Sim<'_, O> {
         let disable = g.hook(global, now, hardirq_total, v as u32);
         let after = g.timer_deadline();
         if disable {
-            self.disable_vector(v);
+            self.vectors[v].disable_nosync();
         }
         if after != before
             && let Some(at) = after

@@ -8,23 +8,10 @@
 use super::ids::VectorId;
 use super::state::*;
 use crate::observer::Observer;
-use irqlab_core::irq::{AfterHandler, Edge};
+use irqlab_core::irq::AfterHandler;
 use irqlab_core::softirq::SoftirqVec;
 
 impl<O: Observer> Sim<'_, O> {
-    /// disable_irq_nosync() by irq_poll's handler or GSIM: lazy, the chip stays unmasked
-    /// until the next interrupt finds the IRQ disabled.
-    pub(crate) fn disable_vector(&mut self, v: usize) {
-        self.vectors[v].disable_nosync();
-    }
-
-    /// handle_edge_irq's entry for an interrupt of vector `v`: Handle (the caller runs the
-    /// handler and, when it returns, [`Sim::end_vector_handler`]) or Pend (disabled, or its
-    /// handler runs elsewhere: IRQS_PENDING, and the chip masked when it was not).
-    pub(crate) fn edge(&mut self, v: usize) -> Edge {
-        self.vectors[v].edge()
-    }
-
     /// The handler of vector `v` returned: Again when an interrupt was pended meanwhile
     /// and the IRQ is enabled (the chip is unmasked first when `unmask`: the device sends
     /// what its pending bit held).
