@@ -73,10 +73,8 @@ pub struct Moderator {
     events: u64,
     /// The level the device runs: the start level, then each acknowledged request.
     applied: usize,
-    /// Time at each applied level, booked between consecutive events.
-    level_ns: Vec<u64>,
-    /// The same time per interval of the run: `course[i][level]` is booked in
-    /// [i, i+1) × `course_ns`.
+    /// Time at each applied level per interval of the run, booked between consecutive
+    /// events: `course[i][level]` in [i, i+1) × `course_ns`.
     course: Vec<Vec<u64>>,
     course_ns: u64,
     last_event_ns: Option<u64>,
@@ -133,13 +131,11 @@ impl Moderator {
             engine,
             events: 0,
             applied: 0,
-            level_ns: Vec::new(),
             course: Vec::new(),
             course_ns: LEVEL_COURSE_NS,
             last_event_ns: None,
         };
         m.applied = m.level();
-        m.level_ns = vec![0; m.levels().len()];
         Ok(Some(m))
     }
 
@@ -163,9 +159,8 @@ impl Moderator {
     pub fn on_event(&mut self, now_ns: u64, completions: u32, bytes: u64) -> Option<LevelRequest> {
         self.events += 1;
         if let Some(last) = self.last_event_ns.replace(now_ns)
-            && let Some(t) = self.level_ns.get_mut(self.applied)
+            && self.applied < self.levels().len()
         {
-            *t += now_ns.saturating_sub(last);
             self.book_course(last, now_ns);
         }
         let program = match &mut self.engine {
@@ -191,7 +186,7 @@ impl Moderator {
 
     /// Books [from, to) at the applied level into the course's intervals it spans.
     fn book_course(&mut self, from: u64, to: u64) {
-        let levels = self.level_ns.len();
+        let levels = self.levels().len();
         let mut at = from;
         while at < to {
             while at / self.course_ns >= LEVEL_COURSE_INTERVALS as u64 {
@@ -241,8 +236,12 @@ impl Moderator {
 
     /// Time at each level (indexed like [`Moderator::levels`]), booked between
     /// consecutive [`Moderator::on_event`] calls to the level the device ran.
-    pub fn level_ns(&self) -> &[u64] {
-        &self.level_ns
+    pub fn level_ns(&self) -> Vec<u64> {
+        let mut total = vec![0; self.levels().len()];
+        for interval in &self.course {
+            total.iter_mut().zip(interval).for_each(|(t, x)| *t += x);
+        }
+        total
     }
 
     /// The level histogram over time: the intervals' width (ns) and the time at each

@@ -454,7 +454,7 @@ impl From<&irqlab_core::moderator::Moderator> for ModerationReport {
             moderator: m.kind().to_string(),
             final_level: m.applied_level(),
             programs: m.counters().programs,
-            level_ns: m.level_ns().to_vec(),
+            level_ns: m.level_ns(),
             course_ns,
             course: course.to_vec(),
         }
