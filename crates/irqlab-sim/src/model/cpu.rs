@@ -158,7 +158,7 @@ impl<O: Observer> Sim<'_, O> {
 
     #[inline]
     pub(crate) fn irr_pending(&self, c: usize) -> bool {
-        self.cpus[c].irr.any()
+        self.cpus[c].apic.any_pending()
     }
 
     /// An interrupt message reaches CPU `c` with IDT vector `vec`.
@@ -168,12 +168,12 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         if vec == RESCHEDULE_VECTOR {
-            self.cpus[c].ipi_inflight = false;
+            self.cpus[c].apic.ipi_arrived();
         }
         let cpu = &mut self.cpus[c];
-        if !cpu.irr.set(vec as u8) {
+        if !cpu.apic.accept(vec) {
             // Already pending in the IRR: the two messages become one interrupt.
-            if let Some(v) = cpu.vec_of_idt[vec as usize] {
+            if let Some(v) = cpu.apic.vector_at(vec) {
                 self.vectors[v.ix()].count_merged();
             }
             return;
@@ -202,10 +202,9 @@ impl<O: Observer> Sim<'_, O> {
     /// Enters the highest-priority pending vector.
     pub(crate) fn take_interrupt(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let Some(v) = cpu.irr.take_highest() else {
+        let Some(idt) = cpu.apic.take_highest() else {
             return;
         };
-        let idt = u16::from(v);
         let was_idle = cpu.mode == Mode::Idle;
         cpu.irq = IrqFrame::new(idt);
         let measuring = self.measuring;
@@ -221,14 +220,14 @@ impl<O: Observer> Sim<'_, O> {
                 cpu.stats
                     .tick_lateness
                     .get_or_insert_with(|| Box::new(Latency::new()))
-                    .record(self.now - cpu.tick_due);
+                    .record(self.now - cpu.apic.tick_due());
             }
             LOCAL_TIMER_VECTOR => {}
-            idt if cpu.path.is_notification(idt as u8) => {
+            idt if cpu.apic.path().is_notification(idt as u8) => {
                 if measuring {
                     cpu.stats.pmn += 1;
                 }
-                cpu.irq.notification = Some(cpu.path.begin(idt as u8));
+                cpu.irq.notification = Some(cpu.apic.path().begin(idt as u8));
                 self.obs.irq_counted(self.now, c, None);
             }
             _ => {}
@@ -313,9 +312,9 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::IbEq => {
                 let v = self.cpus[c].irq.running_vector();
                 if let Some(id) = self.vectors[v].iop()
-                    && self.cpus[c].irq_poll.sched(id).unwrap_or(false)
+                    && self.cpus[c].soft.irq_poll_mut().sched(id).unwrap_or(false)
                 {
-                    self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
+                    self.cpus[c].soft.raise(SoftirqVec::IrqPoll);
                 }
                 self.vector_done(c);
             }
@@ -334,8 +333,8 @@ impl<O: Observer> Sim<'_, O> {
                 self.cpus[c].need_resched = true;
                 self.eoi_and_exit(c);
             }
-            idt if self.cpus[c].path.is_notification(idt as u8) => self.notification_step(c),
-            _ => match self.cpus[c].vec_of_idt[idt as usize] {
+            idt if self.cpus[c].apic.path().is_notification(idt as u8) => self.notification_step(c),
+            _ => match self.cpus[c].apic.vector_at(idt) {
                 Some(v) => self.start_vector(c, v.ix()),
                 None => self.eoi_and_exit(c),
             },
@@ -588,8 +587,8 @@ impl<O: Observer> Sim<'_, O> {
             return;
         };
         self.vectors[v].disable_nosync();
-        if self.cpus[c].irq_poll.sched(id).unwrap_or(false) {
-            self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
+        if self.cpus[c].soft.irq_poll_mut().sched(id).unwrap_or(false) {
+            self.cpus[c].soft.raise(SoftirqVec::IrqPoll);
         }
     }
 
@@ -603,7 +602,7 @@ impl<O: Observer> Sim<'_, O> {
     /// (the demux dispatches the vectors; a device vector's own handler is over at EOI).
     fn in_notification(&self, c: usize) -> bool {
         let cpu = &self.cpus[c];
-        cpu.path.is_notification(cpu.irq.idt as u8)
+        cpu.apic.path().is_notification(cpu.irq.idt as u8)
     }
 
     fn vector_done(&mut self, c: usize) {
@@ -620,7 +619,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Tells a tracer how many PIR bits CPU `c` has pending (free without one).
     pub(crate) fn report_pir_pending(&mut self, c: usize) {
         if self.obs.wants_counters() {
-            let bits = self.cpus[c].pir_pending();
+            let bits = self.cpus[c].apic.pir_pending();
             self.obs
                 .counter(self.now, "pir_pending", c, f64::from(bits));
         }
@@ -633,12 +632,12 @@ impl<O: Observer> Sim<'_, O> {
     fn notification_step(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
         let step = match cpu.irq.notification.as_mut() {
-            Some(h) => h.next(&cpu.path),
+            Some(h) => h.next(cpu.apic.path()),
             None => Some(Step::Eoi),
         };
         match step {
             Some(Step::Round(snap)) => {
-                let missed = cpu.harvest_pir(snap.words());
+                let missed = cpu.apic.harvest_pir(snap.words());
                 // arch/x86/kernel/irq.c handle_pending_pir: the IOMMU's atomic update
                 // evicts the line from this CPU; an untouched line is read from L1.
                 let cost = if missed {
@@ -649,11 +648,11 @@ impl<O: Observer> Sim<'_, O> {
                 self.report_pir_pending(c);
                 self.hard(c, IrqPhase::PirRound, cost);
             }
-            Some(Step::Dispatch(x)) => match cpu.vec_of_idt[x as usize] {
+            Some(Step::Dispatch(x)) => match cpu.apic.vector_at(u16::from(x)) {
                 Some(v) => self.start_vector(c, v.ix()),
                 None => self.notification_step(c),
             },
-            Some(Step::SelfIpi(x)) => match cpu.vec_of_idt[x as usize] {
+            Some(Step::SelfIpi(x)) => match cpu.apic.vector_at(u16::from(x)) {
                 Some(_) => self.send_self_ipi(c, x),
                 None => self.notification_step(c),
             },
@@ -680,7 +679,7 @@ impl<O: Observer> Sim<'_, O> {
     /// notification vector stays in service, so a second notification waits in the IRR.
     fn preempt_notification(&mut self, c: usize) -> bool {
         let cpu = &mut self.cpus[c];
-        let Some(p) = cpu.path.posted() else {
+        let Some(p) = cpu.apic.path().posted() else {
             return false;
         };
         let nv = p.mode().nv;
@@ -689,7 +688,7 @@ impl<O: Observer> Sim<'_, O> {
             || cpu.irq.phase == IrqPhase::Exit
             || cpu.preempted.is_some()
             || cpu
-                .irr
+                .apic
                 .highest()
                 .is_none_or(|v| priority_class(v) <= priority_class(nv))
         {
@@ -715,19 +714,20 @@ impl<O: Observer> Sim<'_, O> {
             self.take_interrupt(c);
             return;
         }
-        if self.cpus[c].soft_active {
+        if let Some(ns) = self.cpus[c].soft.interrupted() {
             self.cpus[c].mode = Mode::SoftIrq;
-            let ns = self.cpus[c].soft_left;
             self.step(c, ns.max(1), SliceKind::SoftIrq);
             return;
         }
         // A ksoftirqd invocation in progress owns the softirqs (in_interrupt is false in
         // the thread, but irq_exit_should_run sees the invocation and declines).
-        if self.cpus[c].softirq.irq_exit_should_run() {
+        if self.cpus[c].soft.pending_mut().irq_exit_should_run() {
             let j = self.jiffies();
-            self.cpus[c].softirq.begin(j, SoftirqContext::IrqExit);
-            self.cpus[c].soft_active = true;
-            self.cpus[c].soft_phase = SoftPhase::Begin;
+            self.cpus[c]
+                .soft
+                .pending_mut()
+                .begin(j, SoftirqContext::IrqExit);
+            self.cpus[c].soft.start_inline();
             self.cpus[c].mode = Mode::SoftIrq;
             let ns = self.costs.softirq;
             self.step(c, ns.max(1), SliceKind::SoftIrq);
@@ -746,7 +746,7 @@ impl<O: Observer> Sim<'_, O> {
     fn soft_step_done(&mut self, c: usize) {
         match self.soft_next(c) {
             Some(ns) => {
-                self.cpus[c].soft_left = ns;
+                self.cpus[c].soft.inline_step(ns);
                 if self.irr_pending(c) {
                     self.take_interrupt(c);
                 } else {
@@ -754,8 +754,7 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             None => {
-                self.cpus[c].soft_active = false;
-                self.cpus[c].soft_left = 0;
+                self.cpus[c].soft.end_inline();
                 if self.policy.flood_detection {
                     // irq_exit stores last_irq_end after invoke_softirq.
                     self.cpus[c].flood.irq_exit(self.now);
@@ -772,24 +771,24 @@ impl<O: Observer> Sim<'_, O> {
     /// Finishes the softirq step that just ended and returns the next one's length, or
     /// None when handle_softirqs is over (after waking ksoftirqd if a limit was hit).
     pub(crate) fn soft_next(&mut self, c: usize) -> Option<u64> {
-        match self.cpus[c].soft_phase {
+        match self.cpus[c].soft.phase() {
             SoftPhase::Poll { vector, work } => {
-                let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+                let mut list = self.cpus[c].soft.take_reaping();
                 let woke = self.complete_list(c, vector.ix(), &mut list);
-                self.cpus[c].soft_reaping = list;
+                self.cpus[c].soft.restore_reaping(list);
                 if woke > 0 {
-                    self.cpus[c].soft_phase = SoftPhase::Wakeups { vector, work };
+                    self.cpus[c].soft.enter(SoftPhase::Wakeups { vector, work });
                     return Some(woke * self.costs.wakeup);
                 }
                 let unmask = self.finish_poll(c, vector.ix(), work);
-                self.cpus[c].soft_phase = SoftPhase::Begin;
+                self.cpus[c].soft.enter(SoftPhase::Begin);
                 if unmask > 0 {
                     return Some(unmask);
                 }
             }
             SoftPhase::Wakeups { vector, work } => {
                 let unmask = self.finish_poll(c, vector.ix(), work);
-                self.cpus[c].soft_phase = SoftPhase::Begin;
+                self.cpus[c].soft.enter(SoftPhase::Begin);
                 if unmask > 0 {
                     return Some(unmask);
                 }
@@ -800,11 +799,13 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             SoftPhase::Resend { vector, reaped } => {
-                let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+                let mut list = self.cpus[c].soft.take_reaping();
                 let woke = self.complete_list(c, vector.ix(), &mut list);
-                self.cpus[c].soft_reaping = list;
+                self.cpus[c].soft.restore_reaping(list);
                 if woke > 0 {
-                    self.cpus[c].soft_phase = SoftPhase::ResendWakeups { vector, reaped };
+                    self.cpus[c]
+                        .soft
+                        .enter(SoftPhase::ResendWakeups { vector, reaped });
                     return Some(woke * self.costs.wakeup);
                 }
                 if let Some(ns) = self.resend_done(c, vector, reaped) {
@@ -823,27 +824,27 @@ impl<O: Observer> Sim<'_, O> {
             }
             SoftPhase::Begin | SoftPhase::BlockWakeups => {}
         }
-        self.cpus[c].soft_phase = SoftPhase::Begin;
+        self.cpus[c].soft.enter(SoftPhase::Begin);
         loop {
             let j = self.jiffies();
             let cpu = &mut self.cpus[c];
             // Inside the IRQ_POLL action: irq_poll_softirq's loop (Sagi's variant stops on
             // need_resched, the kernel's on the budget and the jiffy).
             let resched = cpu.need_resched || !cpu.runq.is_empty() && cpu.current.is_none();
-            if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll_checked(j, resched) {
-                let v = cpu.iop_vector[id.0];
+            if let Ok(Some((id, weight))) = cpu.soft.irq_poll_mut().next_poll_checked(j, resched) {
+                let v = cpu.soft.poller_vector(id);
                 return Some(self.irq_poll_call(c, v, weight));
             }
             let cpu = &mut self.cpus[c];
-            if let Ok((rearm, _, _)) = cpu.irq_poll.finish()
+            if let Ok((rearm, _, _)) = cpu.soft.irq_poll_mut().finish()
                 && rearm
             {
-                cpu.softirq.raise(SoftirqVec::IrqPoll);
+                cpu.soft.raise(SoftirqVec::IrqPoll);
             }
             let need_resched = cpu.need_resched || !cpu.runq.is_empty() && cpu.current.is_none();
-            match cpu.softirq.next(j, need_resched) {
+            match cpu.soft.pending_mut().next(j, need_resched) {
                 SoftirqStep::Run(SoftirqVec::IrqPoll) => {
-                    let _ = cpu.irq_poll.start_softirq(j);
+                    let _ = cpu.soft.irq_poll_mut().start_softirq(j);
                 }
                 SoftirqStep::Run(SoftirqVec::Block) => return Some(self.block_softirq(c)),
                 SoftirqStep::Run(SoftirqVec::Tasklet) => match self.resend.action(c) {
@@ -851,7 +852,7 @@ impl<O: Observer> Sim<'_, O> {
                     TaskletAction::Locked => {
                         // Back on this CPU's list, TASKLET_SOFTIRQ raised again: the
                         // softirq restarts (and in ten passes wakes ksoftirqd).
-                        self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
+                        self.cpus[c].soft.raise(SoftirqVec::Tasklet);
                         return Some(self.costs.softirq.max(1));
                     }
                     TaskletAction::Run => {
@@ -874,10 +875,12 @@ impl<O: Observer> Sim<'_, O> {
     /// CQEs): the CQEs it reaps go to the CPU's softirq list. Returns its CPU time.
     fn irq_poll_call(&mut self, c: usize, v: VectorId, weight: u32) -> u64 {
         let q = self.vectors[v.ix()].queue().ix();
-        let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+        let mut list = self.cpus[c].soft.take_reaping();
         let n = self.poll_queue(c, q, weight, &mut list);
-        self.cpus[c].soft_reaping = list;
-        self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
+        self.cpus[c].soft.restore_reaping(list);
+        self.cpus[c]
+            .soft
+            .enter(SoftPhase::Poll { vector: v, work: n });
         let has_db = self.queues[q].has_doorbell();
         let ib = self.vectors[v.ix()].ib_eq_ns().is_some();
         // ib_poll_handler re-arms the CQ whenever it did less than its budget; the other
@@ -903,7 +906,7 @@ impl<O: Observer> Sim<'_, O> {
     /// wakeup_softirqd: the softirq limits were hit; only a sleeping ksoftirqd is woken
     /// (and counted).
     fn wakeup_softirqd(&mut self, c: usize) {
-        let t = self.cpus[c].ksoftirqd.expect("every CPU has its ksoftirqd");
+        let t = self.cpus[c].soft.ksoftirqd();
         if self.threads[t.ix()].state() == TState::Blocked {
             if self.measuring {
                 self.cpus[c].stats.ksoftirqd_wakeups += 1;
@@ -919,7 +922,7 @@ impl<O: Observer> Sim<'_, O> {
         let q = self.vectors[v].queue().ix();
         let weight = self.vectors[v]
             .iop()
-            .and_then(|id| self.cpus[c].irq_poll.weight(id))
+            .and_then(|id| self.cpus[c].soft.irq_poll().weight(id))
             .unwrap_or(1);
         let completed = work < weight;
         if self.vectors[v].ib_eq_ns().is_some() {
@@ -937,7 +940,10 @@ impl<O: Observer> Sim<'_, O> {
         let Some(id) = self.vectors[v].iop() else {
             return 0;
         };
-        let _ = self.cpus[c].irq_poll.poll_done(id, work, completed);
+        let _ = self.cpus[c]
+            .soft
+            .irq_poll_mut()
+            .poll_done(id, work, completed);
         if !completed || self.vectors[v].ib_eq_ns().is_some() {
             return 0;
         }
@@ -955,7 +961,7 @@ impl<O: Observer> Sim<'_, O> {
         if let Edge::Pend { mask } = self.vectors[v].edge() {
             // irq_poll owns it again, or its handler runs on its CPU (and goes round again
             // for this one): mask_ack_irq and IRQS_PENDING, as in hardirq.
-            self.cpus[c].soft_phase = SoftPhase::ResendMasked;
+            self.cpus[c].soft.enter(SoftPhase::ResendMasked);
             let ns = if mask { self.costs.irq_mask } else { 0 };
             return Some(ns.max(1));
         }
@@ -973,19 +979,19 @@ impl<O: Observer> Sim<'_, O> {
             Some(HandlerStep::Reap { budget }) => budget,
             _ => u32::MAX,
         };
-        let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+        let mut list = self.cpus[c].soft.take_reaping();
         let n = self.poll_queue(c, q, budget, &mut list);
-        self.cpus[c].soft_reaping = list;
+        self.cpus[c].soft.restore_reaping(list);
         let mut ns = self.handler_work_ns(q, n);
         if n > 0 && self.queues[q].has_doorbell() {
             self.ring_cq_doorbell_in(q, ns + self.costs.cq_doorbell);
             ns += self.costs.cq_doorbell;
         }
         ns += u64::from(n) * self.queues[q].complete_ns().unwrap_or(0);
-        self.cpus[c].soft_phase = SoftPhase::Resend {
+        self.cpus[c].soft.enter(SoftPhase::Resend {
             vector: VectorId::new(v),
             reaped: n,
-        };
+        });
         ns.max(1)
     }
 
@@ -1099,9 +1105,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         // The tick hrtimer's expiry stays at the first missed period until its handler
         // runs (hrtimer_forward is called there), so lateness counts from that tick.
-        if !self.cpus[c].irr.is_set(LOCAL_TIMER_VECTOR as u8) {
-            self.cpus[c].tick_due = self.now;
-        }
+        self.cpus[c].apic.tick_fired(self.now);
         self.notify(c, LOCAL_TIMER_VECTOR);
     }
 
@@ -1222,7 +1226,7 @@ impl<O: Observer> Sim<'_, O> {
     /// run_ksoftirqd: handle_softirqs(true) while work is pending, then sleep.
     pub(crate) fn ksoftirqd_advance(&mut self, c: usize) -> ThreadStep {
         let cpu = &mut self.cpus[c];
-        let in_invocation = cpu.softirq.in_softirq() && !cpu.soft_active;
+        let in_invocation = cpu.soft.in_ksoftirqd();
         if in_invocation {
             if let Some(ns) = self.soft_next(c) {
                 return ThreadStep::Run {
@@ -1231,16 +1235,16 @@ impl<O: Observer> Sim<'_, O> {
                 };
             }
             // The invocation ended; cond_resched() before looking again.
-            if self.cpus[c].softirq.ksoftirqd_should_run() {
+            if self.cpus[c].soft.pending_mut().ksoftirqd_should_run() {
                 return ThreadStep::Yield;
             }
             return ThreadStep::Block;
         }
-        if cpu.softirq.ksoftirqd_should_run() {
+        if cpu.soft.pending_mut().ksoftirqd_should_run() {
             let j = self.jiffies();
             let cpu = &mut self.cpus[c];
-            cpu.softirq.begin(j, SoftirqContext::Ksoftirqd);
-            cpu.soft_phase = SoftPhase::Begin;
+            cpu.soft.pending_mut().begin(j, SoftirqContext::Ksoftirqd);
+            cpu.soft.enter(SoftPhase::Begin);
             return ThreadStep::Run {
                 ns: self.costs.softirq.max(1),
                 kind: SliceKind::Ksoftirqd,

@@ -38,7 +38,7 @@ impl<O: Observer> Sim<'_, O> {
         if e.resend {
             if self.costs.resend_tasklet {
                 if self.resend.resend(c, v) {
-                    self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
+                    self.cpus[c].soft.raise(SoftirqVec::Tasklet);
                 }
             } else {
                 let (cpu, idt) = (self.vectors[v].cpu().ix(), self.vectors[v].idt());

@@ -318,7 +318,7 @@ impl<O: Observer> Sim<'_, O> {
         let soft = |f: &dyn Fn(&irqlab_core::softirq::SoftirqCounters) -> u64| {
             self.cpus
                 .iter()
-                .map(|c| f(&c.softirq.counters()))
+                .map(|c| f(&c.soft.pending().counters()))
                 .sum::<u64>() as f64
         };
         if self.interrupted {
@@ -335,7 +335,7 @@ impl<O: Observer> Sim<'_, O> {
             "irq_poll_polls".into(),
             self.cpus
                 .iter()
-                .map(|c| c.irq_poll.counters().polls)
+                .map(|c| c.soft.irq_poll().counters().polls)
                 .sum::<u64>() as f64,
         ));
         if self.policy.irq_poll_until != irqlab_core::irq_poll::IrqPollUntil::Budget {
@@ -344,7 +344,7 @@ impl<O: Observer> Sim<'_, O> {
                 "irq_poll_need_resched".into(),
                 self.cpus
                     .iter()
-                    .map(|c| c.irq_poll.counters().need_resched)
+                    .map(|c| c.soft.irq_poll().counters().need_resched)
                     .sum::<u64>() as f64,
             ));
         }

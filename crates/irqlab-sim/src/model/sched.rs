@@ -138,10 +138,9 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     fn send_resched_ipi(&mut self, c: usize) {
-        if self.cpus[c].ipi_inflight {
+        if !self.cpus[c].apic.send_ipi() {
             return;
         }
-        self.cpus[c].ipi_inflight = true;
         let at = self.now + self.costs.ipi;
         self.q.push(
             at,
@@ -200,7 +199,8 @@ impl<O: Observer> Sim<'_, O> {
         if th.fifo() {
             return false;
         }
-        if matches!(th.kind(), ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq() {
+        if matches!(th.kind(), ThreadKind::Ksoftirqd(_)) && self.cpus[c].soft.pending().in_softirq()
+        {
             return false;
         }
         th.at_preemption_point()
@@ -254,7 +254,8 @@ impl<O: Observer> Sim<'_, O> {
         }
         let th = &self.threads[t];
         if th.fifo()
-            || (matches!(th.kind(), ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq())
+            || (matches!(th.kind(), ThreadKind::Ksoftirqd(_))
+                && self.cpus[c].soft.pending().in_softirq())
         {
             return false;
         }

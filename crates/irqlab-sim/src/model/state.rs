@@ -1,18 +1,15 @@
 //! The model's state, in flat arenas indexed by typed ids (model/ids.rs): no allocation
 //! per event.
 
-use super::ids::{DeviceId, IoId, JobId, QueueId, ThreadId, VectorId};
+use super::ids::{DeviceId, IoId, QueueId, ThreadId, VectorId};
 pub(crate) use super::io::Io;
+pub(crate) use super::percpu::{Cpu, CpuSoftirq, LocalApic};
 pub(crate) use super::thread::{TState, Thread, ThreadKind, Wakee};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::Policy;
-use irqlab_core::delivery::{DeliveryPath, NotificationHandler};
-use irqlab_core::irq::Irr;
-use irqlab_core::irq_poll::IrqPollCpu;
+use irqlab_core::delivery::NotificationHandler;
 use irqlab_core::nvme::irq_handler::NvmeIrqHandler;
-use irqlab_core::posted::{NR_PIR_WORDS, vector_bit};
-use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
 use std::collections::VecDeque;
 
@@ -235,139 +232,6 @@ pub(crate) fn thread_time(kind: SliceKind) -> bool {
         kind,
         SliceKind::Usr | SliceKind::Sys | SliceKind::Ksoftirqd | SliceKind::IrqThread
     )
-}
-
-pub(crate) struct Cpu {
-    pub epoch: u32,
-    pub stepping: bool,
-    pub mode: Mode,
-    pub kind: SliceKind,
-    /// Time accounting, charged lazily (cpu.rs `account`): the CPU's time up to
-    /// `acct_from` is charged; [acct_from, acct_mark) is owed to `kind` and the thread
-    /// `owed_to`; the time since `acct_mark` (the last step boundary) is not owed yet.
-    pub acct_from: u64,
-    pub acct_mark: u64,
-    pub owed_to: Option<ThreadId>,
-    /// The job `owed_to` runs (its usr and sys).
-    pub owed_job: Option<JobId>,
-    /// The thread that owns the CPU (running, spinning, or interrupted).
-    pub current: Option<ThreadId>,
-    pub runq: VecDeque<ThreadId>,
-    /// The fair class's min_vruntime (kernel/sched/fair.c update_min_vruntime), ns.
-    pub min_vruntime: u64,
-    pub need_resched: bool,
-    /// When `current` last got the CPU (for the CFS slice at ticks).
-    pub slice_start: u64,
-    /// Pending interrupt vectors (the local APIC IRR, core's: highest vector first).
-    pub irr: Irr,
-    pub tick_due: u64,
-    pub irq: IrqFrame,
-    /// `--notification preemptable`: the notification handler a system vector preempted
-    /// between two of its steps; it goes on when that interrupt exits.
-    pub preempted: Option<IrqFrame>,
-    /// The inline softirq was interrupted by a hardirq and resumes after it.
-    pub soft_active: bool,
-    pub soft_phase: SoftPhase,
-    /// CQEs popped by the step in progress (handler, poll call, polled reap).
-    pub reaping: Vec<IoId>,
-    /// The device vector behind each IDT vector of this CPU.
-    pub vec_of_idt: Vec<Option<VectorId>>,
-    pub next_idt: u16,
-    /// How MSIs reach this CPU: an IRTE in remapped format, or the posted-interrupt
-    /// descriptor the IOMMU updates (irqlab-core delivery::DeliveryPath).
-    pub path: DeliveryPath,
-    /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
-    pub pir_shadow: [u64; NR_PIR_WORDS],
-    /// The IOMMU wrote the descriptor's line since the last harvest, so the next round's
-    /// read misses in this CPU's cache.
-    pub pid_dirty: bool,
-    pub softirq: SoftirqCpu,
-    pub irq_poll: IrqPollCpu,
-    /// Vector of each irq_poll instance on this CPU.
-    pub iop_vector: Vec<VectorId>,
-    /// This CPU's ksoftirqd (set by the build once the threads exist).
-    pub ksoftirqd: Option<ThreadId>,
-    /// GSIM's per-CPU moderation state (with --moderator gsim) and its timer's epoch.
-    pub gsim: Option<irqlab_core::gsim::GsimCpu>,
-    pub gsim_epoch: u32,
-    /// Hardirq time since boot (CPUTIME_IRQ), for GSIM's hardirq_percent.
-    pub hardirq_total: u64,
-    /// Ming Lei's 2019 flood detector (used with --flood-detection).
-    pub flood: irqlab_core::flood::FloodDetector,
-    /// When the step in progress ends (valid while `stepping`).
-    pub step_end: u64,
-    /// The inline softirq's next step, to run after a nested hardirq (0: none).
-    pub soft_left: u64,
-    /// CQEs popped by the softirq step in progress (inline or ksoftirqd).
-    pub soft_reaping: Vec<IoId>,
-    /// A reschedule IPI is on its way here.
-    pub ipi_inflight: bool,
-    /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
-    pub hrtimer_wake: Vec<ThreadId>,
-    /// blk-mq's per-CPU blk_cpu_done list: requests BLOCK_SOFTIRQ will complete.
-    pub blk_done: Vec<IoId>,
-    /// This CPU's kworker (system_wq's bound pool), when an adaptive moderator needs one.
-    pub kworker: Option<ThreadId>,
-    /// Moderation work items queued on this CPU's kworker (schedule_work), in order.
-    pub work: VecDeque<VectorId>,
-    /// Where the kworker is in the item at the head of `work`.
-    pub work_state: WorkState,
-    /// The idle task's record_wakee state (it is `current` of an idle CPU's interrupts).
-    pub idle_wakee: Wakee,
-    /// rq->idle_stamp (when the CPU last went idle; 0: busy since) and rq->avg_idle.
-    pub idle_stamp: u64,
-    pub avg_idle: u64,
-    pub stats: CpuStats,
-}
-
-/// What the IOMMU's post of one MSI into a CPU's posted-interrupt descriptor did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Posted {
-    /// The vector's PIR bit was already set: the message merged with a pending one.
-    pub merged: bool,
-    /// ON was clear: a notification to the CPU is due.
-    pub notify: bool,
-}
-
-impl Cpu {
-    /// The CpuStep event of `epoch` came due: true when it ends the step in progress (a
-    /// stale one's step was preempted or replaced).
-    #[inline]
-    pub fn end_step(&mut self, epoch: u32) -> bool {
-        let current = self.epoch == epoch && self.stepping;
-        if current {
-            self.stepping = false;
-        }
-        current
-    }
-
-    /// The IOMMU posts IDT vector `idt` into this CPU's descriptor: the PIR bit, then ON
-    /// unless already set (the hardware's pi_test_and_set_pir and pi_test_and_set_on,
-    /// arch/x86/include/asm/posted_intr.h). Its atomic update takes the descriptor's line
-    /// away from this CPU's cache.
-    pub fn post_interrupt(&mut self, idt: u16) -> Posted {
-        let (w, b) = vector_bit(idt as u8);
-        let merged = self.pir_shadow[w] & b != 0;
-        self.pir_shadow[w] |= b;
-        self.pid_dirty = true;
-        let notify = self.path.pi_desc().is_some_and(|pi| pi.post(idt as u8));
-        Posted { merged, notify }
-    }
-
-    /// handle_pending_pir took `words` out of the PIR (arch/x86/kernel/irq.c,
-    /// pi_harvest_pir). Returns whether the IOMMU wrote the descriptor since the last
-    /// harvest, so that this read missed in the CPU's cache.
-    pub fn harvest_pir(&mut self, words: [u64; NR_PIR_WORDS]) -> bool {
-        for (s, w) in self.pir_shadow.iter_mut().zip(words) {
-            *s &= !w;
-        }
-        std::mem::take(&mut self.pid_dirty)
-    }
-
-    /// PIR bits posted and not yet harvested.
-    pub fn pir_pending(&self) -> u32 {
-        self.pir_shadow.iter().map(|w| w.count_ones()).sum()
-    }
 }
 
 /// A kworker's progress through one moderation work item (ib_cq_rdma_dim_work,
@@ -601,31 +465,8 @@ mod tests {
             hz: 1000,
             ..Costs::default()
         };
-        super::super::build::new_cpu(0, &p, &costs, delivery, None)
-    }
-
-    #[test]
-    fn posting_sets_pir_bits_and_notifies_only_while_on_is_clear() {
-        let mut c = cpu(Delivery::Posted { max_loop: 3 });
-        let first = c.post_interrupt(0x21);
-        assert_eq!((first.merged, first.notify), (false, true));
-        let other = c.post_interrupt(0x22);
-        assert_eq!((other.merged, other.notify), (false, false));
-        let again = c.post_interrupt(0x21);
-        assert_eq!((again.merged, again.notify), (true, false));
-        assert_eq!(c.pir_pending(), 2);
-        let (w, b) = vector_bit(0x21);
-        let mut words = [0; NR_PIR_WORDS];
-        words[w] = b;
-        assert!(c.harvest_pir(words), "the IOMMU's posts dirtied the line");
-        assert_eq!(c.pir_pending(), 1);
-        assert!(!c.harvest_pir([0; NR_PIR_WORDS]), "nothing posted since");
-    }
-
-    #[test]
-    fn a_remapped_cpu_has_no_descriptor_to_notify_through() {
-        let mut c = cpu(Delivery::Remapped);
-        assert!(!c.post_interrupt(0x21).notify);
+        let until = irqlab_core::irq_poll::IrqPollUntil::Budget;
+        super::super::build::new_cpu(0, &p, &costs, delivery, until, None)
     }
 
     #[test]

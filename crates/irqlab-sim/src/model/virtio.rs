@@ -23,7 +23,6 @@ use crate::SimError;
 use crate::observer::{Observer, SliceKind};
 use crate::platform::{DeviceGroup, DeviceKind, Platform};
 use irqlab_core::nvme::{MsiRule, QueuePair};
-use irqlab_core::softirq::SoftirqVec;
 use irqlab_core::virtio::SplitRing;
 use irqlab_core::{DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
 
@@ -324,8 +323,7 @@ impl<O: Observer> Sim<'_, O> {
         let q = self.vectors[v].queue().ix();
         if self.single_hw_queue(q) == Some(true) {
             let cpu = &mut self.cpus[c];
-            cpu.blk_done.append(&mut cpu.reaping);
-            cpu.softirq.raise(SoftirqVec::Block);
+            cpu.soft.queue_block(&mut cpu.reaping);
             self.virtio_drain(c);
             return;
         }
@@ -372,10 +370,7 @@ impl<O: Observer> Sim<'_, O> {
     /// blk_done_softirq takes the CPU's whole list (blk_complete_reqs): returns the step's
     /// CPU time, `kernel.complete_io_ns` per request.
     pub(crate) fn block_softirq(&mut self, c: usize) -> u64 {
-        let cpu = &mut self.cpus[c];
-        std::mem::swap(&mut cpu.soft_reaping, &mut cpu.blk_done);
-        cpu.soft_phase = SoftPhase::Block;
-        let list = &self.cpus[c].soft_reaping;
+        let list = self.cpus[c].soft.start_block();
         let ns: u64 = list
             .iter()
             .map(|&io| {
@@ -390,7 +385,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The BLOCK_SOFTIRQ step ended: each request completes (the event, the wake-up).
     /// Returns the wake-ups' cost, when there were any.
     pub(crate) fn block_softirq_done(&mut self, c: usize) -> Option<u64> {
-        let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+        let mut list = self.cpus[c].soft.take_reaping();
         let mut woke = 0;
         for &io in &list {
             if self.complete_io(io, c) {
@@ -398,9 +393,9 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         list.clear();
-        self.cpus[c].soft_reaping = list;
+        self.cpus[c].soft.restore_reaping(list);
         (woke > 0).then(|| {
-            self.cpus[c].soft_phase = SoftPhase::BlockWakeups;
+            self.cpus[c].soft.enter(SoftPhase::BlockWakeups);
             woke * self.costs.wakeup
         })
     }
