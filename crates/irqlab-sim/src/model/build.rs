@@ -164,15 +164,11 @@ pub(crate) fn new_cpu(
         acct_mark: 0,
         owed_to: None,
         owed_job: None,
-        current: None,
-        runq: VecDeque::new(),
-        min_vruntime: VRUNTIME_AT_START,
-        need_resched: false,
-        slice_start: 0,
         irq: IrqFrame::new(0),
         preempted: None,
         reaping: Vec::with_capacity(256),
         // A polled run's interrupt-driven queues (jobs without hipri) take remapped MSIs.
+        rq: RunQueue::default(),
         apic: LocalApic::new(
             DeliveryPath::for_delivery(delivery, c as u32)
                 .unwrap_or(DeliveryPath::Remapped(RemappedTarget::new(c as u32))),
@@ -193,10 +189,6 @@ pub(crate) fn new_cpu(
         kworker: None,
         work: VecDeque::new(),
         work_state: WorkState::Idle,
-        idle_wakee: Wakee::default(),
-        // Idle since boot.
-        idle_stamp: 1,
-        avg_idle: super::placement::AVG_IDLE_MAX,
         stats: CpuStats::default(),
     }
 }

@@ -139,12 +139,12 @@ impl<O: Observer> Sim<'_, O> {
                 self.cpus[c].mode = Mode::Thread;
                 if self.irr_pending(c) {
                     self.take_interrupt(c);
-                } else if let Some(t) = self.cpus[c].current {
+                } else if let Some(t) = self.cpus[c].rq.current() {
                     self.run_thread(c, t.ix());
                 }
             }
             Mode::Thread => {
-                let Some(t) = self.cpus[c].current else {
+                let Some(t) = self.cpus[c].rq.current() else {
                     return;
                 };
                 self.threads[t.ix()].step_ended();
@@ -188,7 +188,7 @@ impl<O: Observer> Sim<'_, O> {
             Mode::Thread => {
                 // The interrupted thread keeps what its step had left.
                 let left = self.cancel_step(c);
-                if let Some(t) = self.cpus[c].current {
+                if let Some(t) = self.cpus[c].rq.current() {
                     self.threads[t.ix()].interrupted(left);
                 }
                 self.take_interrupt(c);
@@ -330,7 +330,7 @@ impl<O: Observer> Sim<'_, O> {
             HRTIMER_VECTOR => self.hard(c, IrqPhase::Hrtimer, self.costs.hrtimer),
             RESCHEDULE_VECTOR => {
                 // scheduler_ipi(): the wake-up was queued by the sender.
-                self.cpus[c].need_resched = true;
+                self.cpus[c].rq.set_need_resched();
                 self.eoi_and_exit(c);
             }
             idt if self.cpus[c].apic.path().is_notification(idt as u8) => self.notification_step(c),
@@ -830,7 +830,7 @@ impl<O: Observer> Sim<'_, O> {
             let cpu = &mut self.cpus[c];
             // Inside the IRQ_POLL action: irq_poll_softirq's loop (Sagi's variant stops on
             // need_resched, the kernel's on the budget and the jiffy).
-            let resched = cpu.need_resched || !cpu.runq.is_empty() && cpu.current.is_none();
+            let resched = cpu.rq.softirq_should_yield();
             if let Ok(Some((id, weight))) = cpu.soft.irq_poll_mut().next_poll_checked(j, resched) {
                 let v = cpu.soft.poller_vector(id);
                 return Some(self.irq_poll_call(c, v, weight));
@@ -841,7 +841,7 @@ impl<O: Observer> Sim<'_, O> {
             {
                 cpu.soft.raise(SoftirqVec::IrqPoll);
             }
-            let need_resched = cpu.need_resched || !cpu.runq.is_empty() && cpu.current.is_none();
+            let need_resched = cpu.rq.softirq_should_yield();
             match cpu.soft.pending_mut().next(j, need_resched) {
                 SoftirqStep::Run(SoftirqVec::IrqPoll) => {
                     let _ = cpu.soft.irq_poll_mut().start_softirq(j);
@@ -1208,7 +1208,7 @@ impl<O: Observer> Sim<'_, O> {
         let c = th.cpu().ix();
         if th.spinning()
             && th.state() == TState::Running
-            && self.cpus[c].current == Some(ThreadId::new(t))
+            && self.cpus[c].rq.current() == Some(ThreadId::new(t))
             && self.cpus[c].mode == Mode::Thread
             && !self.cpus[c].stepping
         {
@@ -1342,12 +1342,12 @@ impl<O: Observer> Sim<'_, O> {
 /// `mark` on one CPU: a change of owner charges what the previous one owes first.
 #[inline(always)]
 fn mark_cpu(cpu: &mut Cpu, now: u64, threads: &mut [Thread], jobs: &mut [Job], measuring: bool) {
-    if cpu.owed_to != cpu.current {
+    if cpu.owed_to != cpu.rq.current() {
         // The step that just ended was the previous owner's.
         cpu.acct_mark = now;
         settle_cpu(cpu, threads, jobs, measuring);
-        cpu.owed_to = cpu.current;
-        cpu.owed_job = match cpu.current.map(|t| threads[t.ix()].kind()) {
+        cpu.owed_to = cpu.rq.current();
+        cpu.owed_job = match cpu.rq.current().map(|t| threads[t.ix()].kind()) {
             Some(ThreadKind::Job(j)) => Some(j),
             _ => None,
         };

@@ -3,7 +3,7 @@
 
 use super::ids::{DeviceId, IoId, QueueId, ThreadId, VectorId};
 pub(crate) use super::io::Io;
-pub(crate) use super::percpu::{Cpu, CpuSoftirq, LocalApic};
+pub(crate) use super::percpu::{Cpu, CpuSoftirq, LocalApic, RunQueue};
 pub(crate) use super::thread::{TState, Thread, ThreadKind, Wakee};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};

@@ -3,14 +3,15 @@
 //! CPU model (model/cpu.rs) drives.
 
 mod apic;
+mod runqueue;
 mod softirq;
 
 pub(crate) use apic::LocalApic;
+pub(crate) use runqueue::RunQueue;
 pub(crate) use softirq::CpuSoftirq;
 
 use super::ids::{IoId, JobId, ThreadId, VectorId};
 use super::state::{CpuStats, IrqFrame, Mode, WorkState};
-use super::thread::Wakee;
 use crate::observer::SliceKind;
 use std::collections::VecDeque;
 
@@ -27,14 +28,8 @@ pub(crate) struct Cpu {
     pub owed_to: Option<ThreadId>,
     /// The job `owed_to` runs (its usr and sys).
     pub owed_job: Option<JobId>,
-    /// The thread that owns the CPU (running, spinning, or interrupted).
-    pub current: Option<ThreadId>,
-    pub runq: VecDeque<ThreadId>,
-    /// The fair class's min_vruntime (kernel/sched/fair.c update_min_vruntime), ns.
-    pub min_vruntime: u64,
-    pub need_resched: bool,
-    /// When `current` last got the CPU (for the CFS slice at ticks).
-    pub slice_start: u64,
+    /// The run queue (runqueue.rs).
+    pub rq: RunQueue,
     /// The local APIC, its IDT and the delivery path MSIs take here.
     pub apic: LocalApic,
     pub irq: IrqFrame,
@@ -62,11 +57,6 @@ pub(crate) struct Cpu {
     pub work: VecDeque<VectorId>,
     /// Where the kworker is in the item at the head of `work`.
     pub work_state: WorkState,
-    /// The idle task's record_wakee state (it is `current` of an idle CPU's interrupts).
-    pub idle_wakee: Wakee,
-    /// rq->idle_stamp (when the CPU last went idle; 0: busy since) and rq->avg_idle.
-    pub idle_stamp: u64,
-    pub avg_idle: u64,
     pub stats: CpuStats,
 }
 
