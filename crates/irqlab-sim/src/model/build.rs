@@ -10,7 +10,7 @@ use super::queue::Queue;
 use super::state::*;
 use super::vector::Vector;
 use crate::engine::EventQueue;
-use crate::observer::{Observer, SliceKind};
+use crate::observer::Observer;
 use crate::platform::{ManagedAffinity, Platform};
 use crate::{SimError, SimOptions};
 use irqlab_core::delivery::{DeliveryPath, RemappedTarget};
@@ -159,11 +159,6 @@ pub(crate) fn new_cpu(
         epoch: 0,
         stepping: false,
         mode: Mode::Idle,
-        kind: SliceKind::Idle,
-        acct_from: 0,
-        acct_mark: 0,
-        owed_to: None,
-        owed_job: None,
         irq: IrqFrame::new(0),
         preempted: None,
         reaping: Vec::with_capacity(256),
@@ -180,16 +175,11 @@ pub(crate) fn new_cpu(
             }),
             IrqPollCpu::with_until(irq_poll_until),
         ),
-        flood: irqlab_core::flood::FloodDetector::default(),
-        gsim: gsim_global.map(|g| GsimCpu::new(g, 0)),
-        gsim_epoch: 0,
-        hardirq_total: 0,
+        moderation: SoftModeration::new(gsim_global.map(|g| GsimCpu::new(g, 0))),
+        wq: Workqueue::default(),
+        acct: Accounting::default(),
         step_end: 0,
         hrtimer_wake: Vec::new(),
-        kworker: None,
-        work: VecDeque::new(),
-        work_state: WorkState::Idle,
-        stats: CpuStats::default(),
     }
 }
 
@@ -739,7 +729,7 @@ fn add_kworkers(m: &mut Machine) {
             let cpu_id = CpuId::new(c);
             m.threads
                 .push(Thread::new(ThreadKind::Kworker(cpu_id), cpu_id));
-            cpu.kworker = Some(ThreadId::new(m.threads.len() - 1));
+            cpu.wq.set_kworker(ThreadId::new(m.threads.len() - 1));
         }
     }
 }

@@ -14,7 +14,6 @@ use irqlab_core::irq::{AfterHandler, Edge, TaskletAction, priority_class};
 use irqlab_core::irq_poll::jiffies;
 use irqlab_core::nvme::irq_handler::{HandlerStep, NvmeIrqHandler};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
-use irqlab_report::Latency;
 
 impl<O: Observer> Sim<'_, O> {
     // ---------------------------------------------------------------- accounting
@@ -63,11 +62,11 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         let cpu = &mut self.cpus[c];
         mark_cpu(cpu, now, &mut self.threads, &mut self.jobs, self.measuring);
-        if cpu.kind == kind {
+        if cpu.acct.kind() == kind {
             return false;
         }
         settle_cpu(cpu, &mut self.threads, &mut self.jobs, self.measuring);
-        cpu.kind = kind;
+        cpu.acct.begin_slice(kind);
         true
     }
 
@@ -85,10 +84,10 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         let cpu = &mut self.cpus[c];
         mark_cpu(cpu, now, &mut self.threads, &mut self.jobs, self.measuring);
-        let new_kind = cpu.kind != kind;
+        let new_kind = cpu.acct.kind() != kind;
         if new_kind {
             settle_cpu(cpu, &mut self.threads, &mut self.jobs, self.measuring);
-            cpu.kind = kind;
+            cpu.acct.begin_slice(kind);
         }
         cpu.epoch = cpu.epoch.wrapping_add(1);
         cpu.stepping = true;
@@ -209,23 +208,19 @@ impl<O: Observer> Sim<'_, O> {
         cpu.irq = IrqFrame::new(idt);
         let measuring = self.measuring;
         if measuring {
-            cpu.stats.hardirqs += 1;
+            cpu.acct.count_hardirq();
         }
         if self.policy.flood_detection {
-            cpu.flood.irq_enter(self.now);
+            cpu.moderation.flood_mut().irq_enter(self.now);
         }
         match idt {
             LOCAL_TIMER_VECTOR if measuring => {
-                cpu.stats.ticks += 1;
-                cpu.stats
-                    .tick_lateness
-                    .get_or_insert_with(|| Box::new(Latency::new()))
-                    .record(self.now - cpu.apic.tick_due());
+                cpu.acct.count_tick(self.now - cpu.apic.tick_due());
             }
             LOCAL_TIMER_VECTOR => {}
             idt if cpu.apic.path().is_notification(idt as u8) => {
                 if measuring {
-                    cpu.stats.pmn += 1;
+                    cpu.acct.count_pmn();
                 }
                 cpu.irq.notification = Some(cpu.apic.path().begin(idt as u8));
                 self.obs.irq_counted(self.now, c, None);
@@ -415,7 +410,8 @@ impl<O: Observer> Sim<'_, O> {
         let rescue = self.policy.flood_detection
             && self.policy.handler != HandlerStyle::Threaded
             && self.vectors[v].thread().is_some()
-            && self.cpus[c].flood.placement(true) == HandlerPlacement::RescueThread;
+            && self.cpus[c].moderation.flood_mut().placement(true)
+                == HandlerPlacement::RescueThread;
         if let Some(eq) = self.vectors[v].ib_eq_ns() {
             // mlx5_eq_comp_int: the EQE names the CQ, whose comp handler
             // (ib_cq_completion_softirq) schedules its irq_poll; eq_update_ci arms the EQ.
@@ -701,7 +697,7 @@ impl<O: Observer> Sim<'_, O> {
 
     fn irq_exit(&mut self, c: usize) {
         if self.policy.flood_detection {
-            self.cpus[c].flood.irq_exit(self.now);
+            self.cpus[c].moderation.flood_mut().irq_exit(self.now);
         }
         if let Some(frame) = self.cpus[c].preempted.take() {
             // Back into the preempted demux: a nested irq_exit runs no softirqs
@@ -757,7 +753,7 @@ impl<O: Observer> Sim<'_, O> {
                 self.cpus[c].soft.end_inline();
                 if self.policy.flood_detection {
                     // irq_exit stores last_irq_end after invoke_softirq.
-                    self.cpus[c].flood.irq_exit(self.now);
+                    self.cpus[c].moderation.flood_mut().irq_exit(self.now);
                 }
                 if self.irr_pending(c) {
                     self.take_interrupt(c);
@@ -909,7 +905,7 @@ impl<O: Observer> Sim<'_, O> {
         let t = self.cpus[c].soft.ksoftirqd();
         if self.threads[t.ix()].state() == TState::Blocked {
             if self.measuring {
-                self.cpus[c].stats.ksoftirqd_wakeups += 1;
+                self.cpus[c].acct.count_ksoftirqd_wakeup();
             }
             self.wake_thread(t.ix(), Some(c));
         }
@@ -1126,8 +1122,9 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         self.account(c);
-        let hardirq_total = self.cpus[c].hardirq_total;
-        let (Some(global), Some(g)) = (self.gsim.as_mut(), self.cpus[c].gsim.as_mut()) else {
+        let hardirq_total = self.cpus[c].acct.hardirq_total();
+        let (Some(global), Some(g)) = (self.gsim.as_mut(), self.cpus[c].moderation.gsim_mut())
+        else {
             return;
         };
         let now = self.now;
@@ -1145,9 +1142,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     fn arm_gsim_timer(&mut self, c: usize, at: u64) {
-        let cpu = &mut self.cpus[c];
-        cpu.gsim_epoch = cpu.gsim_epoch.wrapping_add(1);
-        let epoch = cpu.gsim_epoch;
+        let epoch = self.cpus[c].moderation.arm_gsim_timer();
         self.q.push(
             at.max(self.now),
             Event::GsimTimer {
@@ -1160,11 +1155,11 @@ impl<O: Observer> Sim<'_, O> {
     /// GSIM's hrtimer: re-enable the listed IRQs, replaying those that arrived meanwhile.
     /// (Its own few hundred ns of hardirq time are not charged.)
     pub(crate) fn gsim_timer(&mut self, c: usize, epoch: u32) {
-        if self.cpus[c].gsim_epoch != epoch {
+        if !self.cpus[c].moderation.gsim_timer_current(epoch) {
             return;
         }
         let now = self.now;
-        let Some(g) = self.cpus[c].gsim.as_mut() else {
+        let Some(g) = self.cpus[c].moderation.gsim_mut() else {
             return;
         };
         match g.timer_expired(now) {
@@ -1260,28 +1255,19 @@ impl<O: Observer> Sim<'_, O> {
     /// `moderation_program_ns`; mlx5's command EQ interrupt is taken on the kworker's CPU,
     /// as an interrupt whose handler wakes one thread); then the device runs the level.
     pub(crate) fn kworker_advance(&mut self, c: usize) -> ThreadStep {
-        match self.cpus[c].work_state {
-            WorkState::Idle => {
-                if self.cpus[c].work.is_empty() {
-                    return ThreadStep::Block;
-                }
-                self.cpus[c].work_state = WorkState::Posting;
-                // The handler's try_to_wake_up of this kworker (charged here: the same
-                // CPU), then the command's mailbox and doorbell write.
-                ThreadStep::Run {
-                    ns: self.costs.wakeup + self.costs.sq_doorbell,
-                    kind: SliceKind::Sys,
-                }
-            }
-            WorkState::Posting => {
-                self.cpus[c].work_state = WorkState::Waiting;
-                ThreadStep::Sleep {
-                    ns: self.costs.moderation_program.max(1),
-                }
-            }
-            WorkState::Waiting => {
-                self.cpus[c].work_state = WorkState::Idle;
-                if let Some(v) = self.cpus[c].work.pop_front() {
+        match self.cpus[c].wq.advance() {
+            WorkStep::Sleep => ThreadStep::Block,
+            // The handler's try_to_wake_up of this kworker (charged here: the same CPU),
+            // then the command's mailbox and doorbell write.
+            WorkStep::Post => ThreadStep::Run {
+                ns: self.costs.wakeup + self.costs.sq_doorbell,
+                kind: SliceKind::Sys,
+            },
+            WorkStep::Wait => ThreadStep::Sleep {
+                ns: self.costs.moderation_program.max(1),
+            },
+            WorkStep::Program(v) => {
+                if let Some(v) = v {
                     self.moderator_program(v.ix());
                 }
                 self.kworker_advance(c)
@@ -1342,48 +1328,41 @@ impl<O: Observer> Sim<'_, O> {
 /// `mark` on one CPU: a change of owner charges what the previous one owes first.
 #[inline(always)]
 fn mark_cpu(cpu: &mut Cpu, now: u64, threads: &mut [Thread], jobs: &mut [Job], measuring: bool) {
-    if cpu.owed_to != cpu.rq.current() {
+    let current = cpu.rq.current();
+    if cpu.acct.owner_changed(current) {
         // The step that just ended was the previous owner's.
-        cpu.acct_mark = now;
+        cpu.acct.mark(now);
         settle_cpu(cpu, threads, jobs, measuring);
-        cpu.owed_to = cpu.rq.current();
-        cpu.owed_job = match cpu.rq.current().map(|t| threads[t.ix()].kind()) {
+        let job = match current.map(|t| threads[t.ix()].kind()) {
             Some(ThreadKind::Job(j)) => Some(j),
             _ => None,
         };
+        cpu.acct.owe_to(current, job);
     }
-    cpu.acct_mark = now;
+    cpu.acct.mark(now);
 }
 
 /// `settle` on one CPU, with the threads and jobs it charges.
 #[inline(always)]
 fn settle_cpu(cpu: &mut Cpu, threads: &mut [Thread], jobs: &mut [Job], measuring: bool) {
-    let dt = cpu.acct_mark - cpu.acct_from;
-    cpu.acct_from = cpu.acct_mark;
-    if cpu.kind == SliceKind::HardIrq {
-        cpu.hardirq_total += dt;
-    }
-    if dt == 0 {
+    // The scheduler's clock runs from boot, the statistics from the window's start.
+    let Some(owed) = cpu.acct.settle(measuring) else {
+        return;
+    };
+    if !thread_time(owed.kind) {
         return;
     }
-    // The scheduler's clock runs from boot, the statistics from the window's start.
-    if thread_time(cpu.kind)
-        && let Some(t) = cpu.owed_to
-    {
-        threads[t.ix()].charge(dt);
+    if let Some(t) = owed.thread {
+        threads[t.ix()].charge(owed.ns);
     }
     if !measuring {
         return;
     }
-    cpu.stats.time[cpu.kind as usize] += dt;
-    if !thread_time(cpu.kind) {
-        return;
-    }
-    if let Some(j) = cpu.owed_job {
+    if let Some(j) = owed.job {
         let job = &mut jobs[j.ix()];
-        match cpu.kind {
-            SliceKind::Usr => job.usr += dt,
-            SliceKind::Sys => job.sys += dt,
+        match owed.kind {
+            SliceKind::Usr => job.usr += owed.ns,
+            SliceKind::Sys => job.sys += owed.ns,
             _ => {}
         }
     }

@@ -301,7 +301,7 @@ impl<O: Observer> Sim<'_, O> {
         cpu.rq.switch_in(n, self.now);
         cpu.mode = Mode::Switch;
         if self.measuring {
-            cpu.stats.ctx_switches += 1;
+            cpu.acct.count_ctx_switch();
         }
         self.set_state(n.ix(), TState::Running);
         let ns = self.costs.ctx_switch.max(1);

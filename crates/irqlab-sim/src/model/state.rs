@@ -3,7 +3,9 @@
 
 use super::ids::{DeviceId, IoId, QueueId, ThreadId, VectorId};
 pub(crate) use super::io::Io;
-pub(crate) use super::percpu::{Cpu, CpuSoftirq, LocalApic, RunQueue};
+pub(crate) use super::percpu::{
+    Accounting, Cpu, CpuSoftirq, LocalApic, RunQueue, SoftModeration, WorkStep, Workqueue,
+};
 pub(crate) use super::thread::{TState, Thread, ThreadKind, Wakee};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
@@ -200,30 +202,6 @@ pub(crate) enum SoftPhase {
     ResendMasked,
 }
 
-/// Time accounting buckets of one CPU, ns, and its counters.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct CpuStats {
-    /// ns per kind of slice, indexed by `SliceKind as usize` (`CpuStats::ns`).
-    pub time: [u64; SLICE_KINDS],
-    pub ctx_switches: u64,
-    pub hardirqs: u64,
-    pub pmn: u64,
-    pub ticks: u64,
-    pub ksoftirqd_wakeups: u64,
-    /// Allocated at the first tick: an HDR histogram is a few hundred KiB.
-    pub tick_lateness: Option<Box<Latency>>,
-}
-
-/// The kinds of slice (`SliceKind`'s variants).
-pub(crate) const SLICE_KINDS: usize = 7;
-
-impl CpuStats {
-    /// Time spent doing `kind`, ns.
-    pub fn ns(&self, kind: SliceKind) -> u64 {
-        self.time[kind as usize]
-    }
-}
-
 /// Whether time doing `kind` is a thread's (its vruntime; a job's usr or sys): the fair
 /// class does not charge hardirq and softirq time to the thread (IRQ_TIME_ACCOUNTING).
 #[inline(always)]
@@ -232,20 +210,6 @@ pub(crate) fn thread_time(kind: SliceKind) -> bool {
         kind,
         SliceKind::Usr | SliceKind::Sys | SliceKind::Ksoftirqd | SliceKind::IrqThread
     )
-}
-
-/// A kworker's progress through one moderation work item (ib_cq_rdma_dim_work,
-/// irq-am's program work, net_dim's): post the device command, sleep until its
-/// completion interrupt, then program the level the moderator chose.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum WorkState {
-    /// Between items.
-    #[default]
-    Idle,
-    /// Building and posting the command (mailbox, doorbell).
-    Posting,
-    /// Asleep in wait_for_completion until the device's command completes.
-    Waiting,
 }
 
 /// What a thread does next, returned by its logic when a step ends.

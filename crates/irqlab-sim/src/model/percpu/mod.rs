@@ -2,32 +2,29 @@
 //! path (apic.rs), and the step, run queue, softirq, moderation and accounting state the
 //! CPU model (model/cpu.rs) drives.
 
+mod accounting;
 mod apic;
 mod runqueue;
+mod soft_moderation;
 mod softirq;
+mod workqueue;
 
+pub(crate) use accounting::Accounting;
 pub(crate) use apic::LocalApic;
 pub(crate) use runqueue::RunQueue;
+pub(crate) use soft_moderation::SoftModeration;
 pub(crate) use softirq::CpuSoftirq;
+pub(crate) use workqueue::{WorkStep, Workqueue};
 
-use super::ids::{IoId, JobId, ThreadId, VectorId};
-use super::state::{CpuStats, IrqFrame, Mode, WorkState};
-use crate::observer::SliceKind;
-use std::collections::VecDeque;
+use super::ids::{IoId, ThreadId};
+use super::state::{IrqFrame, Mode};
 
 pub(crate) struct Cpu {
     pub epoch: u32,
     pub stepping: bool,
     pub mode: Mode,
-    pub kind: SliceKind,
-    /// Time accounting, charged lazily (cpu.rs `account`): the CPU's time up to
-    /// `acct_from` is charged; [acct_from, acct_mark) is owed to `kind` and the thread
-    /// `owed_to`; the time since `acct_mark` (the last step boundary) is not owed yet.
-    pub acct_from: u64,
-    pub acct_mark: u64,
-    pub owed_to: Option<ThreadId>,
-    /// The job `owed_to` runs (its usr and sys).
-    pub owed_job: Option<JobId>,
+    /// Time accounting and the window's counters (accounting.rs).
+    pub acct: Accounting,
     /// The run queue (runqueue.rs).
     pub rq: RunQueue,
     /// The local APIC, its IDT and the delivery path MSIs take here.
@@ -40,24 +37,14 @@ pub(crate) struct Cpu {
     pub soft: CpuSoftirq,
     /// CQEs popped by the step in progress (handler, poll call, polled reap).
     pub reaping: Vec<IoId>,
-    /// GSIM's per-CPU moderation state (with --moderator gsim) and its timer's epoch.
-    pub gsim: Option<irqlab_core::gsim::GsimCpu>,
-    pub gsim_epoch: u32,
-    /// Hardirq time since boot (CPUTIME_IRQ), for GSIM's hardirq_percent.
-    pub hardirq_total: u64,
-    /// Ming Lei's 2019 flood detector (used with --flood-detection).
-    pub flood: irqlab_core::flood::FloodDetector,
+    /// GSIM and the flood detector (soft_moderation.rs).
+    pub moderation: SoftModeration,
     /// When the step in progress ends (valid while `stepping`).
     pub step_end: u64,
     /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
     pub hrtimer_wake: Vec<ThreadId>,
-    /// This CPU's kworker (system_wq's bound pool), when an adaptive moderator needs one.
-    pub kworker: Option<ThreadId>,
-    /// Moderation work items queued on this CPU's kworker (schedule_work), in order.
-    pub work: VecDeque<VectorId>,
-    /// Where the kworker is in the item at the head of `work`.
-    pub work_state: WorkState,
-    pub stats: CpuStats,
+    /// The kworker and its moderation work items (workqueue.rs).
+    pub wq: Workqueue,
 }
 
 impl Cpu {
