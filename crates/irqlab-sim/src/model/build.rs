@@ -155,32 +155,21 @@ pub(crate) fn new_cpu(
     irq_poll_until: IrqPollUntil,
     gsim_global: Option<&GsimGlobal>,
 ) -> Cpu {
-    Cpu {
-        epoch: 0,
-        stepping: false,
-        mode: Mode::Idle,
-        irq: IrqFrame::new(0),
-        preempted: None,
-        reaping: Vec::with_capacity(256),
+    Cpu::new(
         // A polled run's interrupt-driven queues (jobs without hipri) take remapped MSIs.
-        rq: RunQueue::default(),
-        apic: LocalApic::new(
+        LocalApic::new(
             DeliveryPath::for_delivery(delivery, c as u32)
                 .unwrap_or(DeliveryPath::Remapped(RemappedTarget::new(c as u32))),
         ),
-        soft: CpuSoftirq::new(
+        CpuSoftirq::new(
             SoftirqCpu::new(SoftirqConfig {
                 defer_to_running_ksoftirqd: p.kernel.softirq_defer_to_ksoftirqd,
                 ..SoftirqConfig::new(costs.hz)
             }),
             IrqPollCpu::with_until(irq_poll_until),
         ),
-        moderation: SoftModeration::new(gsim_global.map(|g| GsimCpu::new(g, 0))),
-        wq: Workqueue::default(),
-        acct: Accounting::default(),
-        step_end: 0,
-        hrtimer_wake: Vec::new(),
-    }
+        SoftModeration::new(gsim_global.map(|g| GsimCpu::new(g, 0))),
+    )
 }
 
 /// What every step of the build reads.

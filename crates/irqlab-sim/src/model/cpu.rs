@@ -89,10 +89,7 @@ impl<O: Observer> Sim<'_, O> {
             settle_cpu(cpu, &mut self.threads, &mut self.jobs, self.measuring);
             cpu.acct.begin_slice(kind);
         }
-        cpu.epoch = cpu.epoch.wrapping_add(1);
-        cpu.stepping = true;
-        cpu.step_end = now + ns;
-        let epoch = cpu.epoch;
+        let epoch = cpu.start_step(now, ns);
         // The tracer sees the slice start before the step is queued (nothing it reads
         // differs).
         if new_kind {
@@ -110,32 +107,29 @@ impl<O: Observer> Sim<'_, O> {
     /// Cancels the step in progress, returning the time it had left. Its event leaves
     /// the queue (a far one stays, stale by its epoch).
     fn cancel_step(&mut self, c: usize) -> u64 {
-        let cpu = &mut self.cpus[c];
-        if !cpu.stepping {
+        let Some((epoch, end)) = self.cpus[c].cancel_step() else {
             return 0;
-        }
-        cpu.stepping = false;
+        };
         let ev = Event::CpuStep {
             cpu: CpuId::new(c),
-            epoch: cpu.epoch,
+            epoch,
         };
-        cpu.epoch = cpu.epoch.wrapping_add(1);
-        self.q.cancel(cpu.step_end, ev);
-        cpu.step_end - self.now
+        self.q.cancel(end, ev);
+        end - self.now
     }
 
     #[inline(always)]
     pub(crate) fn step_done(&mut self, c: usize) {
-        match self.cpus[c].mode {
+        match self.cpus[c].mode() {
             Mode::HardIrq => self.irq_step(c),
             Mode::IdleExit => {
-                self.cpus[c].mode = Mode::HardIrq;
+                self.cpus[c].enter_mode(Mode::HardIrq);
                 let entry = self.costs.irq_entry;
                 self.step(c, entry, SliceKind::HardIrq);
             }
             Mode::SoftIrq => self.soft_step_done(c),
             Mode::Switch => {
-                self.cpus[c].mode = Mode::Thread;
+                self.cpus[c].enter_mode(Mode::Thread);
                 if self.irr_pending(c) {
                     self.take_interrupt(c);
                 } else if let Some(t) = self.cpus[c].rq.current() {
@@ -182,7 +176,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Takes a pending interrupt at once if the CPU has interrupts enabled.
     fn interrupt_if_enabled(&mut self, c: usize) {
-        match self.cpus[c].mode {
+        match self.cpus[c].mode() {
             Mode::Idle => self.take_interrupt(c),
             Mode::Thread => {
                 // The interrupted thread keeps what its step had left.
@@ -204,7 +198,7 @@ impl<O: Observer> Sim<'_, O> {
         let Some(idt) = cpu.apic.take_highest() else {
             return;
         };
-        let was_idle = cpu.mode == Mode::Idle;
+        let was_idle = cpu.mode() == Mode::Idle;
         cpu.irq = IrqFrame::new(idt);
         let measuring = self.measuring;
         if measuring {
@@ -222,7 +216,8 @@ impl<O: Observer> Sim<'_, O> {
                 if measuring {
                     cpu.acct.count_pmn();
                 }
-                cpu.irq.notification = Some(cpu.apic.path().begin(idt as u8));
+                let h = cpu.apic.path().begin(idt as u8);
+                cpu.irq.begin_notification(h);
                 self.obs.irq_counted(self.now, c, None);
             }
             _ => {}
@@ -230,10 +225,10 @@ impl<O: Observer> Sim<'_, O> {
         let exit = if was_idle { self.idle_exit_ns(c) } else { 0 };
         let cpu = &mut self.cpus[c];
         if exit > 0 {
-            cpu.mode = Mode::IdleExit;
+            cpu.enter_mode(Mode::IdleExit);
             self.step(c, exit, SliceKind::Idle);
         } else {
-            cpu.mode = Mode::HardIrq;
+            cpu.enter_mode(Mode::HardIrq);
             let ns = self.costs.irq_entry;
             self.step(c, ns, SliceKind::HardIrq);
         }
@@ -243,7 +238,7 @@ impl<O: Observer> Sim<'_, O> {
 
     #[inline]
     fn hard(&mut self, c: usize, phase: IrqPhase, ns: u64) {
-        self.cpus[c].irq.phase = phase;
+        self.cpus[c].irq.enter(phase);
         self.step(c, ns, SliceKind::HardIrq);
     }
 
@@ -252,7 +247,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.preempt_notification(c) {
             return;
         }
-        let phase = self.cpus[c].irq.phase;
+        let phase = self.cpus[c].irq.phase();
         match phase {
             IrqPhase::Entry => self.irq_entered(c),
             IrqPhase::Tick => {
@@ -260,12 +255,11 @@ impl<O: Observer> Sim<'_, O> {
                 self.eoi_and_exit(c);
             }
             IrqPhase::Hrtimer => {
-                let woken = std::mem::take(&mut self.cpus[c].hrtimer_wake);
+                let woken = self.cpus[c].take_hrtimer_wakes();
                 for &t in &woken {
                     self.wake_thread(t.ix(), Some(c));
                 }
-                self.cpus[c].hrtimer_wake = woken;
-                self.cpus[c].hrtimer_wake.clear();
+                self.cpus[c].woke_hrtimer_wakes(woken);
                 self.eoi_and_exit(c);
             }
             IrqPhase::Reap => {
@@ -277,7 +271,7 @@ impl<O: Observer> Sim<'_, O> {
                     self.reap_more(c);
                 }
             }
-            IrqPhase::Wakeups => match self.cpus[c].irq.after_wakeups {
+            IrqPhase::Wakeups => match self.cpus[c].irq.after_wakeups() {
                 IrqPhase::Reap => self.reap_more(c),
                 IrqPhase::Complete => self.batch_done(c),
                 IrqPhase::VirtioDrain => self.virtio_drain(c),
@@ -319,7 +313,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Interrupt entry is over: the IDT vector's handler runs (the timer, hrtimer,
     /// reschedule and posted-notification sysvecs, or common_interrupt's device vector).
     fn irq_entered(&mut self, c: usize) {
-        let idt = self.cpus[c].irq.idt;
+        let idt = self.cpus[c].irq.idt();
         match idt {
             LOCAL_TIMER_VECTOR => self.hard(c, IrqPhase::Tick, self.costs.tick),
             HRTIMER_VECTOR => self.hard(c, IrqPhase::Hrtimer, self.costs.hrtimer),
@@ -346,7 +340,7 @@ impl<O: Observer> Sim<'_, O> {
         let pending = self.queues[q].cqe_pending();
         // nvme_irq_check's answer comes from core's handler (a rescue thread's check is
         // flood detection's own).
-        let wake = match self.cpus[c].irq.nvme.as_mut() {
+        let wake = match self.cpus[c].irq.nvme_mut() {
             Some(h) => h.next(pending) == Some(HandlerStep::WakeThread),
             None => pending,
         };
@@ -360,7 +354,7 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         if woke {
-            self.cpus[c].irq.after_wakeups = IrqPhase::Primary;
+            self.cpus[c].irq.wake_then(IrqPhase::Primary);
             self.hard(c, IrqPhase::Wakeups, self.costs.wakeup);
         } else {
             self.vector_done(c);
@@ -402,10 +396,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Vector `v`'s handler runs on CPU `c` (handle_irq_event).
     #[inline(always)]
     fn run_vector_handler(&mut self, c: usize, v: usize) {
-        let frame = &mut self.cpus[c].irq;
-        frame.vector = Some(VectorId::new(v));
-        frame.reaped = 0;
-        frame.nvme = None;
+        self.cpus[c].irq.start_handler(VectorId::new(v));
         // --flood-detection: a flooded CPU sends a rescue-thread vector's work to its thread.
         let rescue = self.policy.flood_detection
             && self.policy.handler != HandlerStyle::Threaded
@@ -432,7 +423,8 @@ impl<O: Observer> Sim<'_, O> {
             }
             HandlerStyle::Threaded => {
                 // nvme_irq_check: only nvme_cqe_pending(), then IRQ_WAKE_THREAD.
-                self.cpus[c].irq.nvme = Some(NvmeIrqHandler::new(self.policy.handler));
+                let h = NvmeIrqHandler::new(self.policy.handler);
+                self.cpus[c].irq.run_nvme(h, None);
                 self.obs.handler(self.now, c, v, 0);
                 self.hard(c, IrqPhase::Primary, self.costs.poll_check);
             }
@@ -449,9 +441,7 @@ impl<O: Observer> Sim<'_, O> {
                     Some(HandlerStep::Reap { budget }) => budget,
                     _ => u32::MAX,
                 };
-                let frame = &mut self.cpus[c].irq;
-                frame.nvme = Some(h);
-                frame.reap_budget = budget;
+                self.cpus[c].irq.run_nvme(h, Some(budget));
                 self.queues[q].lock_cq();
                 self.reap_more(c);
             }
@@ -463,7 +453,7 @@ impl<O: Observer> Sim<'_, O> {
     /// complete, DisableAndPoll when Sagi's handler hands the queue to irq_poll.
     fn nvme_next(&mut self, c: usize, q: usize) -> Option<HandlerStep> {
         let pending = self.queues[q].cqe_pending();
-        self.cpus[c].irq.nvme.as_mut()?.next(pending)
+        self.cpus[c].irq.nvme_mut()?.next(pending)
     }
 
     /// nvme_irq returns: the tracer, the moderator and GSIM see it, then (Sagi's patch)
@@ -481,17 +471,13 @@ impl<O: Observer> Sim<'_, O> {
     fn reap_more(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue().ix();
-        let reaped = self.cpus[c].irq.reaped;
-        let budget_left = self.cpus[c].irq.reap_budget.saturating_sub(reaped);
+        let reaped = self.cpus[c].irq.reaped();
+        let budget_left = self.cpus[c].irq.budget_left();
         if budget_left > 0 && self.queues[q].cqe_pending() {
-            let mut list = std::mem::take(&mut self.cpus[c].reaping);
+            let mut list = self.cpus[c].take_reaping();
             let n = self.poll_queue(c, q, budget_left, &mut list);
-            self.cpus[c].reaping = list;
-            let frame = &mut self.cpus[c].irq;
-            frame.reaped += n;
-            if let Some(h) = frame.nvme.as_mut() {
-                h.reaped(n);
-            }
+            self.cpus[c].restore_reaping(list);
+            self.cpus[c].irq.add_reaped(n);
             let ns = self.handler_work_ns(q, n);
             self.hard(c, IrqPhase::Reap, ns);
             return;
@@ -516,7 +502,7 @@ impl<O: Observer> Sim<'_, O> {
             // nvme_pci_complete_batch; the device sees the doorbell while the CPU completes.
             self.queues[q].unlock_cq();
             self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
-            let n = self.cpus[c].reaping.len() as u64;
+            let n = self.cpus[c].reaping_len() as u64;
             self.hard(c, IrqPhase::Complete, self.costs.cq_doorbell + n * per);
         } else if reaped > 0 && !self.in_notification(c) && !self.vectors[v].is_pending() {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
@@ -539,13 +525,13 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     fn complete_reaped(&mut self, c: usize, then: IrqPhase) -> bool {
         let v = self.cpus[c].irq.running_vector();
-        let mut list = std::mem::take(&mut self.cpus[c].reaping);
+        let mut list = self.cpus[c].take_reaping();
         let woke = self.complete_list(c, v, &mut list);
-        self.cpus[c].reaping = list;
+        self.cpus[c].restore_reaping(list);
         if woke == 0 {
             return false;
         }
-        self.cpus[c].irq.after_wakeups = then;
+        self.cpus[c].irq.wake_then(then);
         self.hard(c, IrqPhase::Wakeups, woke * self.costs.wakeup);
         true
     }
@@ -562,7 +548,7 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     fn batch_done(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
-        let reaped = self.cpus[c].irq.reaped;
+        let reaped = self.cpus[c].irq.reaped();
         self.nvme_handler_returns(c, v, reaped);
         self.vector_done(c);
     }
@@ -598,7 +584,7 @@ impl<O: Observer> Sim<'_, O> {
     /// (the demux dispatches the vectors; a device vector's own handler is over at EOI).
     fn in_notification(&self, c: usize) -> bool {
         let cpu = &self.cpus[c];
-        cpu.apic.path().is_notification(cpu.irq.idt as u8)
+        cpu.apic.path().is_notification(cpu.irq.idt() as u8)
     }
 
     fn vector_done(&mut self, c: usize) {
@@ -627,7 +613,7 @@ impl<O: Observer> Sim<'_, O> {
     /// cost nothing, and the one apic_eoi() ends the notification.
     fn notification_step(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let step = match cpu.irq.notification.as_mut() {
+        let step = match cpu.irq.notification_mut() {
             Some(h) => h.next(cpu.apic.path()),
             None => Some(Step::Eoi),
         };
@@ -680,9 +666,9 @@ impl<O: Observer> Sim<'_, O> {
         };
         let nv = p.mode().nv;
         if !p.mode().preemptable
-            || cpu.irq.idt != u16::from(nv)
-            || cpu.irq.phase == IrqPhase::Exit
-            || cpu.preempted.is_some()
+            || cpu.irq.idt() != u16::from(nv)
+            || cpu.irq.phase() == IrqPhase::Exit
+            || cpu.has_preempted()
             || cpu
                 .apic
                 .highest()
@@ -690,7 +676,7 @@ impl<O: Observer> Sim<'_, O> {
         {
             return false;
         }
-        cpu.preempted = Some(cpu.irq.clone());
+        cpu.preempt_frame();
         self.take_interrupt(c);
         true
     }
@@ -699,10 +685,9 @@ impl<O: Observer> Sim<'_, O> {
         if self.policy.flood_detection {
             self.cpus[c].moderation.flood_mut().irq_exit(self.now);
         }
-        if let Some(frame) = self.cpus[c].preempted.take() {
+        if self.cpus[c].resume_preempted() {
             // Back into the preempted demux: a nested irq_exit runs no softirqs
             // (in_interrupt(), kernel/softirq.c); the step that had ended goes on.
-            self.cpus[c].irq = frame;
             self.irq_step(c);
             return;
         }
@@ -711,7 +696,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         if let Some(ns) = self.cpus[c].soft.interrupted() {
-            self.cpus[c].mode = Mode::SoftIrq;
+            self.cpus[c].enter_mode(Mode::SoftIrq);
             self.step(c, ns.max(1), SliceKind::SoftIrq);
             return;
         }
@@ -724,7 +709,7 @@ impl<O: Observer> Sim<'_, O> {
                 .pending_mut()
                 .begin(j, SoftirqContext::IrqExit);
             self.cpus[c].soft.start_inline();
-            self.cpus[c].mode = Mode::SoftIrq;
+            self.cpus[c].enter_mode(Mode::SoftIrq);
             let ns = self.costs.softirq;
             self.step(c, ns.max(1), SliceKind::SoftIrq);
             return;
@@ -1096,7 +1081,7 @@ impl<O: Observer> Sim<'_, O> {
             self.q.push(next, Event::Tick { cpu: CpuId::new(c) });
         }
         // NOHZ idle: an idle CPU's tick is stopped.
-        if self.cpus[c].mode == Mode::Idle {
+        if self.cpus[c].mode() == Mode::Idle {
             return;
         }
         // The tick hrtimer's expiry stays at the first missed period until its handler
@@ -1111,7 +1096,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         let c = th.cpu().ix();
-        self.cpus[c].hrtimer_wake.push(ThreadId::new(t));
+        self.cpus[c].hrtimer_expired(ThreadId::new(t));
         self.notify(c, HRTIMER_VECTOR);
     }
 
@@ -1204,8 +1189,8 @@ impl<O: Observer> Sim<'_, O> {
         if th.spinning()
             && th.state() == TState::Running
             && self.cpus[c].rq.current() == Some(ThreadId::new(t))
-            && self.cpus[c].mode == Mode::Thread
-            && !self.cpus[c].stepping
+            && self.cpus[c].mode() == Mode::Thread
+            && !self.cpus[c].is_stepping()
         {
             let ns = self.costs.poll_check;
             let kind = match th.kind() {

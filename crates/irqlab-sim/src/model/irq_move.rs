@@ -310,7 +310,7 @@ impl<O: Observer> Sim<'_, O> {
             // The vector is this one again: nothing to free.
             return;
         }
-        if matches!(self.cpus[c].mode, Mode::HardIrq | Mode::IdleExit) {
+        if matches!(self.cpus[c].mode(), Mode::HardIrq | Mode::IdleExit) {
             // The timer runs in softirq: not before the hardirq in progress returns (it
             // may be the old vector's handler, or a PIR round holding its bit).
             self.q.push(again, retry);

@@ -313,7 +313,7 @@ impl<O: Observer> Sim<'_, O> {
     /// alone on its run queue.
     fn per_cpu_kthread_stacks(&self, prev: usize, this: usize) -> bool {
         let cpu = &self.cpus[this];
-        let kthread_in_task = cpu.mode == Mode::Thread
+        let kthread_in_task = cpu.mode() == Mode::Thread
             && cpu
                 .rq
                 .current()

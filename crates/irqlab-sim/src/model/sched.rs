@@ -89,7 +89,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.set_state(t, TState::Runnable);
         self.cpus[c].rq.enqueue(ThreadId::new(t), fifo);
-        match (self.cpus[c].mode, from) {
+        match (self.cpus[c].mode(), from) {
             (Mode::Idle, None) => self.resume(c),
             (Mode::Idle, Some(f)) if f != c => self.send_resched_ipi(c),
             (Mode::Idle, _) => {}
@@ -126,7 +126,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// An idle CPU was given a task from outside (a load-balancing pull): the kick IPI.
     pub(crate) fn kick_idle(&mut self, c: usize) {
-        if self.cpus[c].mode == Mode::Idle {
+        if self.cpus[c].mode() == Mode::Idle {
             self.send_resched_ipi(c);
         }
     }
@@ -215,7 +215,7 @@ impl<O: Observer> Sim<'_, O> {
                     if self.cpus[c].rq.no_waiters() {
                         self.cpus[c].rq.clear_need_resched();
                     }
-                    self.cpus[c].mode = Mode::Thread;
+                    self.cpus[c].enter_mode(Mode::Thread);
                     self.run_thread(c, t);
                     return;
                 }
@@ -292,14 +292,14 @@ impl<O: Observer> Sim<'_, O> {
         let Some(n) = pick.and_then(|i| self.cpus[c].rq.dequeue(i)) else {
             let cpu = &mut self.cpus[c];
             cpu.rq.put_prev();
-            cpu.mode = Mode::Idle;
+            cpu.enter_mode(Mode::Idle);
             self.set_kind(c, SliceKind::Idle);
             self.cpu_goes_idle(c);
             return;
         };
         let cpu = &mut self.cpus[c];
         cpu.rq.switch_in(n, self.now);
-        cpu.mode = Mode::Switch;
+        cpu.enter_mode(Mode::Switch);
         if self.measuring {
             cpu.acct.count_ctx_switch();
         }
@@ -318,7 +318,7 @@ impl<O: Observer> Sim<'_, O> {
     /// spinning, or ask the thread what to do next.
     #[inline(always)]
     pub(crate) fn run_thread(&mut self, c: usize, t: usize) {
-        self.cpus[c].mode = Mode::Thread;
+        self.cpus[c].enter_mode(Mode::Thread);
         let th = &mut self.threads[t];
         if let Some((ns, kind)) = th.resume_step() {
             self.step(c, ns, kind);

@@ -3,15 +3,11 @@
 
 use super::ids::{DeviceId, IoId, QueueId, ThreadId, VectorId};
 pub(crate) use super::io::Io;
-pub(crate) use super::percpu::{
-    Accounting, Cpu, CpuSoftirq, LocalApic, RunQueue, SoftModeration, WorkStep, Workqueue,
-};
+pub(crate) use super::percpu::{Cpu, CpuSoftirq, IrqFrame, LocalApic, SoftModeration, WorkStep};
 pub(crate) use super::thread::{TState, Thread, ThreadKind, Wakee};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::Policy;
-use irqlab_core::delivery::NotificationHandler;
-use irqlab_core::nvme::irq_handler::NvmeIrqHandler;
 use irqlab_report::Latency;
 use std::collections::VecDeque;
 
@@ -125,49 +121,6 @@ pub(crate) enum IrqPhase {
     /// An RDMA CQ's interrupt (IB_POLL_SOFTIRQ): mlx5_eq_comp_int took the EQE, armed
     /// the EQ and scheduled the CQ's irq_poll.
     IbEq,
-}
-
-/// One hardirq in progress.
-#[derive(Clone, Debug)]
-pub(crate) struct IrqFrame {
-    pub idt: u16,
-    pub phase: IrqPhase,
-    /// The device vector whose handler runs (None before one starts).
-    pub vector: Option<VectorId>,
-    /// CQEs reaped by the current vector's handler.
-    pub reaped: u32,
-    /// Posted: the notification handler's step machine (irqlab-core delivery/handler.rs),
-    /// the same one the runtime executes.
-    pub notification: Option<NotificationHandler>,
-    /// An NVMe vector's handler: core's step machine for the policy's handler style (the
-    /// runtime's too); the simulator charges its steps.
-    pub nvme: Option<NvmeIrqHandler>,
-    /// The budget of the handler's Reap step (nvme_poll_cq's; Sagi's irq_poll budget).
-    pub reap_budget: u32,
-    /// After Wakeups, go back to this phase's continuation.
-    pub after_wakeups: IrqPhase,
-}
-
-impl IrqFrame {
-    pub fn new(idt: u16) -> Self {
-        IrqFrame {
-            idt,
-            phase: IrqPhase::Entry,
-            vector: None,
-            reaped: 0,
-            notification: None,
-            nvme: None,
-            reap_budget: u32::MAX,
-            after_wakeups: IrqPhase::Reap,
-        }
-    }
-
-    /// The device vector whose handler runs (the Reap, Complete, Doorbell and Primary
-    /// phases come after `start_vector` set it).
-    #[inline]
-    pub fn running_vector(&self) -> usize {
-        self.vector.expect("a device vector's handler runs").ix()
-    }
 }
 
 /// Where the inline softirq (or ksoftirqd) is inside handle_softirqs.
@@ -414,32 +367,4 @@ pub(crate) struct Sim<'a, O: Observer> {
     /// `--event`'s plan and the CPUs online (model/irq_move.rs); None without events.
     pub moves: Option<Box<super::irq_move::IrqMoves>>,
     pub obs: &'a mut O,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::platform::Platform;
-    use irqlab_core::Delivery;
-
-    fn cpu(delivery: Delivery) -> Cpu {
-        let text = include_str!("../../../../platforms/example.toml");
-        let p = Platform::from_toml(text, "example.toml", &[]).expect("example platform");
-        let costs = Costs {
-            hz: 1000,
-            ..Costs::default()
-        };
-        let until = irqlab_core::irq_poll::IrqPollUntil::Budget;
-        super::super::build::new_cpu(0, &p, &costs, delivery, until, None)
-    }
-
-    #[test]
-    fn only_the_current_step_ends() {
-        let mut c = cpu(Delivery::Remapped);
-        c.epoch = 3;
-        c.stepping = true;
-        assert!(!c.end_step(2), "a stale step event");
-        assert!(c.end_step(3));
-        assert!(!c.end_step(3), "the step already ended");
-    }
 }

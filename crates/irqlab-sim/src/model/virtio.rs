@@ -273,15 +273,15 @@ impl<O: Observer> Sim<'_, O> {
         loop {
             let vq = self.queues[q].virtio_mut().expect("a virtio queue");
             if vq.ring.more_used() {
-                let mut list = std::mem::take(&mut self.cpus[c].reaping);
+                let mut list = self.cpus[c].take_reaping();
                 let n = self.poll_queue(c, q, u32::MAX, &mut list);
                 let vq = self.queues[q].virtio_mut().expect("a virtio queue");
                 for _ in 0..n {
                     let took = vq.ring.get_buf();
                     debug_assert!(took, "the CQ and the used ring agree");
                 }
-                self.cpus[c].reaping = list;
-                self.cpus[c].irq.reaped += n;
+                self.cpus[c].restore_reaping(list);
+                self.cpus[c].irq.add_reaped(n);
                 if self.measuring {
                     self.vectors[v].count_completions(u64::from(n));
                 }
@@ -292,7 +292,7 @@ impl<O: Observer> Sim<'_, O> {
                     } else {
                         0
                     };
-                self.cpus[c].irq.phase = IrqPhase::VirtioDrain;
+                self.cpus[c].irq.enter(IrqPhase::VirtioDrain);
                 self.step(c, (u64::from(n) * per).max(1), SliceKind::HardIrq);
                 return;
             }
@@ -322,12 +322,11 @@ impl<O: Observer> Sim<'_, O> {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue().ix();
         if self.single_hw_queue(q) == Some(true) {
-            let cpu = &mut self.cpus[c];
-            cpu.soft.queue_block(&mut cpu.reaping);
+            self.cpus[c].reaped_to_block_softirq();
             self.virtio_drain(c);
             return;
         }
-        let mut list = std::mem::take(&mut self.cpus[c].reaping);
+        let mut list = self.cpus[c].take_reaping();
         let mut woke = 0;
         for &io in &list {
             if self.complete_io(io, c) {
@@ -335,10 +334,10 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         list.clear();
-        self.cpus[c].reaping = list;
+        self.cpus[c].restore_reaping(list);
         if woke > 0 {
-            self.cpus[c].irq.after_wakeups = IrqPhase::VirtioDrain;
-            self.cpus[c].irq.phase = IrqPhase::Wakeups;
+            self.cpus[c].irq.wake_then(IrqPhase::VirtioDrain);
+            self.cpus[c].irq.enter(IrqPhase::Wakeups);
             self.step(c, woke * self.costs.wakeup, SliceKind::HardIrq);
         } else {
             self.virtio_drain(c);
@@ -355,13 +354,13 @@ impl<O: Observer> Sim<'_, O> {
 
     /// virtblk_done returned: the tracer's handler event, then EOI and irq_exit.
     fn virtio_handler_returned(&mut self, c: usize, v: usize) {
-        let reaped = self.cpus[c].irq.reaped;
+        let reaped = self.cpus[c].irq.reaped();
         self.obs.handler(self.now, c, v, reaped);
         if self.end_vector_handler(c) {
             return;
         }
         let ns = self.costs.eoi + self.costs.irq_exit;
-        self.cpus[c].irq.phase = IrqPhase::Exit;
+        self.cpus[c].irq.enter(IrqPhase::Exit);
         self.step(c, ns, SliceKind::HardIrq);
     }
 
