@@ -23,32 +23,31 @@ const MIGRATION_COST: u64 = 500_000;
 impl<O: Observer> Sim<'_, O> {
     /// rq->nr_running of CPU `c`.
     fn nr_running(&self, c: usize) -> usize {
-        usize::from(self.cpus[c].current.is_some()) + self.cpus[c].runq.len()
+        self.cpus[c].rq.nr_running()
     }
 
     /// can_migrate_task: the first waiting task of `src` that may move.
     fn pullable(&self, src: usize) -> Option<usize> {
         self.cpus[src]
-            .runq
-            .iter()
-            .position(|&t| self.threads[t.ix()].can_migrate(self.now, MIGRATION_COST))
+            .rq
+            .waiters()
+            .position(|t| self.threads[t.ix()].can_migrate(self.now, MIGRATION_COST))
     }
 
     /// Moves the waiting task at `src`'s run-queue index `i` to `dst`'s run queue.
     fn pull(&mut self, src: usize, i: usize, dst: usize) {
-        let Some(t) = self.cpus[src].runq.remove(i) else {
+        let Some(t) = self.cpus[src].rq.dequeue(i) else {
             return;
         };
         self.migrate(t.ix(), dst);
-        self.cpus[dst].runq.push_back(ThreadId::new(t.ix()));
-        // A pulled task ends the idle period without a wake-up (idle_stamp = 0).
-        self.cpus[dst].idle_stamp = 0;
+        self.cpus[dst].rq.enqueue(ThreadId::new(t.ix()), false);
+        self.cpus[dst].rq.busy_without_wakeup();
     }
 
     /// CPU `c` is about to go idle: pull a waiting task from the busiest CPU of its
     /// lowest domain that has one. True when it did (it is on `c`'s run queue).
     pub(crate) fn newidle_pull(&mut self, c: usize) -> bool {
-        if self.place.is_none() || self.cpus[c].avg_idle < MIGRATION_COST {
+        if self.place.is_none() || self.cpus[c].rq.avg_idle() < MIGRATION_COST {
             return false;
         }
         let levels = self.topo.levels().to_vec();

@@ -10,12 +10,12 @@ use super::queue::Queue;
 use super::state::*;
 use super::vector::Vector;
 use crate::engine::EventQueue;
-use crate::observer::{Observer, SliceKind};
+use crate::observer::Observer;
 use crate::platform::{ManagedAffinity, Platform};
 use crate::{SimError, SimOptions};
 use irqlab_core::delivery::{DeliveryPath, RemappedTarget};
 use irqlab_core::gsim::{GsimCpu, GsimGlobal, GsimParams};
-use irqlab_core::irq_poll::IrqPollCpu;
+use irqlab_core::irq_poll::{IrqPollCpu, IrqPollUntil};
 use irqlab_core::moderator::Moderator;
 use irqlab_core::nvme::{CoalesceParams, DeviceIrq, MsiRule, MsixVector, QueuePair};
 use irqlab_core::softirq::{SoftirqConfig, SoftirqCpu};
@@ -152,62 +152,24 @@ pub(crate) fn new_cpu(
     p: &Platform,
     costs: &Costs,
     delivery: Delivery,
+    irq_poll_until: IrqPollUntil,
     gsim_global: Option<&GsimGlobal>,
 ) -> Cpu {
-    Cpu {
-        epoch: 0,
-        stepping: false,
-        mode: Mode::Idle,
-        kind: SliceKind::Idle,
-        acct_from: 0,
-        acct_mark: 0,
-        owed_to: None,
-        owed_job: None,
-        current: None,
-        runq: VecDeque::new(),
-        min_vruntime: VRUNTIME_AT_START,
-        need_resched: false,
-        slice_start: 0,
-        irr: irqlab_core::irq::Irr::default(),
-        tick_due: 0,
-        irq: IrqFrame::new(0),
-        preempted: None,
-        soft_active: false,
-        soft_phase: SoftPhase::Begin,
-        reaping: Vec::with_capacity(256),
-        vec_of_idt: vec![None; 256],
-        next_idt: FIRST_DEVICE_VECTOR,
+    Cpu::new(
         // A polled run's interrupt-driven queues (jobs without hipri) take remapped MSIs.
-        path: DeliveryPath::for_delivery(delivery, c as u32)
-            .unwrap_or(DeliveryPath::Remapped(RemappedTarget::new(c as u32))),
-        pir_shadow: [0; 4],
-        pid_dirty: false,
-        softirq: SoftirqCpu::new(SoftirqConfig {
-            defer_to_running_ksoftirqd: p.kernel.softirq_defer_to_ksoftirqd,
-            ..SoftirqConfig::new(costs.hz)
-        }),
-        irq_poll: IrqPollCpu::default(),
-        iop_vector: Vec::new(),
-        ksoftirqd: None,
-        flood: irqlab_core::flood::FloodDetector::default(),
-        gsim: gsim_global.map(|g| GsimCpu::new(g, 0)),
-        gsim_epoch: 0,
-        hardirq_total: 0,
-        step_end: 0,
-        soft_left: 0,
-        soft_reaping: Vec::with_capacity(256),
-        ipi_inflight: false,
-        hrtimer_wake: Vec::new(),
-        blk_done: Vec::new(),
-        kworker: None,
-        work: VecDeque::new(),
-        work_state: WorkState::Idle,
-        idle_wakee: Wakee::default(),
-        // Idle since boot.
-        idle_stamp: 1,
-        avg_idle: super::placement::AVG_IDLE_MAX,
-        stats: CpuStats::default(),
-    }
+        LocalApic::new(
+            DeliveryPath::for_delivery(delivery, c as u32)
+                .unwrap_or(DeliveryPath::Remapped(RemappedTarget::new(c as u32))),
+        ),
+        CpuSoftirq::new(
+            SoftirqCpu::new(SoftirqConfig {
+                defer_to_running_ksoftirqd: p.kernel.softirq_defer_to_ksoftirqd,
+                ..SoftirqConfig::new(costs.hz)
+            }),
+            IrqPollCpu::with_until(irq_poll_until),
+        ),
+        SoftModeration::new(gsim_global.map(|g| GsimCpu::new(g, 0))),
+    )
 }
 
 /// What every step of the build reads.
@@ -292,10 +254,9 @@ pub(crate) fn build<'a, O: Observer>(
     let mut m = Machine {
         cpus: (0..p.cpu.count)
             .map(|c| {
-                let mut cpu = new_cpu(c, p, &inp.costs, policy.delivery, gsim.as_ref());
                 // --irq-poll-until: the IRQ_POLL softirq's stop rule.
-                cpu.irq_poll = IrqPollCpu::with_until(policy.irq_poll_until);
-                cpu
+                let until = policy.irq_poll_until;
+                new_cpu(c, p, &inp.costs, policy.delivery, until, gsim.as_ref())
             })
             .collect(),
         managed: vec![0; p.cpu.count],
@@ -757,7 +718,7 @@ fn add_kworkers(m: &mut Machine) {
             let cpu_id = CpuId::new(c);
             m.threads
                 .push(Thread::new(ThreadKind::Kworker(cpu_id), cpu_id));
-            cpu.kworker = Some(ThreadId::new(m.threads.len() - 1));
+            cpu.wq.set_kworker(ThreadId::new(m.threads.len() - 1));
         }
     }
 }
@@ -768,7 +729,7 @@ fn add_ksoftirqds(m: &mut Machine) {
         let cpu_id = CpuId::new(c);
         m.threads
             .push(Thread::new(ThreadKind::Ksoftirqd(cpu_id), cpu_id));
-        cpu.ksoftirqd = Some(ThreadId::new(m.threads.len() - 1));
+        cpu.soft.set_ksoftirqd(ThreadId::new(m.threads.len() - 1));
     }
 }
 
@@ -943,34 +904,29 @@ pub(crate) fn add_vector(
     let cpu = spec.cpu;
     let v = VectorId::new(m.vectors.len());
     let cpu_s = &mut m.cpus[cpu];
-    let idt = cpu_s.next_idt;
     // Attempt #2's notification vector (0xdf) ends the device range below the kernel's.
-    if idt >= u16::from(cpu_s.path.first_system_vector()) {
+    let Some(idt) = cpu_s.apic.allocate(v) else {
         return Err(SimError::Config(format!(
             "CPU {cpu} has no free interrupt vector for {}: too many device vectors on one CPU",
             spec.name
         )));
-    }
-    cpu_s.next_idt += 1;
-    cpu_s.vec_of_idt[idt as usize] = Some(v);
+    };
     // idxd registers a threaded handler for kernel work queues whatever the policy.
     let idxd = spec.group.kind == crate::platform::DeviceKind::Dsa;
     let iop = match policy.handler {
         // drivers/infiniband/core/cq.c: irq_poll_init(&cq->iop, IB_POLL_BUDGET_IRQ, ...).
         _ if spec.ib_softirq => {
             let id = cpu_s
-                .irq_poll
-                .init(IB_POLL_BUDGET_IRQ)
+                .soft
+                .add_poller(v, IB_POLL_BUDGET_IRQ)
                 .map_err(|e| SimError::Config(format!("irq_poll: {e}")))?;
-            cpu_s.iop_vector.push(v);
             Some(id)
         }
         HandlerStyle::IrqPoll { weight, .. } if !idxd => {
             let id = cpu_s
-                .irq_poll
-                .init(weight)
+                .soft
+                .add_poller(v, weight)
                 .map_err(|e| SimError::Config(format!("irq_poll: {e}")))?;
-            cpu_s.iop_vector.push(v);
             Some(id)
         }
         _ => None,

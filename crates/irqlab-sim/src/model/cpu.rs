@@ -14,7 +14,6 @@ use irqlab_core::irq::{AfterHandler, Edge, TaskletAction, priority_class};
 use irqlab_core::irq_poll::jiffies;
 use irqlab_core::nvme::irq_handler::{HandlerStep, NvmeIrqHandler};
 use irqlab_core::softirq::{SoftirqContext, SoftirqStep, SoftirqVec};
-use irqlab_report::Latency;
 
 impl<O: Observer> Sim<'_, O> {
     // ---------------------------------------------------------------- accounting
@@ -63,11 +62,11 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         let cpu = &mut self.cpus[c];
         mark_cpu(cpu, now, &mut self.threads, &mut self.jobs, self.measuring);
-        if cpu.kind == kind {
+        if cpu.acct.kind() == kind {
             return false;
         }
         settle_cpu(cpu, &mut self.threads, &mut self.jobs, self.measuring);
-        cpu.kind = kind;
+        cpu.acct.begin_slice(kind);
         true
     }
 
@@ -85,15 +84,12 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         let cpu = &mut self.cpus[c];
         mark_cpu(cpu, now, &mut self.threads, &mut self.jobs, self.measuring);
-        let new_kind = cpu.kind != kind;
+        let new_kind = cpu.acct.kind() != kind;
         if new_kind {
             settle_cpu(cpu, &mut self.threads, &mut self.jobs, self.measuring);
-            cpu.kind = kind;
+            cpu.acct.begin_slice(kind);
         }
-        cpu.epoch = cpu.epoch.wrapping_add(1);
-        cpu.stepping = true;
-        cpu.step_end = now + ns;
-        let epoch = cpu.epoch;
+        let epoch = cpu.start_step(now, ns);
         // The tracer sees the slice start before the step is queued (nothing it reads
         // differs).
         if new_kind {
@@ -111,40 +107,37 @@ impl<O: Observer> Sim<'_, O> {
     /// Cancels the step in progress, returning the time it had left. Its event leaves
     /// the queue (a far one stays, stale by its epoch).
     fn cancel_step(&mut self, c: usize) -> u64 {
-        let cpu = &mut self.cpus[c];
-        if !cpu.stepping {
+        let Some((epoch, end)) = self.cpus[c].cancel_step() else {
             return 0;
-        }
-        cpu.stepping = false;
+        };
         let ev = Event::CpuStep {
             cpu: CpuId::new(c),
-            epoch: cpu.epoch,
+            epoch,
         };
-        cpu.epoch = cpu.epoch.wrapping_add(1);
-        self.q.cancel(cpu.step_end, ev);
-        cpu.step_end - self.now
+        self.q.cancel(end, ev);
+        end - self.now
     }
 
     #[inline(always)]
     pub(crate) fn step_done(&mut self, c: usize) {
-        match self.cpus[c].mode {
+        match self.cpus[c].mode() {
             Mode::HardIrq => self.irq_step(c),
             Mode::IdleExit => {
-                self.cpus[c].mode = Mode::HardIrq;
+                self.cpus[c].enter_mode(Mode::HardIrq);
                 let entry = self.costs.irq_entry;
                 self.step(c, entry, SliceKind::HardIrq);
             }
             Mode::SoftIrq => self.soft_step_done(c),
             Mode::Switch => {
-                self.cpus[c].mode = Mode::Thread;
+                self.cpus[c].enter_mode(Mode::Thread);
                 if self.irr_pending(c) {
                     self.take_interrupt(c);
-                } else if let Some(t) = self.cpus[c].current {
+                } else if let Some(t) = self.cpus[c].rq.current() {
                     self.run_thread(c, t.ix());
                 }
             }
             Mode::Thread => {
-                let Some(t) = self.cpus[c].current else {
+                let Some(t) = self.cpus[c].rq.current() else {
                     return;
                 };
                 self.threads[t.ix()].step_ended();
@@ -158,7 +151,7 @@ impl<O: Observer> Sim<'_, O> {
 
     #[inline]
     pub(crate) fn irr_pending(&self, c: usize) -> bool {
-        self.cpus[c].irr.any()
+        self.cpus[c].apic.any_pending()
     }
 
     /// An interrupt message reaches CPU `c` with IDT vector `vec`.
@@ -168,12 +161,12 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         if vec == RESCHEDULE_VECTOR {
-            self.cpus[c].ipi_inflight = false;
+            self.cpus[c].apic.ipi_arrived();
         }
         let cpu = &mut self.cpus[c];
-        if !cpu.irr.set(vec as u8) {
+        if !cpu.apic.accept(vec) {
             // Already pending in the IRR: the two messages become one interrupt.
-            if let Some(v) = cpu.vec_of_idt[vec as usize] {
+            if let Some(v) = cpu.apic.vector_at(vec) {
                 self.vectors[v.ix()].count_merged();
             }
             return;
@@ -183,12 +176,12 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Takes a pending interrupt at once if the CPU has interrupts enabled.
     fn interrupt_if_enabled(&mut self, c: usize) {
-        match self.cpus[c].mode {
+        match self.cpus[c].mode() {
             Mode::Idle => self.take_interrupt(c),
             Mode::Thread => {
                 // The interrupted thread keeps what its step had left.
                 let left = self.cancel_step(c);
-                if let Some(t) = self.cpus[c].current {
+                if let Some(t) = self.cpus[c].rq.current() {
                     self.threads[t.ix()].interrupted(left);
                 }
                 self.take_interrupt(c);
@@ -202,33 +195,29 @@ impl<O: Observer> Sim<'_, O> {
     /// Enters the highest-priority pending vector.
     pub(crate) fn take_interrupt(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let Some(v) = cpu.irr.take_highest() else {
+        let Some(idt) = cpu.apic.take_highest() else {
             return;
         };
-        let idt = u16::from(v);
-        let was_idle = cpu.mode == Mode::Idle;
+        let was_idle = cpu.mode() == Mode::Idle;
         cpu.irq = IrqFrame::new(idt);
         let measuring = self.measuring;
         if measuring {
-            cpu.stats.hardirqs += 1;
+            cpu.acct.count_hardirq();
         }
         if self.policy.flood_detection {
-            cpu.flood.irq_enter(self.now);
+            cpu.moderation.flood_mut().irq_enter(self.now);
         }
         match idt {
             LOCAL_TIMER_VECTOR if measuring => {
-                cpu.stats.ticks += 1;
-                cpu.stats
-                    .tick_lateness
-                    .get_or_insert_with(|| Box::new(Latency::new()))
-                    .record(self.now - cpu.tick_due);
+                cpu.acct.count_tick(self.now - cpu.apic.tick_due());
             }
             LOCAL_TIMER_VECTOR => {}
-            idt if cpu.path.is_notification(idt as u8) => {
+            idt if cpu.apic.path().is_notification(idt as u8) => {
                 if measuring {
-                    cpu.stats.pmn += 1;
+                    cpu.acct.count_pmn();
                 }
-                cpu.irq.notification = Some(cpu.path.begin(idt as u8));
+                let h = cpu.apic.path().begin(idt as u8);
+                cpu.irq.begin_notification(h);
                 self.obs.irq_counted(self.now, c, None);
             }
             _ => {}
@@ -236,10 +225,10 @@ impl<O: Observer> Sim<'_, O> {
         let exit = if was_idle { self.idle_exit_ns(c) } else { 0 };
         let cpu = &mut self.cpus[c];
         if exit > 0 {
-            cpu.mode = Mode::IdleExit;
+            cpu.enter_mode(Mode::IdleExit);
             self.step(c, exit, SliceKind::Idle);
         } else {
-            cpu.mode = Mode::HardIrq;
+            cpu.enter_mode(Mode::HardIrq);
             let ns = self.costs.irq_entry;
             self.step(c, ns, SliceKind::HardIrq);
         }
@@ -249,7 +238,7 @@ impl<O: Observer> Sim<'_, O> {
 
     #[inline]
     fn hard(&mut self, c: usize, phase: IrqPhase, ns: u64) {
-        self.cpus[c].irq.phase = phase;
+        self.cpus[c].irq.enter(phase);
         self.step(c, ns, SliceKind::HardIrq);
     }
 
@@ -258,7 +247,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.preempt_notification(c) {
             return;
         }
-        let phase = self.cpus[c].irq.phase;
+        let phase = self.cpus[c].irq.phase();
         match phase {
             IrqPhase::Entry => self.irq_entered(c),
             IrqPhase::Tick => {
@@ -266,12 +255,11 @@ impl<O: Observer> Sim<'_, O> {
                 self.eoi_and_exit(c);
             }
             IrqPhase::Hrtimer => {
-                let woken = std::mem::take(&mut self.cpus[c].hrtimer_wake);
+                let woken = self.cpus[c].take_hrtimer_wakes();
                 for &t in &woken {
                     self.wake_thread(t.ix(), Some(c));
                 }
-                self.cpus[c].hrtimer_wake = woken;
-                self.cpus[c].hrtimer_wake.clear();
+                self.cpus[c].woke_hrtimer_wakes(woken);
                 self.eoi_and_exit(c);
             }
             IrqPhase::Reap => {
@@ -283,7 +271,7 @@ impl<O: Observer> Sim<'_, O> {
                     self.reap_more(c);
                 }
             }
-            IrqPhase::Wakeups => match self.cpus[c].irq.after_wakeups {
+            IrqPhase::Wakeups => match self.cpus[c].irq.after_wakeups() {
                 IrqPhase::Reap => self.reap_more(c),
                 IrqPhase::Complete => self.batch_done(c),
                 IrqPhase::VirtioDrain => self.virtio_drain(c),
@@ -313,9 +301,9 @@ impl<O: Observer> Sim<'_, O> {
             IrqPhase::IbEq => {
                 let v = self.cpus[c].irq.running_vector();
                 if let Some(id) = self.vectors[v].iop()
-                    && self.cpus[c].irq_poll.sched(id).unwrap_or(false)
+                    && self.cpus[c].soft.irq_poll_mut().sched(id).unwrap_or(false)
                 {
-                    self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
+                    self.cpus[c].soft.raise(SoftirqVec::IrqPoll);
                 }
                 self.vector_done(c);
             }
@@ -325,17 +313,17 @@ impl<O: Observer> Sim<'_, O> {
     /// Interrupt entry is over: the IDT vector's handler runs (the timer, hrtimer,
     /// reschedule and posted-notification sysvecs, or common_interrupt's device vector).
     fn irq_entered(&mut self, c: usize) {
-        let idt = self.cpus[c].irq.idt;
+        let idt = self.cpus[c].irq.idt();
         match idt {
             LOCAL_TIMER_VECTOR => self.hard(c, IrqPhase::Tick, self.costs.tick),
             HRTIMER_VECTOR => self.hard(c, IrqPhase::Hrtimer, self.costs.hrtimer),
             RESCHEDULE_VECTOR => {
                 // scheduler_ipi(): the wake-up was queued by the sender.
-                self.cpus[c].need_resched = true;
+                self.cpus[c].rq.set_need_resched();
                 self.eoi_and_exit(c);
             }
-            idt if self.cpus[c].path.is_notification(idt as u8) => self.notification_step(c),
-            _ => match self.cpus[c].vec_of_idt[idt as usize] {
+            idt if self.cpus[c].apic.path().is_notification(idt as u8) => self.notification_step(c),
+            _ => match self.cpus[c].apic.vector_at(idt) {
                 Some(v) => self.start_vector(c, v.ix()),
                 None => self.eoi_and_exit(c),
             },
@@ -352,7 +340,7 @@ impl<O: Observer> Sim<'_, O> {
         let pending = self.queues[q].cqe_pending();
         // nvme_irq_check's answer comes from core's handler (a rescue thread's check is
         // flood detection's own).
-        let wake = match self.cpus[c].irq.nvme.as_mut() {
+        let wake = match self.cpus[c].irq.nvme_mut() {
             Some(h) => h.next(pending) == Some(HandlerStep::WakeThread),
             None => pending,
         };
@@ -366,7 +354,7 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         if woke {
-            self.cpus[c].irq.after_wakeups = IrqPhase::Primary;
+            self.cpus[c].irq.wake_then(IrqPhase::Primary);
             self.hard(c, IrqPhase::Wakeups, self.costs.wakeup);
         } else {
             self.vector_done(c);
@@ -408,15 +396,13 @@ impl<O: Observer> Sim<'_, O> {
     /// Vector `v`'s handler runs on CPU `c` (handle_irq_event).
     #[inline(always)]
     fn run_vector_handler(&mut self, c: usize, v: usize) {
-        let frame = &mut self.cpus[c].irq;
-        frame.vector = Some(VectorId::new(v));
-        frame.reaped = 0;
-        frame.nvme = None;
+        self.cpus[c].irq.start_handler(VectorId::new(v));
         // --flood-detection: a flooded CPU sends a rescue-thread vector's work to its thread.
         let rescue = self.policy.flood_detection
             && self.policy.handler != HandlerStyle::Threaded
             && self.vectors[v].thread().is_some()
-            && self.cpus[c].flood.placement(true) == HandlerPlacement::RescueThread;
+            && self.cpus[c].moderation.flood_mut().placement(true)
+                == HandlerPlacement::RescueThread;
         if let Some(eq) = self.vectors[v].ib_eq_ns() {
             // mlx5_eq_comp_int: the EQE names the CQ, whose comp handler
             // (ib_cq_completion_softirq) schedules its irq_poll; eq_update_ci arms the EQ.
@@ -437,7 +423,8 @@ impl<O: Observer> Sim<'_, O> {
             }
             HandlerStyle::Threaded => {
                 // nvme_irq_check: only nvme_cqe_pending(), then IRQ_WAKE_THREAD.
-                self.cpus[c].irq.nvme = Some(NvmeIrqHandler::new(self.policy.handler));
+                let h = NvmeIrqHandler::new(self.policy.handler);
+                self.cpus[c].irq.run_nvme(h, None);
                 self.obs.handler(self.now, c, v, 0);
                 self.hard(c, IrqPhase::Primary, self.costs.poll_check);
             }
@@ -454,9 +441,7 @@ impl<O: Observer> Sim<'_, O> {
                     Some(HandlerStep::Reap { budget }) => budget,
                     _ => u32::MAX,
                 };
-                let frame = &mut self.cpus[c].irq;
-                frame.nvme = Some(h);
-                frame.reap_budget = budget;
+                self.cpus[c].irq.run_nvme(h, Some(budget));
                 self.queues[q].lock_cq();
                 self.reap_more(c);
             }
@@ -468,7 +453,7 @@ impl<O: Observer> Sim<'_, O> {
     /// complete, DisableAndPoll when Sagi's handler hands the queue to irq_poll.
     fn nvme_next(&mut self, c: usize, q: usize) -> Option<HandlerStep> {
         let pending = self.queues[q].cqe_pending();
-        self.cpus[c].irq.nvme.as_mut()?.next(pending)
+        self.cpus[c].irq.nvme_mut()?.next(pending)
     }
 
     /// nvme_irq returns: the tracer, the moderator and GSIM see it, then (Sagi's patch)
@@ -486,17 +471,13 @@ impl<O: Observer> Sim<'_, O> {
     fn reap_more(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue().ix();
-        let reaped = self.cpus[c].irq.reaped;
-        let budget_left = self.cpus[c].irq.reap_budget.saturating_sub(reaped);
+        let reaped = self.cpus[c].irq.reaped();
+        let budget_left = self.cpus[c].irq.budget_left();
         if budget_left > 0 && self.queues[q].cqe_pending() {
-            let mut list = std::mem::take(&mut self.cpus[c].reaping);
+            let mut list = self.cpus[c].take_reaping();
             let n = self.poll_queue(c, q, budget_left, &mut list);
-            self.cpus[c].reaping = list;
-            let frame = &mut self.cpus[c].irq;
-            frame.reaped += n;
-            if let Some(h) = frame.nvme.as_mut() {
-                h.reaped(n);
-            }
+            self.cpus[c].restore_reaping(list);
+            self.cpus[c].irq.add_reaped(n);
             let ns = self.handler_work_ns(q, n);
             self.hard(c, IrqPhase::Reap, ns);
             return;
@@ -521,7 +502,7 @@ impl<O: Observer> Sim<'_, O> {
             // nvme_pci_complete_batch; the device sees the doorbell while the CPU completes.
             self.queues[q].unlock_cq();
             self.ring_cq_doorbell_in(q, self.costs.cq_doorbell);
-            let n = self.cpus[c].reaping.len() as u64;
+            let n = self.cpus[c].reaping_len() as u64;
             self.hard(c, IrqPhase::Complete, self.costs.cq_doorbell + n * per);
         } else if reaped > 0 && !self.in_notification(c) && !self.vectors[v].is_pending() {
             // The doorbell write, apic_eoi and irq_exit run back to back: one step, with
@@ -544,13 +525,13 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     fn complete_reaped(&mut self, c: usize, then: IrqPhase) -> bool {
         let v = self.cpus[c].irq.running_vector();
-        let mut list = std::mem::take(&mut self.cpus[c].reaping);
+        let mut list = self.cpus[c].take_reaping();
         let woke = self.complete_list(c, v, &mut list);
-        self.cpus[c].reaping = list;
+        self.cpus[c].restore_reaping(list);
         if woke == 0 {
             return false;
         }
-        self.cpus[c].irq.after_wakeups = then;
+        self.cpus[c].irq.wake_then(then);
         self.hard(c, IrqPhase::Wakeups, woke * self.costs.wakeup);
         true
     }
@@ -567,7 +548,7 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(always)]
     fn batch_done(&mut self, c: usize) {
         let v = self.cpus[c].irq.running_vector();
-        let reaped = self.cpus[c].irq.reaped;
+        let reaped = self.cpus[c].irq.reaped();
         self.nvme_handler_returns(c, v, reaped);
         self.vector_done(c);
     }
@@ -588,8 +569,8 @@ impl<O: Observer> Sim<'_, O> {
             return;
         };
         self.vectors[v].disable_nosync();
-        if self.cpus[c].irq_poll.sched(id).unwrap_or(false) {
-            self.cpus[c].softirq.raise(SoftirqVec::IrqPoll);
+        if self.cpus[c].soft.irq_poll_mut().sched(id).unwrap_or(false) {
+            self.cpus[c].soft.raise(SoftirqVec::IrqPoll);
         }
     }
 
@@ -603,7 +584,7 @@ impl<O: Observer> Sim<'_, O> {
     /// (the demux dispatches the vectors; a device vector's own handler is over at EOI).
     fn in_notification(&self, c: usize) -> bool {
         let cpu = &self.cpus[c];
-        cpu.path.is_notification(cpu.irq.idt as u8)
+        cpu.apic.path().is_notification(cpu.irq.idt() as u8)
     }
 
     fn vector_done(&mut self, c: usize) {
@@ -620,7 +601,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Tells a tracer how many PIR bits CPU `c` has pending (free without one).
     pub(crate) fn report_pir_pending(&mut self, c: usize) {
         if self.obs.wants_counters() {
-            let bits = self.cpus[c].pir_pending();
+            let bits = self.cpus[c].apic.pir_pending();
             self.obs
                 .counter(self.now, "pir_pending", c, f64::from(bits));
         }
@@ -632,13 +613,13 @@ impl<O: Observer> Sim<'_, O> {
     /// cost nothing, and the one apic_eoi() ends the notification.
     fn notification_step(&mut self, c: usize) {
         let cpu = &mut self.cpus[c];
-        let step = match cpu.irq.notification.as_mut() {
-            Some(h) => h.next(&cpu.path),
+        let step = match cpu.irq.notification_mut() {
+            Some(h) => h.next(cpu.apic.path()),
             None => Some(Step::Eoi),
         };
         match step {
             Some(Step::Round(snap)) => {
-                let missed = cpu.harvest_pir(snap.words());
+                let missed = cpu.apic.harvest_pir(snap.words());
                 // arch/x86/kernel/irq.c handle_pending_pir: the IOMMU's atomic update
                 // evicts the line from this CPU; an untouched line is read from L1.
                 let cost = if missed {
@@ -649,11 +630,11 @@ impl<O: Observer> Sim<'_, O> {
                 self.report_pir_pending(c);
                 self.hard(c, IrqPhase::PirRound, cost);
             }
-            Some(Step::Dispatch(x)) => match cpu.vec_of_idt[x as usize] {
+            Some(Step::Dispatch(x)) => match cpu.apic.vector_at(u16::from(x)) {
                 Some(v) => self.start_vector(c, v.ix()),
                 None => self.notification_step(c),
             },
-            Some(Step::SelfIpi(x)) => match cpu.vec_of_idt[x as usize] {
+            Some(Step::SelfIpi(x)) => match cpu.apic.vector_at(u16::from(x)) {
                 Some(_) => self.send_self_ipi(c, x),
                 None => self.notification_step(c),
             },
@@ -680,34 +661,33 @@ impl<O: Observer> Sim<'_, O> {
     /// notification vector stays in service, so a second notification waits in the IRR.
     fn preempt_notification(&mut self, c: usize) -> bool {
         let cpu = &mut self.cpus[c];
-        let Some(p) = cpu.path.posted() else {
+        let Some(p) = cpu.apic.path().posted() else {
             return false;
         };
         let nv = p.mode().nv;
         if !p.mode().preemptable
-            || cpu.irq.idt != u16::from(nv)
-            || cpu.irq.phase == IrqPhase::Exit
-            || cpu.preempted.is_some()
+            || cpu.irq.idt() != u16::from(nv)
+            || cpu.irq.phase() == IrqPhase::Exit
+            || cpu.has_preempted()
             || cpu
-                .irr
+                .apic
                 .highest()
                 .is_none_or(|v| priority_class(v) <= priority_class(nv))
         {
             return false;
         }
-        cpu.preempted = Some(cpu.irq.clone());
+        cpu.preempt_frame();
         self.take_interrupt(c);
         true
     }
 
     fn irq_exit(&mut self, c: usize) {
         if self.policy.flood_detection {
-            self.cpus[c].flood.irq_exit(self.now);
+            self.cpus[c].moderation.flood_mut().irq_exit(self.now);
         }
-        if let Some(frame) = self.cpus[c].preempted.take() {
+        if self.cpus[c].resume_preempted() {
             // Back into the preempted demux: a nested irq_exit runs no softirqs
             // (in_interrupt(), kernel/softirq.c); the step that had ended goes on.
-            self.cpus[c].irq = frame;
             self.irq_step(c);
             return;
         }
@@ -715,20 +695,21 @@ impl<O: Observer> Sim<'_, O> {
             self.take_interrupt(c);
             return;
         }
-        if self.cpus[c].soft_active {
-            self.cpus[c].mode = Mode::SoftIrq;
-            let ns = self.cpus[c].soft_left;
+        if let Some(ns) = self.cpus[c].soft.interrupted() {
+            self.cpus[c].enter_mode(Mode::SoftIrq);
             self.step(c, ns.max(1), SliceKind::SoftIrq);
             return;
         }
         // A ksoftirqd invocation in progress owns the softirqs (in_interrupt is false in
         // the thread, but irq_exit_should_run sees the invocation and declines).
-        if self.cpus[c].softirq.irq_exit_should_run() {
+        if self.cpus[c].soft.pending_mut().irq_exit_should_run() {
             let j = self.jiffies();
-            self.cpus[c].softirq.begin(j, SoftirqContext::IrqExit);
-            self.cpus[c].soft_active = true;
-            self.cpus[c].soft_phase = SoftPhase::Begin;
-            self.cpus[c].mode = Mode::SoftIrq;
+            self.cpus[c]
+                .soft
+                .pending_mut()
+                .begin(j, SoftirqContext::IrqExit);
+            self.cpus[c].soft.start_inline();
+            self.cpus[c].enter_mode(Mode::SoftIrq);
             let ns = self.costs.softirq;
             self.step(c, ns.max(1), SliceKind::SoftIrq);
             return;
@@ -746,7 +727,7 @@ impl<O: Observer> Sim<'_, O> {
     fn soft_step_done(&mut self, c: usize) {
         match self.soft_next(c) {
             Some(ns) => {
-                self.cpus[c].soft_left = ns;
+                self.cpus[c].soft.inline_step(ns);
                 if self.irr_pending(c) {
                     self.take_interrupt(c);
                 } else {
@@ -754,11 +735,10 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             None => {
-                self.cpus[c].soft_active = false;
-                self.cpus[c].soft_left = 0;
+                self.cpus[c].soft.end_inline();
                 if self.policy.flood_detection {
                     // irq_exit stores last_irq_end after invoke_softirq.
-                    self.cpus[c].flood.irq_exit(self.now);
+                    self.cpus[c].moderation.flood_mut().irq_exit(self.now);
                 }
                 if self.irr_pending(c) {
                     self.take_interrupt(c);
@@ -772,24 +752,24 @@ impl<O: Observer> Sim<'_, O> {
     /// Finishes the softirq step that just ended and returns the next one's length, or
     /// None when handle_softirqs is over (after waking ksoftirqd if a limit was hit).
     pub(crate) fn soft_next(&mut self, c: usize) -> Option<u64> {
-        match self.cpus[c].soft_phase {
+        match self.cpus[c].soft.phase() {
             SoftPhase::Poll { vector, work } => {
-                let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+                let mut list = self.cpus[c].soft.take_reaping();
                 let woke = self.complete_list(c, vector.ix(), &mut list);
-                self.cpus[c].soft_reaping = list;
+                self.cpus[c].soft.restore_reaping(list);
                 if woke > 0 {
-                    self.cpus[c].soft_phase = SoftPhase::Wakeups { vector, work };
+                    self.cpus[c].soft.enter(SoftPhase::Wakeups { vector, work });
                     return Some(woke * self.costs.wakeup);
                 }
                 let unmask = self.finish_poll(c, vector.ix(), work);
-                self.cpus[c].soft_phase = SoftPhase::Begin;
+                self.cpus[c].soft.enter(SoftPhase::Begin);
                 if unmask > 0 {
                     return Some(unmask);
                 }
             }
             SoftPhase::Wakeups { vector, work } => {
                 let unmask = self.finish_poll(c, vector.ix(), work);
-                self.cpus[c].soft_phase = SoftPhase::Begin;
+                self.cpus[c].soft.enter(SoftPhase::Begin);
                 if unmask > 0 {
                     return Some(unmask);
                 }
@@ -800,11 +780,13 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             SoftPhase::Resend { vector, reaped } => {
-                let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+                let mut list = self.cpus[c].soft.take_reaping();
                 let woke = self.complete_list(c, vector.ix(), &mut list);
-                self.cpus[c].soft_reaping = list;
+                self.cpus[c].soft.restore_reaping(list);
                 if woke > 0 {
-                    self.cpus[c].soft_phase = SoftPhase::ResendWakeups { vector, reaped };
+                    self.cpus[c]
+                        .soft
+                        .enter(SoftPhase::ResendWakeups { vector, reaped });
                     return Some(woke * self.costs.wakeup);
                 }
                 if let Some(ns) = self.resend_done(c, vector, reaped) {
@@ -823,27 +805,27 @@ impl<O: Observer> Sim<'_, O> {
             }
             SoftPhase::Begin | SoftPhase::BlockWakeups => {}
         }
-        self.cpus[c].soft_phase = SoftPhase::Begin;
+        self.cpus[c].soft.enter(SoftPhase::Begin);
         loop {
             let j = self.jiffies();
             let cpu = &mut self.cpus[c];
             // Inside the IRQ_POLL action: irq_poll_softirq's loop (Sagi's variant stops on
             // need_resched, the kernel's on the budget and the jiffy).
-            let resched = cpu.need_resched || !cpu.runq.is_empty() && cpu.current.is_none();
-            if let Ok(Some((id, weight))) = cpu.irq_poll.next_poll_checked(j, resched) {
-                let v = cpu.iop_vector[id.0];
+            let resched = cpu.rq.softirq_should_yield();
+            if let Ok(Some((id, weight))) = cpu.soft.irq_poll_mut().next_poll_checked(j, resched) {
+                let v = cpu.soft.poller_vector(id);
                 return Some(self.irq_poll_call(c, v, weight));
             }
             let cpu = &mut self.cpus[c];
-            if let Ok((rearm, _, _)) = cpu.irq_poll.finish()
+            if let Ok((rearm, _, _)) = cpu.soft.irq_poll_mut().finish()
                 && rearm
             {
-                cpu.softirq.raise(SoftirqVec::IrqPoll);
+                cpu.soft.raise(SoftirqVec::IrqPoll);
             }
-            let need_resched = cpu.need_resched || !cpu.runq.is_empty() && cpu.current.is_none();
-            match cpu.softirq.next(j, need_resched) {
+            let need_resched = cpu.rq.softirq_should_yield();
+            match cpu.soft.pending_mut().next(j, need_resched) {
                 SoftirqStep::Run(SoftirqVec::IrqPoll) => {
-                    let _ = cpu.irq_poll.start_softirq(j);
+                    let _ = cpu.soft.irq_poll_mut().start_softirq(j);
                 }
                 SoftirqStep::Run(SoftirqVec::Block) => return Some(self.block_softirq(c)),
                 SoftirqStep::Run(SoftirqVec::Tasklet) => match self.resend.action(c) {
@@ -851,7 +833,7 @@ impl<O: Observer> Sim<'_, O> {
                     TaskletAction::Locked => {
                         // Back on this CPU's list, TASKLET_SOFTIRQ raised again: the
                         // softirq restarts (and in ten passes wakes ksoftirqd).
-                        self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
+                        self.cpus[c].soft.raise(SoftirqVec::Tasklet);
                         return Some(self.costs.softirq.max(1));
                     }
                     TaskletAction::Run => {
@@ -874,10 +856,12 @@ impl<O: Observer> Sim<'_, O> {
     /// CQEs): the CQEs it reaps go to the CPU's softirq list. Returns its CPU time.
     fn irq_poll_call(&mut self, c: usize, v: VectorId, weight: u32) -> u64 {
         let q = self.vectors[v.ix()].queue().ix();
-        let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+        let mut list = self.cpus[c].soft.take_reaping();
         let n = self.poll_queue(c, q, weight, &mut list);
-        self.cpus[c].soft_reaping = list;
-        self.cpus[c].soft_phase = SoftPhase::Poll { vector: v, work: n };
+        self.cpus[c].soft.restore_reaping(list);
+        self.cpus[c]
+            .soft
+            .enter(SoftPhase::Poll { vector: v, work: n });
         let has_db = self.queues[q].has_doorbell();
         let ib = self.vectors[v.ix()].ib_eq_ns().is_some();
         // ib_poll_handler re-arms the CQ whenever it did less than its budget; the other
@@ -903,10 +887,10 @@ impl<O: Observer> Sim<'_, O> {
     /// wakeup_softirqd: the softirq limits were hit; only a sleeping ksoftirqd is woken
     /// (and counted).
     fn wakeup_softirqd(&mut self, c: usize) {
-        let t = self.cpus[c].ksoftirqd.expect("every CPU has its ksoftirqd");
+        let t = self.cpus[c].soft.ksoftirqd();
         if self.threads[t.ix()].state() == TState::Blocked {
             if self.measuring {
-                self.cpus[c].stats.ksoftirqd_wakeups += 1;
+                self.cpus[c].acct.count_ksoftirqd_wakeup();
             }
             self.wake_thread(t.ix(), Some(c));
         }
@@ -919,7 +903,7 @@ impl<O: Observer> Sim<'_, O> {
         let q = self.vectors[v].queue().ix();
         let weight = self.vectors[v]
             .iop()
-            .and_then(|id| self.cpus[c].irq_poll.weight(id))
+            .and_then(|id| self.cpus[c].soft.irq_poll().weight(id))
             .unwrap_or(1);
         let completed = work < weight;
         if self.vectors[v].ib_eq_ns().is_some() {
@@ -937,7 +921,10 @@ impl<O: Observer> Sim<'_, O> {
         let Some(id) = self.vectors[v].iop() else {
             return 0;
         };
-        let _ = self.cpus[c].irq_poll.poll_done(id, work, completed);
+        let _ = self.cpus[c]
+            .soft
+            .irq_poll_mut()
+            .poll_done(id, work, completed);
         if !completed || self.vectors[v].ib_eq_ns().is_some() {
             return 0;
         }
@@ -955,7 +942,7 @@ impl<O: Observer> Sim<'_, O> {
         if let Edge::Pend { mask } = self.vectors[v].edge() {
             // irq_poll owns it again, or its handler runs on its CPU (and goes round again
             // for this one): mask_ack_irq and IRQS_PENDING, as in hardirq.
-            self.cpus[c].soft_phase = SoftPhase::ResendMasked;
+            self.cpus[c].soft.enter(SoftPhase::ResendMasked);
             let ns = if mask { self.costs.irq_mask } else { 0 };
             return Some(ns.max(1));
         }
@@ -973,19 +960,19 @@ impl<O: Observer> Sim<'_, O> {
             Some(HandlerStep::Reap { budget }) => budget,
             _ => u32::MAX,
         };
-        let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+        let mut list = self.cpus[c].soft.take_reaping();
         let n = self.poll_queue(c, q, budget, &mut list);
-        self.cpus[c].soft_reaping = list;
+        self.cpus[c].soft.restore_reaping(list);
         let mut ns = self.handler_work_ns(q, n);
         if n > 0 && self.queues[q].has_doorbell() {
             self.ring_cq_doorbell_in(q, ns + self.costs.cq_doorbell);
             ns += self.costs.cq_doorbell;
         }
         ns += u64::from(n) * self.queues[q].complete_ns().unwrap_or(0);
-        self.cpus[c].soft_phase = SoftPhase::Resend {
+        self.cpus[c].soft.enter(SoftPhase::Resend {
             vector: VectorId::new(v),
             reaped: n,
-        };
+        });
         ns.max(1)
     }
 
@@ -1094,14 +1081,12 @@ impl<O: Observer> Sim<'_, O> {
             self.q.push(next, Event::Tick { cpu: CpuId::new(c) });
         }
         // NOHZ idle: an idle CPU's tick is stopped.
-        if self.cpus[c].mode == Mode::Idle {
+        if self.cpus[c].mode() == Mode::Idle {
             return;
         }
         // The tick hrtimer's expiry stays at the first missed period until its handler
         // runs (hrtimer_forward is called there), so lateness counts from that tick.
-        if !self.cpus[c].irr.is_set(LOCAL_TIMER_VECTOR as u8) {
-            self.cpus[c].tick_due = self.now;
-        }
+        self.cpus[c].apic.tick_fired(self.now);
         self.notify(c, LOCAL_TIMER_VECTOR);
     }
 
@@ -1111,7 +1096,7 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         let c = th.cpu().ix();
-        self.cpus[c].hrtimer_wake.push(ThreadId::new(t));
+        self.cpus[c].hrtimer_expired(ThreadId::new(t));
         self.notify(c, HRTIMER_VECTOR);
     }
 
@@ -1122,8 +1107,9 @@ impl<O: Observer> Sim<'_, O> {
             return;
         }
         self.account(c);
-        let hardirq_total = self.cpus[c].hardirq_total;
-        let (Some(global), Some(g)) = (self.gsim.as_mut(), self.cpus[c].gsim.as_mut()) else {
+        let hardirq_total = self.cpus[c].acct.hardirq_total();
+        let (Some(global), Some(g)) = (self.gsim.as_mut(), self.cpus[c].moderation.gsim_mut())
+        else {
             return;
         };
         let now = self.now;
@@ -1141,9 +1127,7 @@ impl<O: Observer> Sim<'_, O> {
     }
 
     fn arm_gsim_timer(&mut self, c: usize, at: u64) {
-        let cpu = &mut self.cpus[c];
-        cpu.gsim_epoch = cpu.gsim_epoch.wrapping_add(1);
-        let epoch = cpu.gsim_epoch;
+        let epoch = self.cpus[c].moderation.arm_gsim_timer();
         self.q.push(
             at.max(self.now),
             Event::GsimTimer {
@@ -1156,11 +1140,11 @@ impl<O: Observer> Sim<'_, O> {
     /// GSIM's hrtimer: re-enable the listed IRQs, replaying those that arrived meanwhile.
     /// (Its own few hundred ns of hardirq time are not charged.)
     pub(crate) fn gsim_timer(&mut self, c: usize, epoch: u32) {
-        if self.cpus[c].gsim_epoch != epoch {
+        if !self.cpus[c].moderation.gsim_timer_current(epoch) {
             return;
         }
         let now = self.now;
-        let Some(g) = self.cpus[c].gsim.as_mut() else {
+        let Some(g) = self.cpus[c].moderation.gsim_mut() else {
             return;
         };
         match g.timer_expired(now) {
@@ -1204,9 +1188,9 @@ impl<O: Observer> Sim<'_, O> {
         let c = th.cpu().ix();
         if th.spinning()
             && th.state() == TState::Running
-            && self.cpus[c].current == Some(ThreadId::new(t))
-            && self.cpus[c].mode == Mode::Thread
-            && !self.cpus[c].stepping
+            && self.cpus[c].rq.current() == Some(ThreadId::new(t))
+            && self.cpus[c].mode() == Mode::Thread
+            && !self.cpus[c].is_stepping()
         {
             let ns = self.costs.poll_check;
             let kind = match th.kind() {
@@ -1222,7 +1206,7 @@ impl<O: Observer> Sim<'_, O> {
     /// run_ksoftirqd: handle_softirqs(true) while work is pending, then sleep.
     pub(crate) fn ksoftirqd_advance(&mut self, c: usize) -> ThreadStep {
         let cpu = &mut self.cpus[c];
-        let in_invocation = cpu.softirq.in_softirq() && !cpu.soft_active;
+        let in_invocation = cpu.soft.in_ksoftirqd();
         if in_invocation {
             if let Some(ns) = self.soft_next(c) {
                 return ThreadStep::Run {
@@ -1231,16 +1215,16 @@ impl<O: Observer> Sim<'_, O> {
                 };
             }
             // The invocation ended; cond_resched() before looking again.
-            if self.cpus[c].softirq.ksoftirqd_should_run() {
+            if self.cpus[c].soft.pending_mut().ksoftirqd_should_run() {
                 return ThreadStep::Yield;
             }
             return ThreadStep::Block;
         }
-        if cpu.softirq.ksoftirqd_should_run() {
+        if cpu.soft.pending_mut().ksoftirqd_should_run() {
             let j = self.jiffies();
             let cpu = &mut self.cpus[c];
-            cpu.softirq.begin(j, SoftirqContext::Ksoftirqd);
-            cpu.soft_phase = SoftPhase::Begin;
+            cpu.soft.pending_mut().begin(j, SoftirqContext::Ksoftirqd);
+            cpu.soft.enter(SoftPhase::Begin);
             return ThreadStep::Run {
                 ns: self.costs.softirq.max(1),
                 kind: SliceKind::Ksoftirqd,
@@ -1256,28 +1240,19 @@ impl<O: Observer> Sim<'_, O> {
     /// `moderation_program_ns`; mlx5's command EQ interrupt is taken on the kworker's CPU,
     /// as an interrupt whose handler wakes one thread); then the device runs the level.
     pub(crate) fn kworker_advance(&mut self, c: usize) -> ThreadStep {
-        match self.cpus[c].work_state {
-            WorkState::Idle => {
-                if self.cpus[c].work.is_empty() {
-                    return ThreadStep::Block;
-                }
-                self.cpus[c].work_state = WorkState::Posting;
-                // The handler's try_to_wake_up of this kworker (charged here: the same
-                // CPU), then the command's mailbox and doorbell write.
-                ThreadStep::Run {
-                    ns: self.costs.wakeup + self.costs.sq_doorbell,
-                    kind: SliceKind::Sys,
-                }
-            }
-            WorkState::Posting => {
-                self.cpus[c].work_state = WorkState::Waiting;
-                ThreadStep::Sleep {
-                    ns: self.costs.moderation_program.max(1),
-                }
-            }
-            WorkState::Waiting => {
-                self.cpus[c].work_state = WorkState::Idle;
-                if let Some(v) = self.cpus[c].work.pop_front() {
+        match self.cpus[c].wq.advance() {
+            WorkStep::Sleep => ThreadStep::Block,
+            // The handler's try_to_wake_up of this kworker (charged here: the same CPU),
+            // then the command's mailbox and doorbell write.
+            WorkStep::Post => ThreadStep::Run {
+                ns: self.costs.wakeup + self.costs.sq_doorbell,
+                kind: SliceKind::Sys,
+            },
+            WorkStep::Wait => ThreadStep::Sleep {
+                ns: self.costs.moderation_program.max(1),
+            },
+            WorkStep::Program(v) => {
+                if let Some(v) = v {
                     self.moderator_program(v.ix());
                 }
                 self.kworker_advance(c)
@@ -1338,48 +1313,41 @@ impl<O: Observer> Sim<'_, O> {
 /// `mark` on one CPU: a change of owner charges what the previous one owes first.
 #[inline(always)]
 fn mark_cpu(cpu: &mut Cpu, now: u64, threads: &mut [Thread], jobs: &mut [Job], measuring: bool) {
-    if cpu.owed_to != cpu.current {
+    let current = cpu.rq.current();
+    if cpu.acct.owner_changed(current) {
         // The step that just ended was the previous owner's.
-        cpu.acct_mark = now;
+        cpu.acct.mark(now);
         settle_cpu(cpu, threads, jobs, measuring);
-        cpu.owed_to = cpu.current;
-        cpu.owed_job = match cpu.current.map(|t| threads[t.ix()].kind()) {
+        let job = match current.map(|t| threads[t.ix()].kind()) {
             Some(ThreadKind::Job(j)) => Some(j),
             _ => None,
         };
+        cpu.acct.owe_to(current, job);
     }
-    cpu.acct_mark = now;
+    cpu.acct.mark(now);
 }
 
 /// `settle` on one CPU, with the threads and jobs it charges.
 #[inline(always)]
 fn settle_cpu(cpu: &mut Cpu, threads: &mut [Thread], jobs: &mut [Job], measuring: bool) {
-    let dt = cpu.acct_mark - cpu.acct_from;
-    cpu.acct_from = cpu.acct_mark;
-    if cpu.kind == SliceKind::HardIrq {
-        cpu.hardirq_total += dt;
-    }
-    if dt == 0 {
+    // The scheduler's clock runs from boot, the statistics from the window's start.
+    let Some(owed) = cpu.acct.settle(measuring) else {
+        return;
+    };
+    if !thread_time(owed.kind) {
         return;
     }
-    // The scheduler's clock runs from boot, the statistics from the window's start.
-    if thread_time(cpu.kind)
-        && let Some(t) = cpu.owed_to
-    {
-        threads[t.ix()].charge(dt);
+    if let Some(t) = owed.thread {
+        threads[t.ix()].charge(owed.ns);
     }
     if !measuring {
         return;
     }
-    cpu.stats.time[cpu.kind as usize] += dt;
-    if !thread_time(cpu.kind) {
-        return;
-    }
-    if let Some(j) = cpu.owed_job {
+    if let Some(j) = owed.job {
         let job = &mut jobs[j.ix()];
-        match cpu.kind {
-            SliceKind::Usr => job.usr += dt,
-            SliceKind::Sys => job.sys += dt,
+        match owed.kind {
+            SliceKind::Usr => job.usr += owed.ns,
+            SliceKind::Sys => job.sys += owed.ns,
             _ => {}
         }
     }

@@ -65,7 +65,7 @@ impl<O: Observer> Sim<'_, O> {
             // (model/irq_move.rs) does not redirect it.
             let cpu = &self.cpus[held.cpu.ix()];
             // Remapped: the vector itself; posted: the descriptor's notification vector.
-            let idt = match cpu.path.pi_desc() {
+            let idt = match cpu.apic.path().pi_desc() {
                 Some(pi) if !held.remapped => u16::from(pi.nv()),
                 _ => held.idt,
             };
@@ -91,7 +91,7 @@ impl<O: Observer> Sim<'_, O> {
     /// unless already set (`PiDesc::post`). Returns whether a notification is due.
     fn post_msi(&mut self, v: usize) -> bool {
         let c = self.vectors[v].cpu().ix();
-        let posted = self.cpus[c].post_interrupt(self.vectors[v].idt());
+        let posted = self.cpus[c].apic.post_interrupt(self.vectors[v].idt());
         if posted.merged {
             self.vectors[v].count_merged();
         }
@@ -101,7 +101,10 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Whether vector `v`'s IRTE is in posted format (its CPU's delivery path).
     pub(crate) fn posted_vector(&self, v: usize) -> bool {
-        self.cpus[self.vectors[v].cpu().ix()].path.is_posted()
+        self.cpus[self.vectors[v].cpu().ix()]
+            .apic
+            .path()
+            .is_posted()
     }
 
     /// A notification leaves its stack for the router.
@@ -128,7 +131,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The interrupt message reaches the CPU, and a remapped one frees its stack.
     fn deliver(&mut self, n: Notification) {
         let c = n.cpu.ix();
-        let posted = self.cpus[c].path.is_notification(n.idt as u8);
+        let posted = self.cpus[c].apic.path().is_notification(n.idt as u8);
         self.obs.notification(self.now, c, posted);
         self.notify(c, n.idt);
         if let Some(s) = n.holds {

@@ -250,8 +250,7 @@ impl<O: Observer> Sim<'_, O> {
             // schedule_work(&dim->work): the work item goes to this CPU's kworker pool
             // (the handler runs on the vector's CPU), and its kworker is woken.
             let c = self.vectors[v].cpu().ix();
-            self.cpus[c].work.push_back(VectorId::new(v));
-            if let Some(t) = self.cpus[c].kworker
+            if let Some(t) = self.cpus[c].wq.schedule(VectorId::new(v))
                 && self.threads[t.ix()].state() == TState::Blocked
             {
                 self.wake_thread(t.ix(), Some(c));

@@ -38,7 +38,7 @@ impl<O: Observer> Sim<'_, O> {
         if e.resend {
             if self.costs.resend_tasklet {
                 if self.resend.resend(c, v) {
-                    self.cpus[c].softirq.raise(SoftirqVec::Tasklet);
+                    self.cpus[c].soft.raise(SoftirqVec::Tasklet);
                 }
             } else {
                 let (cpu, idt) = (self.vectors[v].cpu().ix(), self.vectors[v].idt());
@@ -67,14 +67,14 @@ impl<O: Observer> Sim<'_, O> {
     /// The vector whose handler CPU `c` ran has returned (IRQD_IRQ_INPROGRESS cleared);
     /// true when handle_edge_irq's loop runs it again, which this starts.
     pub(crate) fn end_vector_handler(&mut self, c: usize) -> bool {
-        let Some(v) = self.cpus[c].irq.vector.take() else {
+        let Some(v) = self.cpus[c].irq.handler_returned() else {
             return false;
         };
         let v = v.ix();
         match self.handler_done(v) {
             AfterHandler::Done => false,
             AfterHandler::Again { unmask } => {
-                self.cpus[c].irq.vector = Some(VectorId::new(v));
+                self.cpus[c].irq.handler_again(VectorId::new(v));
                 self.rerun_vector_handler(c, unmask);
                 true
             }

@@ -15,7 +15,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         // The CPU's slice kind changed to idle at `acct_from` (or the window opened
         // there, which only shortens the first idle period after the ramp).
-        let idle_for = self.now - self.cpus[c].acct_from;
+        let idle_for = self.now - self.cpus[c].acct.charged_until();
         if idle_for < self.costs.guest_halt_poll {
             self.costs.idle_exit
         } else {

@@ -30,7 +30,6 @@ use irqlab_core::delivery::migrate::{
     Cleanup, Fixup, offline_fixup, offline_target, vector_cleanup,
 };
 use irqlab_core::delivery::{AffinityChange, AffinityEvent, plan_events};
-use irqlab_core::posted::vector_bit;
 use irqlab_core::{ModeratorKind, Policy};
 
 /// One event resolved against the machine.
@@ -130,8 +129,7 @@ pub(crate) fn plan<O: Observer>(
             }
             at[v] = to;
             used[to] += 1;
-            let room = usize::from(sim.cpus[to].path.first_system_vector())
-                - usize::from(FIRST_DEVICE_VECTOR);
+            let room = sim.cpus[to].apic.device_vectors();
             if used[to] > room {
                 return Err(SimError::Config(format!(
                     "--event {e}: CPU {to} has no free vector left ({room} device vectors)"
@@ -281,10 +279,9 @@ impl<O: Observer> Sim<'_, O> {
         if from.ix() == to {
             return false;
         }
-        let Some(idt) = self.free_idt(to) else {
+        let Some(idt) = self.cpus[to].apic.allocate_free(VectorId::new(v)) else {
             return false;
         };
-        self.cpus[to].vec_of_idt[usize::from(idt)] = Some(VectorId::new(v));
         self.vectors[v].retarget(CpuId::new(to), idt);
         // __vector_schedule_cleanup: the old CPU's cleanup timer, at jiffies + 1.
         self.q.push(
@@ -297,20 +294,10 @@ impl<O: Observer> Sim<'_, O> {
         true
     }
 
-    /// The lowest device vector free on CPU `c` (in no table, pending nowhere).
-    fn free_idt(&self, c: usize) -> Option<u16> {
-        let cpu = &self.cpus[c];
-        (FIRST_DEVICE_VECTOR..u16::from(cpu.path.first_system_vector())).find(|&x| {
-            cpu.vec_of_idt[usize::from(x)].is_none()
-                && !cpu.irr.is_set(x as u8)
-                && !cpu.path.vector_pending(x as u8)
-        })
-    }
-
     /// __vector_cleanup on CPU `c` for its old vector `idt`: freed when pending nowhere,
     /// else tried again a jiffy later.
     pub(crate) fn vector_cleanup(&mut self, c: usize, idt: u16) {
-        let Some(v) = self.cpus[c].vec_of_idt[usize::from(idt)] else {
+        let Some(v) = self.cpus[c].apic.vector_at(idt) else {
             return;
         };
         let vec = &self.vectors[v.ix()];
@@ -323,18 +310,17 @@ impl<O: Observer> Sim<'_, O> {
             // The vector is this one again: nothing to free.
             return;
         }
-        if matches!(self.cpus[c].mode, Mode::HardIrq | Mode::IdleExit) {
+        if matches!(self.cpus[c].mode(), Mode::HardIrq | Mode::IdleExit) {
             // The timer runs in softirq: not before the hardirq in progress returns (it
             // may be the old vector's handler, or a PIR round holding its bit).
             self.q.push(again, retry);
             return;
         }
         let cpu = &self.cpus[c];
-        let irr =
-            cpu.irr.is_set(idt as u8) || self.fabric.remapped_in_flight(v, CpuId::new(c), idt);
-        let pir = cpu.path.vector_pending(idt as u8);
+        let irr = cpu.apic.is_pending(idt) || self.fabric.remapped_in_flight(v, CpuId::new(c), idt);
+        let pir = cpu.apic.path().vector_pending(idt as u8);
         match vector_cleanup(irr, pir) {
-            Cleanup::Free => self.cpus[c].vec_of_idt[usize::from(idt)] = None,
+            Cleanup::Free => self.cpus[c].apic.free(idt),
             Cleanup::Rearm => {
                 self.counts().rearms += 1;
                 self.q.push(again, retry);
@@ -358,26 +344,20 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.fixup_pending(c);
         // Its tick and IPIs die with it (the stopper thread ran there last).
-        let cpu = &mut self.cpus[c];
-        while cpu.irr.take_highest().is_some() {}
-        cpu.ipi_inflight = false;
+        self.cpus[c].apic.drop_pending();
     }
 
     /// fixup_irqs on offline CPU `c`: every vector of its table pending in its IRR or PIR
     /// is retriggered where its interrupt is now.
     fn fixup_pending(&mut self, c: usize) {
-        let first = u16::from(self.cpus[c].path.first_system_vector());
+        let first = u16::from(self.cpus[c].apic.path().first_system_vector());
         for idt in FIRST_DEVICE_VECTOR..first {
             let cpu = &mut self.cpus[c];
-            let Some(v) = cpu.vec_of_idt[usize::from(idt)] else {
+            let Some(v) = cpu.apic.vector_at(idt) else {
                 continue;
             };
-            let pir = cpu.path.pi_desc().is_some_and(|d| d.take_vector(idt as u8));
-            if pir {
-                let (w, b) = vector_bit(idt as u8);
-                cpu.pir_shadow[w] &= !b;
-            }
-            let irr = cpu.irr.clear(idt as u8);
+            let pir = cpu.apic.take_posted(idt);
+            let irr = cpu.apic.clear(idt);
             if offline_fixup(irr, pir) == Fixup::Retrigger {
                 self.retrigger(v.ix());
             }
@@ -402,14 +382,14 @@ impl<O: Observer> Sim<'_, O> {
             return false;
         }
         if vec == RESCHEDULE_VECTOR {
-            self.cpus[c].ipi_inflight = false;
+            self.cpus[c].apic.ipi_arrived();
         }
-        if let Some(v) = self.cpus[c].vec_of_idt[usize::from(vec)] {
+        if let Some(v) = self.cpus[c].apic.vector_at(vec) {
             // Pending in the IRR it would have reached before fixup_irqs looked.
             if offline_fixup(true, false) == Fixup::Retrigger {
                 self.retrigger(v.ix());
             }
-        } else if self.cpus[c].path.is_notification(vec as u8) {
+        } else if self.cpus[c].apic.path().is_notification(vec as u8) {
             self.fixup_pending(c);
         }
         true

@@ -47,6 +47,7 @@ mod job_life;
 mod offload;
 mod parts;
 mod pelt;
+mod percpu;
 mod placement;
 mod queue;
 mod reap;

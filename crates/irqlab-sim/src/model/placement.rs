@@ -106,16 +106,16 @@ impl<O: Observer> Sim<'_, O> {
     /// available_idle_cpu: nothing runs and nothing waits (the idle task is current,
     /// even while it takes an interrupt).
     pub(crate) fn idle_cpu(&self, c: usize) -> bool {
-        let cpu = &self.cpus[c];
-        cpu.current.is_none() && cpu.runq.is_empty()
+        self.cpus[c].rq.is_idle()
     }
 
     /// v5.3 cpu_runnable_load: the runnable load of the fair tasks enqueued on `c`.
     fn runnable_load(&self, c: usize) -> u64 {
         let cpu = &self.cpus[c];
-        cpu.current
-            .iter()
-            .chain(cpu.runq.iter())
+        cpu.rq
+            .current()
+            .into_iter()
+            .chain(cpu.rq.waiters())
             .map(|t| t.ix())
             .filter(|&t| !self.threads[t].fifo())
             .map(|t| self.pelt_now(t).0)
@@ -143,13 +143,13 @@ impl<O: Observer> Sim<'_, O> {
 
     fn wakee_of(&mut self, who: Current) -> &mut Wakee {
         match who {
-            Current::Idle(c) => &mut self.cpus[c].idle_wakee,
+            Current::Idle(c) => self.cpus[c].rq.idle_wakee_mut(),
             Current::Task(t) => self.threads[t].wakee_mut(),
         }
     }
 
     fn current_on(&self, c: usize) -> Current {
-        match self.cpus[c].current {
+        match self.cpus[c].rq.current() {
             Some(t) => Current::Task(t.ix()),
             None => Current::Idle(c),
         }
@@ -313,12 +313,13 @@ impl<O: Observer> Sim<'_, O> {
     /// alone on its run queue.
     fn per_cpu_kthread_stacks(&self, prev: usize, this: usize) -> bool {
         let cpu = &self.cpus[this];
-        let kthread_in_task = cpu.mode == Mode::Thread
+        let kthread_in_task = cpu.mode() == Mode::Thread
             && cpu
-                .current
+                .rq
+                .current()
                 .is_some_and(|t| matches!(self.threads[t.ix()].kind(), ThreadKind::IrqThread(_)));
         // this_rq()->nr_running <= 1: the kthread alone.
-        kthread_in_task && prev == this && cpu.runq.is_empty()
+        kthread_in_task && prev == this && cpu.rq.no_waiters()
     }
 
     fn llc_shared(&mut self, llc: usize) -> &mut LlcShared {
@@ -369,7 +370,7 @@ impl<O: Observer> Sim<'_, O> {
         target: usize,
         this: usize,
     ) -> Option<usize> {
-        let avg_idle = self.cpus[this].avg_idle / 512;
+        let avg_idle = self.cpus[this].rq.avg_idle() / 512;
         // avg_scan_cost + 1: the scan's time is not modelled.
         let avg_cost = 1;
         let span_avg = span.len() as u64 * avg_idle;
@@ -489,10 +490,9 @@ impl<O: Observer> Sim<'_, O> {
     /// A CPU went idle: rq->idle_stamp, and __update_idle_core's hint when its whole core
     /// is idle.
     pub(crate) fn cpu_goes_idle(&mut self, c: usize) {
-        if self.place.is_none() || self.cpus[c].idle_stamp != 0 {
+        if self.place.is_none() || !self.cpus[c].rq.went_idle(self.now) {
             return;
         }
-        self.cpus[c].idle_stamp = self.now.max(1);
         if self.topo.smt_active() && self.topo.core(c).all(|s| self.idle_cpu(s)) {
             let llc = self.llc_index(c);
             self.llc_shared(llc).has_idle_cores = true;
@@ -505,14 +505,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.place.is_none() {
             return;
         }
-        let cpu = &mut self.cpus[c];
-        if cpu.idle_stamp == 0 {
-            return;
-        }
-        let delta = self.now.saturating_sub(cpu.idle_stamp) as i64;
-        let avg = cpu.avg_idle as i64;
-        cpu.avg_idle = ((avg + (delta - avg) / 8).max(0) as u64).min(AVG_IDLE_MAX);
-        cpu.idle_stamp = 0;
+        self.cpus[c].rq.idle_ends(self.now);
     }
 
     /// find_idlest_cpu for a fork (SD_BALANCE_FORK, the slow path, v5.3's form): from the
@@ -583,7 +576,7 @@ impl<O: Observer> Sim<'_, O> {
         let (mut min_load, mut least) = (u64::MAX, this);
         for c in group {
             if self.idle_cpu(c) {
-                let stamp = self.cpus[c].idle_stamp;
+                let stamp = self.cpus[c].rq.idle_stamp();
                 if latest.is_none_or(|l| stamp > l) {
                     latest = Some(stamp);
                     shallowest = Some(c);

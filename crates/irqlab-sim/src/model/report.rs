@@ -2,7 +2,7 @@
 
 use super::state::*;
 use super::vector::Vector;
-use crate::observer::{Observer, SliceKind};
+use crate::observer::Observer;
 use irqlab_report::{
     CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine,
     JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
@@ -13,7 +13,7 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn open_window(&mut self) {
         for c in 0..self.cpus.len() {
             self.account(c);
-            self.cpus[c].stats = CpuStats::default();
+            self.cpus[c].acct.open_window();
         }
         let now = self.now;
         for job in &mut self.jobs {
@@ -173,25 +173,7 @@ impl<O: Observer> Sim<'_, O> {
         self.cpus
             .iter_mut()
             .enumerate()
-            .map(|(i, c)| {
-                let s = &mut c.stats;
-                CpuReport {
-                    cpu: i,
-                    usr_ns: s.ns(SliceKind::Usr),
-                    sys_ns: s.ns(SliceKind::Sys),
-                    hardirq_ns: s.ns(SliceKind::HardIrq),
-                    softirq_ns: s.ns(SliceKind::SoftIrq),
-                    ksoftirqd_ns: s.ns(SliceKind::Ksoftirqd),
-                    irq_thread_ns: s.ns(SliceKind::IrqThread),
-                    idle_ns: s.ns(SliceKind::Idle),
-                    ctx_switches: s.ctx_switches,
-                    hardirqs: s.hardirqs,
-                    pmn: s.pmn,
-                    timer_ticks: s.ticks,
-                    ksoftirqd_wakeups: s.ksoftirqd_wakeups,
-                    tick_lateness: s.tick_lateness.take().map_or_else(Latency::new, |b| *b),
-                }
-            })
+            .map(|(i, c)| c.acct.cpu_report(i))
             .collect()
     }
 
@@ -318,7 +300,7 @@ impl<O: Observer> Sim<'_, O> {
         let soft = |f: &dyn Fn(&irqlab_core::softirq::SoftirqCounters) -> u64| {
             self.cpus
                 .iter()
-                .map(|c| f(&c.softirq.counters()))
+                .map(|c| f(&c.soft.pending().counters()))
                 .sum::<u64>() as f64
         };
         if self.interrupted {
@@ -335,7 +317,7 @@ impl<O: Observer> Sim<'_, O> {
             "irq_poll_polls".into(),
             self.cpus
                 .iter()
-                .map(|c| c.irq_poll.counters().polls)
+                .map(|c| c.soft.irq_poll().counters().polls)
                 .sum::<u64>() as f64,
         ));
         if self.policy.irq_poll_until != irqlab_core::irq_poll::IrqPollUntil::Budget {
@@ -344,7 +326,7 @@ impl<O: Observer> Sim<'_, O> {
                 "irq_poll_need_resched".into(),
                 self.cpus
                     .iter()
-                    .map(|c| c.irq_poll.counters().need_resched)
+                    .map(|c| c.soft.irq_poll().counters().need_resched)
                     .sum::<u64>() as f64,
             ));
         }

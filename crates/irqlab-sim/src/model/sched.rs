@@ -40,24 +40,23 @@ impl<O: Observer> Sim<'_, O> {
         self.settle(c);
         let cpu = &self.cpus[c];
         let running = cpu
-            .current
+            .rq
+            .current()
             .map(|t| &self.threads[t.ix()])
             .filter(|th| !th.fifo() && th.state() == TState::Running)
             .map(|th| th.vruntime());
         let queued = cpu
-            .runq
-            .iter()
-            .map(|&t| &self.threads[t.ix()])
+            .rq
+            .waiters()
+            .map(|t| &self.threads[t.ix()])
             .filter(|th| !th.fifo())
             .map(|th| th.vruntime())
             .min();
         let candidate = match (running, queued) {
             (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b).unwrap_or(cpu.min_vruntime),
+            (a, b) => a.or(b).unwrap_or(cpu.rq.min_vruntime()),
         };
-        let cpu = &mut self.cpus[c];
-        cpu.min_vruntime = cpu.min_vruntime.max(candidate);
-        cpu.min_vruntime
+        self.cpus[c].rq.advance_min_vruntime(candidate)
     }
 
     /// Makes thread `t` runnable; `from` is the CPU whose context wakes it (None at start).
@@ -89,19 +88,14 @@ impl<O: Observer> Sim<'_, O> {
             self.threads[t].place_entity(floor);
         }
         self.set_state(t, TState::Runnable);
-        let cpu = &mut self.cpus[c];
-        if fifo {
-            cpu.runq.push_front(ThreadId::new(t));
-        } else {
-            cpu.runq.push_back(ThreadId::new(t));
-        }
-        match (self.cpus[c].mode, from) {
+        self.cpus[c].rq.enqueue(ThreadId::new(t), fifo);
+        match (self.cpus[c].mode(), from) {
             (Mode::Idle, None) => self.resume(c),
             (Mode::Idle, Some(f)) if f != c => self.send_resched_ipi(c),
             (Mode::Idle, _) => {}
             (mode, _) => {
                 if self.wake_preempts(c, t) {
-                    self.cpus[c].need_resched = true;
+                    self.cpus[c].rq.set_need_resched();
                     if mode == Mode::Thread && from != Some(c) {
                         self.send_resched_ipi(c);
                     }
@@ -113,7 +107,7 @@ impl<O: Observer> Sim<'_, O> {
     /// check_preempt_curr: whether the woken thread `t` should take CPU `c` from the
     /// thread that owns it.
     fn wake_preempts(&mut self, c: usize, t: usize) -> bool {
-        let Some(cur) = self.cpus[c].current else {
+        let Some(cur) = self.cpus[c].rq.current() else {
             return false;
         };
         self.settle(c);
@@ -126,22 +120,21 @@ impl<O: Observer> Sim<'_, O> {
         }
         match self.scheduler {
             Scheduler::Cfs => cur.vruntime() > woken.vruntime() + self.wakeup_granularity(),
-            Scheduler::Eevdf => self.now - self.cpus[c].slice_start >= self.costs.slice,
+            Scheduler::Eevdf => self.cpus[c].rq.ran(self.now) >= self.costs.slice,
         }
     }
 
     /// An idle CPU was given a task from outside (a load-balancing pull): the kick IPI.
     pub(crate) fn kick_idle(&mut self, c: usize) {
-        if self.cpus[c].mode == Mode::Idle {
+        if self.cpus[c].mode() == Mode::Idle {
             self.send_resched_ipi(c);
         }
     }
 
     fn send_resched_ipi(&mut self, c: usize) {
-        if self.cpus[c].ipi_inflight {
+        if !self.cpus[c].apic.send_ipi() {
             return;
         }
-        self.cpus[c].ipi_inflight = true;
         let at = self.now + self.costs.ipi;
         self.q.push(
             at,
@@ -159,26 +152,26 @@ impl<O: Observer> Sim<'_, O> {
         // trigger_load_balance → nohz_balancer_kick (model/balance.rs).
         self.nohz_kick(c);
         let cpu = &self.cpus[c];
-        let Some(t) = cpu.current else {
+        let Some(t) = cpu.rq.current() else {
             return;
         };
-        if cpu.runq.is_empty() {
+        if cpu.rq.no_waiters() {
             return;
         }
         self.settle(c);
         let cpu = &self.cpus[c];
         let th = &self.threads[t.ix()];
-        let ran = self.now - cpu.slice_start;
+        let ran = cpu.rq.ran(self.now);
         let resched = th.spinning()
             || match self.scheduler {
                 Scheduler::Eevdf => ran >= self.costs.slice,
                 Scheduler::Cfs => {
-                    let nr = cpu.runq.len() as u64 + 1;
+                    let nr = cpu.rq.waiting() as u64 + 1;
                     let ideal = (self.sched_latency() / nr).max(self.costs.slice);
                     let leftmost = cpu
-                        .runq
-                        .iter()
-                        .map(|&n| &self.threads[n.ix()])
+                        .rq
+                        .waiters()
+                        .map(|n| &self.threads[n.ix()])
                         .filter(|n| !n.fifo())
                         .map(|n| n.vruntime())
                         .min();
@@ -188,7 +181,7 @@ impl<O: Observer> Sim<'_, O> {
                 }
             };
         if resched {
-            self.cpus[c].need_resched = true;
+            self.cpus[c].rq.set_need_resched();
         }
     }
 
@@ -200,7 +193,8 @@ impl<O: Observer> Sim<'_, O> {
         if th.fifo() {
             return false;
         }
-        if matches!(th.kind(), ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq() {
+        if matches!(th.kind(), ThreadKind::Ksoftirqd(_)) && self.cpus[c].soft.pending().in_softirq()
+        {
             return false;
         }
         th.at_preemption_point()
@@ -212,24 +206,24 @@ impl<O: Observer> Sim<'_, O> {
             self.take_interrupt(c);
             return;
         }
-        if let Some(t) = self.cpus[c].current {
+        if let Some(t) = self.cpus[c].rq.current() {
             let t = t.ix();
             if self.threads[t].state() == TState::Running {
                 let cpu = &self.cpus[c];
-                if !(cpu.need_resched && !cpu.runq.is_empty() && self.preemptible(c, t)) {
+                if !(cpu.rq.need_resched() && !cpu.rq.no_waiters() && self.preemptible(c, t)) {
                     // A preemption the thread cannot take now waits for its step's end.
-                    if self.cpus[c].runq.is_empty() {
-                        self.cpus[c].need_resched = false;
+                    if self.cpus[c].rq.no_waiters() {
+                        self.cpus[c].rq.clear_need_resched();
                     }
-                    self.cpus[c].mode = Mode::Thread;
+                    self.cpus[c].enter_mode(Mode::Thread);
                     self.run_thread(c, t);
                     return;
                 }
                 self.preempt(c, t);
             }
-            self.cpus[c].current = None;
+            self.cpus[c].rq.put_prev();
         }
-        self.cpus[c].need_resched = false;
+        self.cpus[c].rq.clear_need_resched();
         self.switch_to_next(c);
     }
 
@@ -237,7 +231,7 @@ impl<O: Observer> Sim<'_, O> {
     /// R), counted as a context switch of its job.
     fn preempt(&mut self, c: usize, t: usize) {
         self.set_state(t, TState::Runnable);
-        self.cpus[c].runq.push_back(ThreadId::new(t));
+        self.cpus[c].rq.enqueue(ThreadId::new(t), false);
         if let ThreadKind::Job(j) = self.threads[t].kind()
             && self.measuring
         {
@@ -249,18 +243,19 @@ impl<O: Observer> Sim<'_, O> {
     /// Returns false when it keeps the CPU.
     pub(crate) fn preempt_at_step_end(&mut self, c: usize, t: usize) -> bool {
         let cpu = &self.cpus[c];
-        if !cpu.need_resched || cpu.runq.is_empty() {
+        if !cpu.rq.need_resched() || cpu.rq.no_waiters() {
             return false;
         }
         let th = &self.threads[t];
         if th.fifo()
-            || (matches!(th.kind(), ThreadKind::Ksoftirqd(_)) && self.cpus[c].softirq.in_softirq())
+            || (matches!(th.kind(), ThreadKind::Ksoftirqd(_))
+                && self.cpus[c].soft.pending().in_softirq())
         {
             return false;
         }
         self.preempt(c, t);
-        self.cpus[c].current = None;
-        self.cpus[c].need_resched = false;
+        self.cpus[c].rq.put_prev();
+        self.cpus[c].rq.clear_need_resched();
         self.switch_to_next(c);
         true
     }
@@ -269,7 +264,7 @@ impl<O: Observer> Sim<'_, O> {
     /// equals); idle when nothing is runnable.
     #[inline(always)]
     fn switch_to_next(&mut self, c: usize) {
-        let waiting = self.cpus[c].runq.len();
+        let waiting = self.cpus[c].rq.waiting();
         let mut pick = match waiting {
             0 => None,
             // The only one waiting is picked whatever its class or vruntime.
@@ -278,14 +273,14 @@ impl<O: Observer> Sim<'_, O> {
                 // The vruntimes it compares, as charged so far.
                 self.settle(c);
                 let cpu = &self.cpus[c];
-                cpu.runq
-                    .iter()
-                    .position(|&n| self.threads[n.ix()].fifo())
+                cpu.rq
+                    .waiters()
+                    .position(|n| self.threads[n.ix()].fifo())
                     .or_else(|| {
-                        cpu.runq
-                            .iter()
+                        cpu.rq
+                            .waiters()
                             .enumerate()
-                            .min_by_key(|&(i, &n)| (self.threads[n.ix()].vruntime(), i))
+                            .min_by_key(|&(i, n)| (self.threads[n.ix()].vruntime(), i))
                             .map(|(i, _)| i)
                     })
             }
@@ -294,27 +289,19 @@ impl<O: Observer> Sim<'_, O> {
             // idle_balance pulled a waiting task (model/balance.rs).
             pick = Some(0);
         }
-        let runq = &mut self.cpus[c].runq;
-        let Some(n) = pick.and_then(|i| {
-            if i == 0 {
-                runq.pop_front()
-            } else {
-                runq.remove(i)
-            }
-        }) else {
+        let Some(n) = pick.and_then(|i| self.cpus[c].rq.dequeue(i)) else {
             let cpu = &mut self.cpus[c];
-            cpu.current = None;
-            cpu.mode = Mode::Idle;
+            cpu.rq.put_prev();
+            cpu.enter_mode(Mode::Idle);
             self.set_kind(c, SliceKind::Idle);
             self.cpu_goes_idle(c);
             return;
         };
         let cpu = &mut self.cpus[c];
-        cpu.current = Some(n);
-        cpu.mode = Mode::Switch;
-        cpu.slice_start = self.now;
+        cpu.rq.switch_in(n, self.now);
+        cpu.enter_mode(Mode::Switch);
         if self.measuring {
-            cpu.stats.ctx_switches += 1;
+            cpu.acct.count_ctx_switch();
         }
         self.set_state(n.ix(), TState::Running);
         let ns = self.costs.ctx_switch.max(1);
@@ -331,7 +318,7 @@ impl<O: Observer> Sim<'_, O> {
     /// spinning, or ask the thread what to do next.
     #[inline(always)]
     pub(crate) fn run_thread(&mut self, c: usize, t: usize) {
-        self.cpus[c].mode = Mode::Thread;
+        self.cpus[c].enter_mode(Mode::Thread);
         let th = &mut self.threads[t];
         if let Some((ns, kind)) = th.resume_step() {
             self.step(c, ns, kind);
@@ -378,18 +365,18 @@ impl<O: Observer> Sim<'_, O> {
                 {
                     self.jobs[j.ix()].ctx += 1;
                 }
-                self.cpus[c].current = None;
+                self.cpus[c].rq.put_prev();
                 self.resume(c);
             }
             ThreadStep::Yield => {
                 self.set_state(t, TState::Runnable);
-                self.cpus[c].runq.push_back(ThreadId::new(t));
-                self.cpus[c].current = None;
+                self.cpus[c].rq.enqueue(ThreadId::new(t), false);
+                self.cpus[c].rq.put_prev();
                 self.resume(c);
             }
             ThreadStep::Exit => {
                 self.set_state(t, TState::Exited);
-                self.cpus[c].current = None;
+                self.cpus[c].rq.put_prev();
                 self.resume(c);
             }
         }

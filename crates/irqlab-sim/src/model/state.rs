@@ -1,18 +1,13 @@
 //! The model's state, in flat arenas indexed by typed ids (model/ids.rs): no allocation
 //! per event.
 
-use super::ids::{DeviceId, IoId, JobId, QueueId, ThreadId, VectorId};
+use super::ids::{DeviceId, IoId, QueueId, ThreadId, VectorId};
 pub(crate) use super::io::Io;
+pub(crate) use super::percpu::{Cpu, CpuSoftirq, IrqFrame, LocalApic, SoftModeration, WorkStep};
 pub(crate) use super::thread::{TState, Thread, ThreadKind, Wakee};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::Policy;
-use irqlab_core::delivery::{DeliveryPath, NotificationHandler};
-use irqlab_core::irq::Irr;
-use irqlab_core::irq_poll::IrqPollCpu;
-use irqlab_core::nvme::irq_handler::NvmeIrqHandler;
-use irqlab_core::posted::{NR_PIR_WORDS, vector_bit};
-use irqlab_core::softirq::SoftirqCpu;
 use irqlab_report::Latency;
 use std::collections::VecDeque;
 
@@ -128,49 +123,6 @@ pub(crate) enum IrqPhase {
     IbEq,
 }
 
-/// One hardirq in progress.
-#[derive(Clone, Debug)]
-pub(crate) struct IrqFrame {
-    pub idt: u16,
-    pub phase: IrqPhase,
-    /// The device vector whose handler runs (None before one starts).
-    pub vector: Option<VectorId>,
-    /// CQEs reaped by the current vector's handler.
-    pub reaped: u32,
-    /// Posted: the notification handler's step machine (irqlab-core delivery/handler.rs),
-    /// the same one the runtime executes.
-    pub notification: Option<NotificationHandler>,
-    /// An NVMe vector's handler: core's step machine for the policy's handler style (the
-    /// runtime's too); the simulator charges its steps.
-    pub nvme: Option<NvmeIrqHandler>,
-    /// The budget of the handler's Reap step (nvme_poll_cq's; Sagi's irq_poll budget).
-    pub reap_budget: u32,
-    /// After Wakeups, go back to this phase's continuation.
-    pub after_wakeups: IrqPhase,
-}
-
-impl IrqFrame {
-    pub fn new(idt: u16) -> Self {
-        IrqFrame {
-            idt,
-            phase: IrqPhase::Entry,
-            vector: None,
-            reaped: 0,
-            notification: None,
-            nvme: None,
-            reap_budget: u32::MAX,
-            after_wakeups: IrqPhase::Reap,
-        }
-    }
-
-    /// The device vector whose handler runs (the Reap, Complete, Doorbell and Primary
-    /// phases come after `start_vector` set it).
-    #[inline]
-    pub fn running_vector(&self) -> usize {
-        self.vector.expect("a device vector's handler runs").ix()
-    }
-}
-
 /// Where the inline softirq (or ksoftirqd) is inside handle_softirqs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SoftPhase {
@@ -203,30 +155,6 @@ pub(crate) enum SoftPhase {
     ResendMasked,
 }
 
-/// Time accounting buckets of one CPU, ns, and its counters.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct CpuStats {
-    /// ns per kind of slice, indexed by `SliceKind as usize` (`CpuStats::ns`).
-    pub time: [u64; SLICE_KINDS],
-    pub ctx_switches: u64,
-    pub hardirqs: u64,
-    pub pmn: u64,
-    pub ticks: u64,
-    pub ksoftirqd_wakeups: u64,
-    /// Allocated at the first tick: an HDR histogram is a few hundred KiB.
-    pub tick_lateness: Option<Box<Latency>>,
-}
-
-/// The kinds of slice (`SliceKind`'s variants).
-pub(crate) const SLICE_KINDS: usize = 7;
-
-impl CpuStats {
-    /// Time spent doing `kind`, ns.
-    pub fn ns(&self, kind: SliceKind) -> u64 {
-        self.time[kind as usize]
-    }
-}
-
 /// Whether time doing `kind` is a thread's (its vruntime; a job's usr or sys): the fair
 /// class does not charge hardirq and softirq time to the thread (IRQ_TIME_ACCOUNTING).
 #[inline(always)]
@@ -235,153 +163,6 @@ pub(crate) fn thread_time(kind: SliceKind) -> bool {
         kind,
         SliceKind::Usr | SliceKind::Sys | SliceKind::Ksoftirqd | SliceKind::IrqThread
     )
-}
-
-pub(crate) struct Cpu {
-    pub epoch: u32,
-    pub stepping: bool,
-    pub mode: Mode,
-    pub kind: SliceKind,
-    /// Time accounting, charged lazily (cpu.rs `account`): the CPU's time up to
-    /// `acct_from` is charged; [acct_from, acct_mark) is owed to `kind` and the thread
-    /// `owed_to`; the time since `acct_mark` (the last step boundary) is not owed yet.
-    pub acct_from: u64,
-    pub acct_mark: u64,
-    pub owed_to: Option<ThreadId>,
-    /// The job `owed_to` runs (its usr and sys).
-    pub owed_job: Option<JobId>,
-    /// The thread that owns the CPU (running, spinning, or interrupted).
-    pub current: Option<ThreadId>,
-    pub runq: VecDeque<ThreadId>,
-    /// The fair class's min_vruntime (kernel/sched/fair.c update_min_vruntime), ns.
-    pub min_vruntime: u64,
-    pub need_resched: bool,
-    /// When `current` last got the CPU (for the CFS slice at ticks).
-    pub slice_start: u64,
-    /// Pending interrupt vectors (the local APIC IRR, core's: highest vector first).
-    pub irr: Irr,
-    pub tick_due: u64,
-    pub irq: IrqFrame,
-    /// `--notification preemptable`: the notification handler a system vector preempted
-    /// between two of its steps; it goes on when that interrupt exits.
-    pub preempted: Option<IrqFrame>,
-    /// The inline softirq was interrupted by a hardirq and resumes after it.
-    pub soft_active: bool,
-    pub soft_phase: SoftPhase,
-    /// CQEs popped by the step in progress (handler, poll call, polled reap).
-    pub reaping: Vec<IoId>,
-    /// The device vector behind each IDT vector of this CPU.
-    pub vec_of_idt: Vec<Option<VectorId>>,
-    pub next_idt: u16,
-    /// How MSIs reach this CPU: an IRTE in remapped format, or the posted-interrupt
-    /// descriptor the IOMMU updates (irqlab-core delivery::DeliveryPath).
-    pub path: DeliveryPath,
-    /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
-    pub pir_shadow: [u64; NR_PIR_WORDS],
-    /// The IOMMU wrote the descriptor's line since the last harvest, so the next round's
-    /// read misses in this CPU's cache.
-    pub pid_dirty: bool,
-    pub softirq: SoftirqCpu,
-    pub irq_poll: IrqPollCpu,
-    /// Vector of each irq_poll instance on this CPU.
-    pub iop_vector: Vec<VectorId>,
-    /// This CPU's ksoftirqd (set by the build once the threads exist).
-    pub ksoftirqd: Option<ThreadId>,
-    /// GSIM's per-CPU moderation state (with --moderator gsim) and its timer's epoch.
-    pub gsim: Option<irqlab_core::gsim::GsimCpu>,
-    pub gsim_epoch: u32,
-    /// Hardirq time since boot (CPUTIME_IRQ), for GSIM's hardirq_percent.
-    pub hardirq_total: u64,
-    /// Ming Lei's 2019 flood detector (used with --flood-detection).
-    pub flood: irqlab_core::flood::FloodDetector,
-    /// When the step in progress ends (valid while `stepping`).
-    pub step_end: u64,
-    /// The inline softirq's next step, to run after a nested hardirq (0: none).
-    pub soft_left: u64,
-    /// CQEs popped by the softirq step in progress (inline or ksoftirqd).
-    pub soft_reaping: Vec<IoId>,
-    /// A reschedule IPI is on its way here.
-    pub ipi_inflight: bool,
-    /// Threads whose hrtimer expired, woken by the hrtimer interrupt.
-    pub hrtimer_wake: Vec<ThreadId>,
-    /// blk-mq's per-CPU blk_cpu_done list: requests BLOCK_SOFTIRQ will complete.
-    pub blk_done: Vec<IoId>,
-    /// This CPU's kworker (system_wq's bound pool), when an adaptive moderator needs one.
-    pub kworker: Option<ThreadId>,
-    /// Moderation work items queued on this CPU's kworker (schedule_work), in order.
-    pub work: VecDeque<VectorId>,
-    /// Where the kworker is in the item at the head of `work`.
-    pub work_state: WorkState,
-    /// The idle task's record_wakee state (it is `current` of an idle CPU's interrupts).
-    pub idle_wakee: Wakee,
-    /// rq->idle_stamp (when the CPU last went idle; 0: busy since) and rq->avg_idle.
-    pub idle_stamp: u64,
-    pub avg_idle: u64,
-    pub stats: CpuStats,
-}
-
-/// What the IOMMU's post of one MSI into a CPU's posted-interrupt descriptor did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Posted {
-    /// The vector's PIR bit was already set: the message merged with a pending one.
-    pub merged: bool,
-    /// ON was clear: a notification to the CPU is due.
-    pub notify: bool,
-}
-
-impl Cpu {
-    /// The CpuStep event of `epoch` came due: true when it ends the step in progress (a
-    /// stale one's step was preempted or replaced).
-    #[inline]
-    pub fn end_step(&mut self, epoch: u32) -> bool {
-        let current = self.epoch == epoch && self.stepping;
-        if current {
-            self.stepping = false;
-        }
-        current
-    }
-
-    /// The IOMMU posts IDT vector `idt` into this CPU's descriptor: the PIR bit, then ON
-    /// unless already set (the hardware's pi_test_and_set_pir and pi_test_and_set_on,
-    /// arch/x86/include/asm/posted_intr.h). Its atomic update takes the descriptor's line
-    /// away from this CPU's cache.
-    pub fn post_interrupt(&mut self, idt: u16) -> Posted {
-        let (w, b) = vector_bit(idt as u8);
-        let merged = self.pir_shadow[w] & b != 0;
-        self.pir_shadow[w] |= b;
-        self.pid_dirty = true;
-        let notify = self.path.pi_desc().is_some_and(|pi| pi.post(idt as u8));
-        Posted { merged, notify }
-    }
-
-    /// handle_pending_pir took `words` out of the PIR (arch/x86/kernel/irq.c,
-    /// pi_harvest_pir). Returns whether the IOMMU wrote the descriptor since the last
-    /// harvest, so that this read missed in the CPU's cache.
-    pub fn harvest_pir(&mut self, words: [u64; NR_PIR_WORDS]) -> bool {
-        for (s, w) in self.pir_shadow.iter_mut().zip(words) {
-            *s &= !w;
-        }
-        std::mem::take(&mut self.pid_dirty)
-    }
-
-    /// PIR bits posted and not yet harvested.
-    pub fn pir_pending(&self) -> u32 {
-        self.pir_shadow.iter().map(|w| w.count_ones()).sum()
-    }
-}
-
-/// A kworker's progress through one moderation work item (ib_cq_rdma_dim_work,
-/// irq-am's program work, net_dim's): post the device command, sleep until its
-/// completion interrupt, then program the level the moderator chose.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum WorkState {
-    /// Between items.
-    #[default]
-    Idle,
-    /// Building and posting the command (mailbox, doorbell).
-    Posting,
-    /// Asleep in wait_for_completion until the device's command completes.
-    Waiting,
 }
 
 /// What a thread does next, returned by its logic when a step ends.
@@ -586,55 +367,4 @@ pub(crate) struct Sim<'a, O: Observer> {
     /// `--event`'s plan and the CPUs online (model/irq_move.rs); None without events.
     pub moves: Option<Box<super::irq_move::IrqMoves>>,
     pub obs: &'a mut O,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::platform::Platform;
-    use irqlab_core::Delivery;
-
-    fn cpu(delivery: Delivery) -> Cpu {
-        let text = include_str!("../../../../platforms/example.toml");
-        let p = Platform::from_toml(text, "example.toml", &[]).expect("example platform");
-        let costs = Costs {
-            hz: 1000,
-            ..Costs::default()
-        };
-        super::super::build::new_cpu(0, &p, &costs, delivery, None)
-    }
-
-    #[test]
-    fn posting_sets_pir_bits_and_notifies_only_while_on_is_clear() {
-        let mut c = cpu(Delivery::Posted { max_loop: 3 });
-        let first = c.post_interrupt(0x21);
-        assert_eq!((first.merged, first.notify), (false, true));
-        let other = c.post_interrupt(0x22);
-        assert_eq!((other.merged, other.notify), (false, false));
-        let again = c.post_interrupt(0x21);
-        assert_eq!((again.merged, again.notify), (true, false));
-        assert_eq!(c.pir_pending(), 2);
-        let (w, b) = vector_bit(0x21);
-        let mut words = [0; NR_PIR_WORDS];
-        words[w] = b;
-        assert!(c.harvest_pir(words), "the IOMMU's posts dirtied the line");
-        assert_eq!(c.pir_pending(), 1);
-        assert!(!c.harvest_pir([0; NR_PIR_WORDS]), "nothing posted since");
-    }
-
-    #[test]
-    fn a_remapped_cpu_has_no_descriptor_to_notify_through() {
-        let mut c = cpu(Delivery::Remapped);
-        assert!(!c.post_interrupt(0x21).notify);
-    }
-
-    #[test]
-    fn only_the_current_step_ends() {
-        let mut c = cpu(Delivery::Remapped);
-        c.epoch = 3;
-        c.stepping = true;
-        assert!(!c.end_step(2), "a stale step event");
-        assert!(c.end_step(3));
-        assert!(!c.end_step(3), "the step already ended");
-    }
 }

@@ -20,6 +20,7 @@ use crate::observer::Observer;
 use crate::platform::RdmaTarget;
 use crate::rng::ServiceTime;
 use irqlab_core::gsim::GsimGlobal;
+use irqlab_core::irq_poll::IrqPollUntil;
 use irqlab_core::nvme::{Hint, MsiRule, NVME_CMD_READ, QueuePair};
 
 /// A response capsule on the wire: the 16 B NVMe completion in a SEND with its RoCE v2
@@ -159,6 +160,8 @@ fn add_target(
             p,
             &inp.costs,
             policy.delivery,
+            // The target runs a stock kernel: --irq-poll-until changes the host's.
+            IrqPollUntil::Budget,
             gsim,
         ));
     }

@@ -23,7 +23,6 @@ use crate::SimError;
 use crate::observer::{Observer, SliceKind};
 use crate::platform::{DeviceGroup, DeviceKind, Platform};
 use irqlab_core::nvme::{MsiRule, QueuePair};
-use irqlab_core::softirq::SoftirqVec;
 use irqlab_core::virtio::SplitRing;
 use irqlab_core::{DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
 
@@ -274,15 +273,15 @@ impl<O: Observer> Sim<'_, O> {
         loop {
             let vq = self.queues[q].virtio_mut().expect("a virtio queue");
             if vq.ring.more_used() {
-                let mut list = std::mem::take(&mut self.cpus[c].reaping);
+                let mut list = self.cpus[c].take_reaping();
                 let n = self.poll_queue(c, q, u32::MAX, &mut list);
                 let vq = self.queues[q].virtio_mut().expect("a virtio queue");
                 for _ in 0..n {
                     let took = vq.ring.get_buf();
                     debug_assert!(took, "the CQ and the used ring agree");
                 }
-                self.cpus[c].reaping = list;
-                self.cpus[c].irq.reaped += n;
+                self.cpus[c].restore_reaping(list);
+                self.cpus[c].irq.add_reaped(n);
                 if self.measuring {
                     self.vectors[v].count_completions(u64::from(n));
                 }
@@ -293,7 +292,7 @@ impl<O: Observer> Sim<'_, O> {
                     } else {
                         0
                     };
-                self.cpus[c].irq.phase = IrqPhase::VirtioDrain;
+                self.cpus[c].irq.enter(IrqPhase::VirtioDrain);
                 self.step(c, (u64::from(n) * per).max(1), SliceKind::HardIrq);
                 return;
             }
@@ -323,13 +322,11 @@ impl<O: Observer> Sim<'_, O> {
         let v = self.cpus[c].irq.running_vector();
         let q = self.vectors[v].queue().ix();
         if self.single_hw_queue(q) == Some(true) {
-            let cpu = &mut self.cpus[c];
-            cpu.blk_done.append(&mut cpu.reaping);
-            cpu.softirq.raise(SoftirqVec::Block);
+            self.cpus[c].reaped_to_block_softirq();
             self.virtio_drain(c);
             return;
         }
-        let mut list = std::mem::take(&mut self.cpus[c].reaping);
+        let mut list = self.cpus[c].take_reaping();
         let mut woke = 0;
         for &io in &list {
             if self.complete_io(io, c) {
@@ -337,10 +334,10 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         list.clear();
-        self.cpus[c].reaping = list;
+        self.cpus[c].restore_reaping(list);
         if woke > 0 {
-            self.cpus[c].irq.after_wakeups = IrqPhase::VirtioDrain;
-            self.cpus[c].irq.phase = IrqPhase::Wakeups;
+            self.cpus[c].irq.wake_then(IrqPhase::VirtioDrain);
+            self.cpus[c].irq.enter(IrqPhase::Wakeups);
             self.step(c, woke * self.costs.wakeup, SliceKind::HardIrq);
         } else {
             self.virtio_drain(c);
@@ -357,13 +354,13 @@ impl<O: Observer> Sim<'_, O> {
 
     /// virtblk_done returned: the tracer's handler event, then EOI and irq_exit.
     fn virtio_handler_returned(&mut self, c: usize, v: usize) {
-        let reaped = self.cpus[c].irq.reaped;
+        let reaped = self.cpus[c].irq.reaped();
         self.obs.handler(self.now, c, v, reaped);
         if self.end_vector_handler(c) {
             return;
         }
         let ns = self.costs.eoi + self.costs.irq_exit;
-        self.cpus[c].irq.phase = IrqPhase::Exit;
+        self.cpus[c].irq.enter(IrqPhase::Exit);
         self.step(c, ns, SliceKind::HardIrq);
     }
 
@@ -372,10 +369,7 @@ impl<O: Observer> Sim<'_, O> {
     /// blk_done_softirq takes the CPU's whole list (blk_complete_reqs): returns the step's
     /// CPU time, `kernel.complete_io_ns` per request.
     pub(crate) fn block_softirq(&mut self, c: usize) -> u64 {
-        let cpu = &mut self.cpus[c];
-        std::mem::swap(&mut cpu.soft_reaping, &mut cpu.blk_done);
-        cpu.soft_phase = SoftPhase::Block;
-        let list = &self.cpus[c].soft_reaping;
+        let list = self.cpus[c].soft.start_block();
         let ns: u64 = list
             .iter()
             .map(|&io| {
@@ -390,7 +384,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The BLOCK_SOFTIRQ step ended: each request completes (the event, the wake-up).
     /// Returns the wake-ups' cost, when there were any.
     pub(crate) fn block_softirq_done(&mut self, c: usize) -> Option<u64> {
-        let mut list = std::mem::take(&mut self.cpus[c].soft_reaping);
+        let mut list = self.cpus[c].soft.take_reaping();
         let mut woke = 0;
         for &io in &list {
             if self.complete_io(io, c) {
@@ -398,9 +392,9 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         list.clear();
-        self.cpus[c].soft_reaping = list;
+        self.cpus[c].soft.restore_reaping(list);
         (woke > 0).then(|| {
-            self.cpus[c].soft_phase = SoftPhase::BlockWakeups;
+            self.cpus[c].soft.enter(SoftPhase::BlockWakeups);
             woke * self.costs.wakeup
         })
     }
