@@ -17,7 +17,8 @@
 //!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
 //!   serves them; `guest`: vCPU wakes.
 //! - `io`: one I/O's request record (job, queue, command id, command, times, media unit).
-//! - `job`: the fio job loop; `job_life`: a job's constructor and window reset; `fio_job`: fio's per-job and run-wide state.
+//! - `job`: the fio job loop; `job_life`: a job's record (its loop's phase, its I/Os in
+//!   flight, its statistics), owning its fields; `fio_job`: fio's per-job and run-wide state.
 //! - `irq_move`: `--event`'s vector moves and CPUs going offline.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
