@@ -1376,11 +1376,6 @@ fn settle_cpu(cpu: &mut Cpu, threads: &mut [Thread], jobs: &mut [Job], measuring
         return;
     }
     if let Some(j) = cpu.owed_job {
-        let job = &mut jobs[j.ix()];
-        match cpu.kind {
-            SliceKind::Usr => job.usr += dt,
-            SliceKind::Sys => job.sys += dt,
-            _ => {}
-        }
+        jobs[j.ix()].charge(cpu.kind, dt);
     }
 }

@@ -108,9 +108,9 @@ impl<O: Observer> Sim<'_, O> {
                 // wait_for: started when what it waits for has exited.
                 continue;
             }
-            let f = &self.jobs[j].fio;
+            let f = self.jobs[j].fio();
             let job = JobId::new(j);
-            if self.threads[self.jobs[j].thread.ix()].start_runnable() {
+            if self.threads[self.jobs[j].thread().ix()].start_runnable() {
                 if f.measure_from > 0 {
                     self.q.push(f.measure_from, Event::JobRampEnd { job });
                 }
@@ -151,8 +151,8 @@ impl<O: Observer> Sim<'_, O> {
     /// Whether job `j` started at time 0 with the machine (its thread runnable).
     fn fio_job_started_at_zero(&self, j: usize) -> bool {
         !self.is_helper(j)
-            && self.jobs[j].fio.started
-            && self.threads[self.jobs[j].thread.ix()].start_runnable()
+            && self.jobs[j].fio().started
+            && self.threads[self.jobs[j].thread().ix()].start_runnable()
     }
 
     /// Runs until the jobs are done, with every event at the time the last one ended, or
@@ -202,7 +202,7 @@ impl<O: Observer> Sim<'_, O> {
             // they would only move the clock.
             let stale = match ev {
                 Event::SteadyCheck => true,
-                Event::JobTimer { job, .. } => self.jobs[job.ix()].phase == state::JobPhase::Done,
+                Event::JobTimer { job, .. } => self.jobs[job.ix()].phase() == state::JobPhase::Done,
                 _ => false,
             };
             if stale {

@@ -241,7 +241,7 @@ impl<O: Observer> Sim<'_, O> {
         if let ThreadKind::Job(j) = self.threads[t].kind()
             && self.measuring
         {
-            self.jobs[j.ix()].ctx += 1;
+            self.jobs[j.ix()].context_switched();
         }
     }
 
@@ -376,7 +376,7 @@ impl<O: Observer> Sim<'_, O> {
                 if let ThreadKind::Job(j) = self.threads[t].kind()
                     && self.measuring
                 {
-                    self.jobs[j.ix()].ctx += 1;
+                    self.jobs[j.ix()].context_switched();
                 }
                 self.cpus[c].current = None;
                 self.resume(c);
