@@ -656,3 +656,92 @@ impl Job {
         (&mut self.read, &mut self.write, &mut self.fio)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observer::SliceKind;
+
+    fn job(queues: usize) -> Job {
+        let text = "[j]\nfilename=/dev/nvme0n1\nrw=randread\niodepth=4\n";
+        let specs = irqlab_fio::parse_str(text, std::path::Path::new("t.fio")).expect("job file");
+        let fio = FioJob::new(&specs[0], 1, 0, None, 1);
+        let queues = (0..queues).map(QueueId::new).collect();
+        Job::new(
+            "j".into(),
+            ThreadId::new(0),
+            IoEngine::Libaio,
+            queues,
+            vec![DeviceId::new(0)],
+            fio,
+        )
+    }
+
+    #[test]
+    fn what_it_submits_is_outstanding_until_reaped() {
+        let mut j = job(1);
+        assert_eq!(j.submitted(3, 100), 3);
+        assert_eq!(j.submitted(1, 200), 4, "the depth reached");
+        assert_eq!((j.issued(), j.fio().issues), (4, 4));
+        j.reaped(3);
+        assert_eq!(j.outstanding(), 1);
+        assert_eq!(j.issued(), 4, "reaping does not undo an issue");
+    }
+
+    #[test]
+    fn a_reap_call_is_satisfied_by_enough_completions_in_order() {
+        let mut j = job(1);
+        j.wait_for(2);
+        j.io_completed(IoId::new(7));
+        assert!(!j.enough_ready());
+        j.io_completed(IoId::new(5));
+        assert!(j.enough_ready());
+        assert_eq!(
+            j.reap_ready(),
+            Some(IoId::new(7)),
+            "the oldest completion first"
+        );
+        assert_eq!(j.take_ready(), vec![IoId::new(5)]);
+        assert_eq!((j.ready_len(), j.reap_ready()), (0, None));
+    }
+
+    #[test]
+    fn files_are_taken_round_robin() {
+        let mut j = job(3);
+        assert_eq!(j.queue_ahead(0), QueueId::new(0));
+        assert_eq!(j.queue_ahead(4), QueueId::new(1));
+        let next: Vec<QueueId> = (0..4).map(|_| j.next_file()).collect();
+        assert_eq!(next, [1, 2, 0, 1].map(QueueId::new));
+    }
+
+    #[test]
+    fn disable_slat_records_clat_and_lat_only() {
+        let mut j = job(1);
+        j.record_io(0, 0, 4096, (10, 20, 30));
+        j.fio_mut().ctl.disable_slat = true;
+        j.record_io(0, 0, 4096, (10, 20, 30));
+        let lat = j.read.lat.as_ref().expect("samples");
+        assert_eq!((j.read.ios, j.read.bytes), (2, 8192));
+        assert_eq!([lat[0].count(), lat[1].count(), lat[2].count()], [1, 2, 2]);
+        assert_eq!(j.write.ios, 0);
+    }
+
+    #[test]
+    fn the_window_reset_clears_its_statistics() {
+        let mut j = job(1);
+        j.charge(SliceKind::Usr, 5);
+        j.charge(SliceKind::Sys, 7);
+        j.charge(SliceKind::HardIrq, 11);
+        j.context_switched();
+        j.migrated(vec![QueueId::new(2)], true);
+        j.migrated(vec![QueueId::new(3)], false);
+        j.submitted(2, 0);
+        j.mark_depth(2, 2);
+        assert_eq!((j.usr(), j.sys(), j.ctx(), j.migrations()), (5, 7, 1, 1));
+        assert_eq!(j.queues(), [QueueId::new(3)]);
+        j.reset_window(100);
+        assert_eq!((j.usr(), j.sys(), j.ctx(), j.migrations()), (0, 0, 0, 0));
+        assert_eq!(j.depth_level(), [0; 7]);
+        assert_eq!(j.outstanding(), 2, "I/Os in flight outlive the window");
+    }
+}
