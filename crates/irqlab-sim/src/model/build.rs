@@ -6,6 +6,7 @@
 use super::controller::Device;
 use super::fio_job::{DiskAcct, FioJob, FioRun};
 use super::ids::{CpuId, DeviceId, JobId, PortId, QueueId, ThreadId, VectorId};
+use super::job_life::JobShape;
 use super::queue::Queue;
 use super::state::*;
 use super::vector::Vector;
@@ -22,7 +23,6 @@ use irqlab_core::softirq::{SoftirqConfig, SoftirqCpu};
 use irqlab_core::{Delivery, HandlerStyle, ModeratorKind, Policy};
 use irqlab_fio::plan::{Instance, RunPlan};
 use irqlab_fio::{IoEngine, JobSpec};
-use std::collections::VecDeque;
 
 use super::budget::MAX_SIMULATED_NS;
 /// The largest I/O the model accepts: bigger ones would be split by the block layer.
@@ -616,7 +616,7 @@ fn new_job(
         inp.costs.usr_io
     };
     let devices = c.devices.iter().map(|&d| DeviceId::new(d)).collect();
-    Job {
+    let shape = JobShape {
         groupid,
         options: s.job_options(),
         submitter,
@@ -632,9 +632,16 @@ fn new_job(
         end: if fio.started { s.total_time_ns() } else { None },
         // number_ios here; size is a byte budget (FioJob::byte_limit).
         io_limit: if s.time_based { None } else { s.number_ios },
-        ready: VecDeque::with_capacity(iodepth.min(4096) as usize),
-        ..Job::new(s.name.clone(), thread, s.ioengine, queues, devices, fio)
-    }
+    };
+    Job::of_file(
+        s.name.clone(),
+        thread,
+        s.ioengine,
+        queues,
+        devices,
+        fio,
+        shape,
+    )
 }
 
 /// Every queue has room for what its pinned jobs may have in flight (one entry stays
@@ -651,8 +658,8 @@ fn check_queue_depths(
         if !c.pinned {
             continue;
         }
-        for &q in &job.queues {
-            depth[q.ix()] += u64::from(job.iodepth);
+        for &q in job.queues() {
+            depth[q.ix()] += u64::from(job.iodepth());
         }
     }
     for (queue, &d) in m.queues.iter().zip(&depth) {
@@ -674,7 +681,7 @@ fn check_queue_depths(
 fn run_end(waves: &[Vec<JobId>], jobs: &[Job]) -> u64 {
     let wave_span = |wave: &Vec<JobId>| -> u64 {
         wave.iter().fold(0u64, |m, &j| {
-            let f = &jobs[j.ix()].fio;
+            let f = jobs[j.ix()].fio();
             let bound = f.total_ns.unwrap_or(MAX_SIMULATED_NS);
             m.max(f.startdelay_ns.saturating_add(bound))
         })

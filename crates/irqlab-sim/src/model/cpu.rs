@@ -1344,11 +1344,6 @@ fn settle_cpu(cpu: &mut Cpu, threads: &mut [Thread], jobs: &mut [Job], measuring
         return;
     }
     if let Some(j) = owed.job {
-        let job = &mut jobs[j.ix()];
-        match owed.kind {
-            SliceKind::Usr => job.usr += owed.ns,
-            SliceKind::Sys => job.sys += owed.ns,
-            _ => {}
-        }
+        jobs[j.ix()].charge(owed.kind, owed.ns);
     }
 }

@@ -52,7 +52,7 @@ pub(crate) fn complete(
         if let Some(cfg) = specs[si].cpuio
             && cfg.mode == irqlab_fio::CpuMode::Qsort
         {
-            jobs[j].fio.ctl.cpuio_cycle_ns = p.engine.cpuio_qsort_ns.ok_or_else(|| {
+            jobs[j].fio_mut().ctl.cpuio_cycle_ns = p.engine.cpuio_qsort_ns.ok_or_else(|| {
                 option_err(
                     &specs[si],
                     &["cpumode"],
@@ -84,7 +84,7 @@ fn check(
     m: &super::build::Machine,
 ) -> Result<(), SimError> {
     let devices: Vec<usize> = job
-        .queues
+        .queues()
         .iter()
         .map(|q| m.queues[q.ix()].device().ix())
         .collect();
@@ -185,29 +185,27 @@ fn helper_job(
     ));
     let thread = ThreadId::new(m.threads.len() - 1);
     let p = &jobs[parent];
-    let queues: Vec<QueueId> = p.queues.iter().map(|&q| queue_for_cpu(m, q, cpu)).collect();
-    if p.polled {
+    let queues: Vec<QueueId> = p
+        .queues()
+        .iter()
+        .map(|&q| queue_for_cpu(m, q, cpu))
+        .collect();
+    if p.polled() {
         for &q in &queues {
             m.queues[q.ix()].add_spinner(thread);
         }
     }
-    let mut fio = FioJob::new(s, p.fio.thread_number, p.fio.wave, None, 0);
+    let mut fio = FioJob::new(s, p.fio().thread_number, p.fio().wave, None, 0);
     fio.logs = Default::default();
     fio.ctl = FioCtl::helper(role, s);
-    let job = Job {
-        groupid: p.groupid,
-        polled: p.polled,
-        hybrid: p.hybrid,
-        phase: JobPhase::Fio(phase),
-        ..Job::new(
-            format!("{}:{}", p.name, id),
-            thread,
-            p.engine,
-            queues,
-            p.devices.clone(),
-            fio,
-        )
-    };
+    let job = Job::helper(
+        p,
+        format!("{}:{}", p.name(), id),
+        thread,
+        queues,
+        fio,
+        JobPhase::Fio(phase),
+    );
     jobs.push(job);
     id
 }
@@ -230,10 +228,10 @@ fn add_workers(
     m: &mut super::build::Machine,
 ) {
     let set = allowed(s, k, p);
-    let home = m.threads[jobs[j].thread.ix()].cpu().ix();
+    let home = m.threads[jobs[j].thread().ix()].cpu().ix();
     let pos = set.iter().position(|&c| c == home).unwrap_or(0);
     let mut workers = Vec::new();
-    for w in 0..jobs[j].iodepth as usize {
+    for w in 0..jobs[j].iodepth() as usize {
         let cpu = set[(pos + 1 + w) % set.len()];
         let id = helper_job(
             s,
@@ -246,10 +244,10 @@ fn add_workers(
             jobs,
             m,
         );
-        jobs[id].fio.ctl.worker = Some(WorkerQueue::default());
+        jobs[id].fio_mut().ctl.worker = Some(WorkerQueue::default());
         workers.push(JobId::new(id));
     }
-    jobs[j].fio.ctl.offload = Some(Offload {
+    jobs[j].fio_mut().ctl.offload = Some(Offload {
         workers,
         next_free: 0,
         seq: 0,
@@ -268,9 +266,9 @@ fn add_sq_thread(
     jobs: &mut Vec<Job>,
     m: &mut super::build::Machine,
 ) {
-    let home = m.threads[jobs[j].thread.ix()].cpu().ix();
+    let home = m.threads[jobs[j].thread().ix()].cpu().ix();
     let cpu = cpu.unwrap_or((home + 1) % p.cpu.count);
-    let iopoll = jobs[j].polled;
+    let iopoll = jobs[j].polled();
     let id = helper_job(
         s,
         j,
@@ -283,14 +281,13 @@ fn add_sq_thread(
         m,
     );
     // The job spins on its CQ ring instead of polling the device's queues.
-    let owner_thread = jobs[j].thread;
-    for &q in &jobs[j].queues {
+    let owner_thread = jobs[j].thread();
+    for &q in jobs[j].queues() {
         m.queues[q.ix()].remove_spinner(owner_thread);
     }
-    jobs[j].polled = false;
-    jobs[j].hybrid = false;
-    jobs[id].hybrid = false;
-    jobs[j].fio.ctl.ring = Some(SqRing {
+    jobs[j].hand_polling_to_sqpoll();
+    jobs[id].poll_without_sleep();
+    jobs[j].fio_mut().ctl.ring = Some(SqRing {
         thread: Some(JobId::new(id)),
         iopoll,
         ..SqRing::default()
@@ -315,7 +312,7 @@ fn zone_maps(
                 continue;
             };
             if jobs[j]
-                .queues
+                .queues()
                 .iter()
                 .any(|q| m.queues[q.ix()].device().ix() == d)
             {
@@ -359,7 +356,7 @@ fn flows(specs: &[JobSpec], plan: &RunPlan, jobs: &mut [Job], fio: &mut FioRun) 
         };
         fio.flows[g].total_weight += u64::from(f.weight);
         fio.flows[g].members.push(JobId::new(j));
-        jobs[j].fio.ctl.flow = Some(FlowMember {
+        jobs[j].fio_mut().ctl.flow = Some(FlowMember {
             group: g,
             weight: f.weight,
             counter: 0,
@@ -391,13 +388,11 @@ fn wait_for(
                 ));
             }
         };
-        jobs[j].fio.ctl.wait_for = plan.clones_of(above).map(JobId::new).collect();
+        jobs[j].fio_mut().ctl.wait_for = plan.clones_of(above).map(JobId::new).collect();
         // It starts when they have exited (job.rs start_waiters), not with its wave.
         let job = &mut jobs[j];
-        if job.fio.started {
-            job.fio.started = false;
-            job.end = None;
-            m.threads[job.thread.ix()].hold_at_start();
+        if job.hold_for_waitees() {
+            m.threads[job.thread().ix()].hold_at_start();
         }
     }
     Ok(())

@@ -657,7 +657,7 @@ impl FioRun {
         !self.flows.is_empty()
             || self.ss_interval_ms.is_some()
             || jobs.iter().any(|j| {
-                let c = &j.fio.ctl;
+                let c = &j.fio().ctl;
                 c.role != super::fio_ctl::Role::Main
                     || c.exit.exitall
                     || c.exit.on_error

@@ -13,7 +13,7 @@ use crate::observer::Observer;
 impl<O: Observer> Sim<'_, O> {
     /// flow_threshold_exceeded's test for job `j`.
     pub(crate) fn flow_holds(&self, j: usize) -> bool {
-        let Some(m) = &self.jobs[j].fio.ctl.flow else {
+        let Some(m) = &self.jobs[j].fio().ctl.flow else {
             return false;
         };
         flow_exceeded(m, &self.fio.flows[m.group])
@@ -22,7 +22,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The job passed the test and issues one I/O: its counter and the group's move,
     /// which may let a held job of the group go on.
     pub(crate) fn flow_issue(&mut self, j: usize) {
-        let Some(m) = &mut self.jobs[j].fio.ctl.flow else {
+        let Some(m) = &mut self.jobs[j].fio_mut().ctl.flow else {
             return;
         };
         m.counter += 1;
@@ -33,7 +33,7 @@ impl<O: Observer> Sim<'_, O> {
 
     /// flow_exit_job: the job's count and weight leave the group.
     pub(crate) fn flow_exit(&mut self, j: usize) {
-        let Some(m) = self.jobs[j].fio.ctl.flow.take() else {
+        let Some(m) = self.jobs[j].fio_mut().ctl.flow.take() else {
             return;
         };
         let g = &mut self.fio.flows[m.group];
@@ -46,10 +46,10 @@ impl<O: Observer> Sim<'_, O> {
     fn poke_flow(&mut self, g: usize, except: usize) {
         for i in 0..self.fio.flows[g].members.len() {
             let k = self.fio.flows[g].members[i].ix();
-            if k == except || self.jobs[k].phase != JobPhase::Fio(FioPhase::FlowSpin) {
+            if k == except || self.jobs[k].phase() != JobPhase::Fio(FioPhase::FlowSpin) {
                 continue;
             }
-            let t = self.jobs[k].thread.ix();
+            let t = self.jobs[k].thread().ix();
             if self.threads[t].spinning() {
                 self.poke_thread(t);
             }
@@ -59,14 +59,14 @@ impl<O: Observer> Sim<'_, O> {
     /// The flow holds job `j` back: flow_sleep quiesces and sleeps; without it fio's
     /// loop spins (a zoned job quiesces first, flow.c).
     pub(crate) fn flow_wait(&mut self, j: usize, reap_call: u64) -> Option<ThreadStep> {
-        let sleep = self.jobs[j].fio.ctl.flow.map_or(0, |m| m.sleep_ns);
-        let zoned = self.jobs[j].fio.ctl.zones.is_some();
-        if (sleep > 0 || zoned) && self.jobs[j].outstanding > 0 {
-            self.jobs[j].fio.ctl.quiesce = Some(AfterQuiesce::FlowSleep(sleep));
+        let sleep = self.jobs[j].fio().ctl.flow.map_or(0, |m| m.sleep_ns);
+        let zoned = self.jobs[j].fio().ctl.zones.is_some();
+        if (sleep > 0 || zoned) && self.jobs[j].outstanding() > 0 {
+            self.jobs[j].fio_mut().ctl.quiesce = Some(AfterQuiesce::FlowSleep(sleep));
             return self.decide(j, reap_call);
         }
         if sleep > 0 {
-            self.jobs[j].phase = JobPhase::Pause;
+            self.jobs[j].enter_phase(JobPhase::Pause);
             return Some(ThreadStep::Sleep { ns: sleep });
         }
         Some(self.flow_spin(j))
@@ -74,8 +74,8 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Spin in fio's loop: its runtime check ends the spin at the job's end.
     pub(crate) fn flow_spin(&mut self, j: usize) -> ThreadStep {
-        self.jobs[j].phase = JobPhase::Fio(FioPhase::FlowSpin);
-        if let Some(end) = self.jobs[j].end
+        self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::FlowSpin));
+        if let Some(end) = self.jobs[j].end()
             && end > self.now
         {
             self.q.push(
@@ -92,6 +92,6 @@ impl<O: Observer> Sim<'_, O> {
     /// A spinning job's look at its flow: it may go on, or must stop.
     pub(crate) fn flow_found(&self, j: usize) -> bool {
         let job = &self.jobs[j];
-        !self.flow_holds(j) || job.end.is_some_and(|e| self.now >= e) || job.fio.ctl.stops()
+        !self.flow_holds(j) || job.end().is_some_and(|e| self.now >= e) || job.fio().ctl.stops()
     }
 }

@@ -209,7 +209,7 @@ fn refuse_threads<O: Observer>(
         {
             return Err(SimError::Unsupported(format!(
                 "--event {e}: job '{}' runs on cpu{cpu}; {fallback}",
-                sim.jobs[j.ix()].name
+                sim.jobs[j.ix()].name()
             )));
         }
     }

@@ -24,9 +24,9 @@ impl<O: Observer> Sim<'_, O> {
     /// (io_uring/rw.c: io_complete_rw queues task_work, io_complete_rw_iopoll does not)
     /// or its SQPOLL thread runs it.
     pub(crate) fn engine_costs(&self, j: usize) -> (u64, u64, u64, u64) {
-        let c = match &self.jobs[j].submitter {
+        let c = match self.jobs[j].submitter() {
             Some(sub) => sub,
-            None => match super::build::syscall_costs(&self.engine, self.jobs[j].engine) {
+            None => match super::build::syscall_costs(&self.engine, self.jobs[j].engine()) {
                 Some(c) => c,
                 // fio's null engine: no syscall, no kernel work.
                 None => return (0, 0, 0, 0),
@@ -35,7 +35,7 @@ impl<O: Observer> Sim<'_, O> {
         // POSIX aio: glibc's helper threads each make one pread/pwrite (its syscall and
         // doorbell) and wake the job's thread when it returns; the job's own calls
         // (aio_read, aio_suspend) stay in user space until it sleeps.
-        if self.jobs[j].engine == IoEngine::PosixAio {
+        if self.jobs[j].engine() == IoEngine::PosixAio {
             return (
                 0,
                 c.submit_call_ns + c.submit_io_ns + self.costs.sq_doorbell,
@@ -43,7 +43,7 @@ impl<O: Observer> Sim<'_, O> {
                 c.reap_call_ns + c.reap_io_ns + self.costs.wakeup,
             );
         }
-        let task_work = self.jobs[j].polled || self.jobs[j].fio.ctl.ring.is_some();
+        let task_work = self.jobs[j].polled() || self.jobs[j].fio().ctl.ring.is_some();
         (
             c.submit_call_ns,
             c.submit_io_ns,
@@ -55,26 +55,26 @@ impl<O: Observer> Sim<'_, O> {
     /// The job's thread finished its step on CPU `c`: what next? One arm per phase of
     /// fio's loop; an arm returns None when the next phase starts at once.
     pub(crate) fn job_advance(&mut self, c: usize, j: usize) -> ThreadStep {
-        if let Role::SqThread { owner } = self.jobs[j].fio.ctl.role {
+        if let Role::SqThread { owner } = self.jobs[j].fio().ctl.role {
             return self.sq_thread_advance(c, j, owner.ix());
         }
-        if self.jobs[j].engine == IoEngine::CpuIo {
+        if self.jobs[j].engine() == IoEngine::CpuIo {
             return self.cpuio_advance(j);
         }
         let (submit_call, submit_io, reap_call, reap_io) = self.engine_costs(j);
         loop {
-            let next = match self.jobs[j].phase {
+            let next = match self.jobs[j].phase() {
                 JobPhase::Start => self.decide(j, reap_call),
                 JobPhase::Usr { k } => {
                     if let Some(p) = self.special_submit(j, k) {
-                        self.jobs[j].phase = JobPhase::Fio(p);
+                        self.jobs[j].enter_phase(JobPhase::Fio(p));
                         continue;
                     }
-                    self.jobs[j].phase = JobPhase::Submit { k };
+                    self.jobs[j].enter_phase(JobPhase::Submit { k });
                     // The batch's doorbell (POSIX aio's are in its per-I/O cost; the null
                     // engine rings none, nor does a batch that reaches no device).
                     let dev = self.device_ios(j, k);
-                    let doorbell = match self.jobs[j].engine {
+                    let doorbell = match self.jobs[j].engine() {
                         IoEngine::Null | IoEngine::PosixAio => 0,
                         _ if dev == 0 => 0,
                         _ => self.sq_doorbell_ns(j),
@@ -95,26 +95,26 @@ impl<O: Observer> Sim<'_, O> {
                         // What went was committed (blk_mq_commit_rqs), kicked if asked.
                         if let Some(ns) = self.kick_step(j) {
                             self.kick_done(j);
-                            self.jobs[j].phase = JobPhase::TagWait { k: k - sent };
+                            self.jobs[j].enter_phase(JobPhase::TagWait { k: k - sent });
                             return ThreadStep::sys(ns);
                         }
-                        self.jobs[j].phase = JobPhase::TagWait { k: k - sent };
+                        self.jobs[j].enter_phase(JobPhase::TagWait { k: k - sent });
                         return ThreadStep::Block;
                     }
                     // virtio-blk: the notify exit, when the batch asked for a kick.
                     if let Some(ns) = self.kick_step(j) {
-                        self.jobs[j].phase = JobPhase::Kick;
+                        self.jobs[j].enter_phase(JobPhase::Kick);
                         return ThreadStep::sys(ns);
                     }
                     // Ming Lei's 2019 patch: after bd->last on a queue shared by several
                     // CPUs, spin_trylock the CQ lock and reap what is there.
-                    let (n, reap_ns) = if self.policy.reap_after_submit && !self.jobs[j].polled {
+                    let (n, reap_ns) = if self.policy.reap_after_submit && !self.jobs[j].polled() {
                         self.reap_own_queues(j, true)
                     } else {
                         (0, 0)
                     };
                     if n > 0 {
-                        self.jobs[j].phase = JobPhase::SubmitReap;
+                        self.jobs[j].enter_phase(JobPhase::SubmitReap);
                         Some(ThreadStep::sys(reap_ns + self.costs.cq_doorbell))
                     } else {
                         self.decide(j, reap_call)
@@ -124,7 +124,7 @@ impl<O: Observer> Sim<'_, O> {
                     let woke = self.finish_thread_reap(c, j);
                     if woke > 0 {
                         // The waker's cost of the wake-ups it did for other jobs.
-                        self.jobs[j].phase = JobPhase::Start;
+                        self.jobs[j].enter_phase(JobPhase::Start);
                         Some(ThreadStep::sys(woke * self.costs.wakeup))
                     } else {
                         self.decide(j, reap_call)
@@ -132,21 +132,21 @@ impl<O: Observer> Sim<'_, O> {
                 }
                 JobPhase::ReapCall | JobPhase::Wait => self.wait_for_events(j, reap_io),
                 JobPhase::HybridSleep => {
-                    self.jobs[j].phase = JobPhase::Poll;
+                    self.jobs[j].enter_phase(JobPhase::Poll);
                     None
                 }
                 JobPhase::ThinkSpin { sleep_ns } => {
                     let job = &mut self.jobs[j];
                     if sleep_ns > 0 {
-                        job.phase = JobPhase::Pause;
+                        job.enter_phase(JobPhase::Pause);
                         Some(ThreadStep::Sleep { ns: sleep_ns })
                     } else {
-                        job.phase = JobPhase::Start;
+                        job.enter_phase(JobPhase::Start);
                         None
                     }
                 }
                 JobPhase::Pause => {
-                    self.jobs[j].phase = JobPhase::Start;
+                    self.jobs[j].enter_phase(JobPhase::Start);
                     None
                 }
                 JobPhase::Kick => {
@@ -157,7 +157,7 @@ impl<O: Observer> Sim<'_, O> {
                     let woke = self.collect(j, n);
                     if woke > 0 {
                         // An offload worker woke its job (put_io_u's free_cond signal).
-                        self.jobs[j].phase = JobPhase::Start;
+                        self.jobs[j].enter_phase(JobPhase::Start);
                         Some(ThreadStep::sys(woke * self.costs.wakeup))
                     } else {
                         self.decide(j, reap_call)
@@ -167,11 +167,12 @@ impl<O: Observer> Sim<'_, O> {
                 JobPhase::PollReap => {
                     self.finish_thread_reap(c, j);
                     let job = &mut self.jobs[j];
-                    job.phase = if job.ready.len() as u32 >= job.waiting_for {
+                    let next = if job.enough_ready() {
                         JobPhase::ReapCall
                     } else {
                         JobPhase::Poll
                     };
+                    job.enter_phase(next);
                     None
                 }
                 JobPhase::Fio(p) => self.fio_phase(j, p, reap_call),
@@ -188,12 +189,12 @@ impl<O: Observer> Sim<'_, O> {
         match p {
             FioPhase::Handoff => self.handoff(j),
             FioPhase::FreeWait | FioPhase::Idle | FioPhase::FlowSpin | FioPhase::Burn => {
-                self.jobs[j].phase = JobPhase::Start;
+                self.jobs[j].enter_phase(JobPhase::Start);
                 None
             }
             FioPhase::RingCommit { k } => self.ring_commit(j, k),
             FioPhase::RingSpin => {
-                self.jobs[j].phase = JobPhase::ReapCall;
+                self.jobs[j].enter_phase(JobPhase::ReapCall);
                 None
             }
             FioPhase::SyncSubmit => self.sync_submit(j),
@@ -201,7 +202,7 @@ impl<O: Observer> Sim<'_, O> {
             FioPhase::SyncKick => self.sync_kicked(j),
             FioPhase::SyncWait => {
                 // Woken: the command completed (reap.rs complete_io).
-                self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncReap);
+                self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SyncReap));
                 let reap = super::build::syscall_costs(&self.engine, IoEngine::Pvsync2)
                     .map_or(0, |c| c.reap_io_ns);
                 Some(ThreadStep::sys(reap.max(1)))
@@ -209,7 +210,7 @@ impl<O: Observer> Sim<'_, O> {
             FioPhase::SyncReap => {
                 let woke = self.collect_sync(j);
                 if woke > 0 {
-                    self.jobs[j].phase = JobPhase::Start;
+                    self.jobs[j].enter_phase(JobPhase::Start);
                     return Some(ThreadStep::sys(woke * self.costs.wakeup));
                 }
                 self.decide(j, reap_call)
@@ -227,13 +228,13 @@ impl<O: Observer> Sim<'_, O> {
     /// ring first sleeps). A SQPOLL ring's getevents spins on the CQ ring in user space.
     fn wait_for_events(&mut self, j: usize, reap_io: u64) -> Option<ThreadStep> {
         let (now, hrtimer) = (self.now, self.costs.hrtimer);
-        let ring = self.jobs[j].fio.ctl.ring.is_some();
+        let ring = self.jobs[j].fio().ctl.ring.is_some();
         let job = &mut self.jobs[j];
-        let ready = job.ready.len() as u32;
-        if ready >= job.waiting_for {
-            let n = ready.min(job.complete_max).max(1);
-            job.phase = JobPhase::Collect { n };
-            job.waiting_for = 0;
+        let ready = job.ready_len() as u32;
+        if ready >= job.waiting_for() {
+            let n = ready.min(job.complete_max()).max(1);
+            job.enter_phase(JobPhase::Collect { n });
+            job.wait_for(0);
             let ns = u64::from(n) * reap_io;
             return (ns > 0).then_some(if ring {
                 ThreadStep::Run {
@@ -245,21 +246,21 @@ impl<O: Observer> Sim<'_, O> {
             });
         }
         if ring {
-            job.phase = JobPhase::Fio(FioPhase::RingSpin);
+            job.enter_phase(JobPhase::Fio(FioPhase::RingSpin));
             return Some(ThreadStep::Spin);
         }
-        if !job.polled {
-            job.phase = JobPhase::Wait;
+        if !job.polled() {
+            job.enter_phase(JobPhase::Wait);
             return Some(ThreadStep::Block);
         }
         // io_uring hybrid IOPOLL: sleep half the fastest completion.
-        if job.hybrid
-            && let Some(wake_at) = job.hybrid_poll.sleep_until(now, job.last_submit, hrtimer)
+        if job.hybrid()
+            && let Some(wake_at) = job.hybrid_sleep_until(now, hrtimer)
         {
-            job.phase = JobPhase::HybridSleep;
+            job.enter_phase(JobPhase::HybridSleep);
             return Some(ThreadStep::Sleep { ns: wake_at - now });
         }
-        job.phase = JobPhase::Poll;
+        job.enter_phase(JobPhase::Poll);
         None
     }
 
@@ -268,63 +269,64 @@ impl<O: Observer> Sim<'_, O> {
     fn poll_step(&mut self, j: usize) -> Option<ThreadStep> {
         // Another poller of a shared queue may have reaped our completions.
         let job = &mut self.jobs[j];
-        if job.ready.len() as u32 >= job.waiting_for {
-            job.phase = JobPhase::ReapCall;
+        if job.enough_ready() {
+            job.enter_phase(JobPhase::ReapCall);
             return None;
         }
         let (n, reap_ns) = self.reap_own_queues(j, false);
         if n == 0 {
             return Some(ThreadStep::Spin);
         }
-        self.jobs[j].phase = JobPhase::PollReap;
+        self.jobs[j].enter_phase(JobPhase::PollReap);
         Some(ThreadStep::sys(reap_ns + self.costs.cq_doorbell))
     }
 
     /// The top of fio's loop: stop, quiesce, wait for the flow, think, submit a batch
     /// (as the rate clock allows), or reap.
     pub(crate) fn decide(&mut self, j: usize, reap_call: u64) -> Option<ThreadStep> {
-        if let Role::Worker { parent } = self.jobs[j].fio.ctl.role {
+        if let Role::Worker { parent } = self.jobs[j].fio().ctl.role {
             return self.worker_decide(j, parent.ix(), reap_call);
         }
         self.loop_checks(j);
         let now = self.now;
-        let offload = self.jobs[j].fio.ctl.offload.is_some();
+        let offload = self.jobs[j].fio().ctl.offload.is_some();
         let held = self.flow_holds(j);
         let job = &mut self.jobs[j];
-        let limit_left = job.io_limit.map(|l| l.saturating_sub(job.issued));
-        let stopping = job.end.is_some_and(|e| now >= e)
+        let limit_left = job.io_limit().map(|l| l.saturating_sub(job.issued()));
+        let stopping = job.end().is_some_and(|e| now >= e)
             || limit_left == Some(0)
-            || job.fio.bytes_done()
-            || job.fio.ctl.stops();
+            || job.fio().bytes_done()
+            || job.fio().ctl.stops();
         if stopping {
-            if job.outstanding == 0 {
+            if job.outstanding() == 0 {
                 return Some(self.job_exit(j));
             }
-            job.waiting_for = job.outstanding;
-        } else if let Some(q) = job.fio.ctl.quiesce {
+            job.wait_for(job.outstanding());
+        } else if let Some(q) = job.fio().ctl.quiesce {
             // io_u_quiesce: reap one or more at a time until nothing is in flight.
-            if job.outstanding > 0 && !offload {
-                job.waiting_for = 1;
+            if job.outstanding() > 0 && !offload {
+                job.wait_for(1);
             } else {
-                job.fio.ctl.quiesce = None;
+                job.fio_mut().ctl.quiesce = None;
                 return self.after_quiesce(j, q);
             }
         } else if held {
             return self.flow_wait(j, reap_call);
-        } else if job.fio.think_due() {
+        } else if job.fio_mut().think_due() {
             // handle_thinktime: io_u_quiesce (reap one or more at a time until nothing
             // is in flight; an offloading job has nothing of its own in flight), then
             // spin and sleep.
-            if job.outstanding > 0 && !offload {
-                job.waiting_for = 1;
+            if job.outstanding() > 0 && !offload {
+                job.wait_for(1);
             } else {
                 return self.think(j);
             }
-        } else if job.outstanding < job.depth_limit() {
+        } else if job.outstanding() < job.depth_limit() {
             let mut k = if offload {
                 1
             } else {
-                job.batch_submit.min(job.depth_limit() - job.outstanding)
+                job.batch_submit()
+                    .min(job.depth_limit() - job.outstanding())
             };
             if let Some(left) = limit_left {
                 k = k.min(left.min(u64::from(u32::MAX)) as u32);
@@ -332,14 +334,14 @@ impl<O: Observer> Sim<'_, O> {
             match self.plan_batch(j, k) {
                 Ok(0) => {
                     // The first I/O waits for a quiesce (a zone reset before it).
-                    debug_assert!(self.jobs[j].fio.ctl.quiesce.is_some());
+                    debug_assert!(self.jobs[j].fio().ctl.quiesce.is_some());
                     return self.decide(j, reap_call);
                 }
                 Ok(k) => {
                     let job = &mut self.jobs[j];
-                    job.batch_start = now;
-                    job.phase = JobPhase::Usr { k };
-                    let ns = u64::from(k) * job.usr_io;
+                    job.start_batch(now);
+                    job.enter_phase(JobPhase::Usr { k });
+                    let ns = u64::from(k) * job.usr_io();
                     // A kernel submitter (usr_io 0) has no user-space part: its 1 ns is sys.
                     let kind = if ns == 0 {
                         SliceKind::Sys
@@ -355,11 +357,11 @@ impl<O: Observer> Sim<'_, O> {
                     // rate_ddir: ahead of the rate, quiesce (inline submission: reap
                     // one or more at a time until nothing is in flight) and sleep.
                     let job = &mut self.jobs[j];
-                    if job.outstanding > 0 && !offload {
-                        job.waiting_for = 1;
+                    if job.outstanding() > 0 && !offload {
+                        job.wait_for(1);
                     } else {
-                        let until = due.min(job.end.unwrap_or(u64::MAX));
-                        job.phase = JobPhase::Pause;
+                        let until = due.min(job.end().unwrap_or(u64::MAX));
+                        job.enter_phase(JobPhase::Pause);
                         return Some(ThreadStep::Sleep {
                             ns: until.saturating_sub(now).max(1),
                         });
@@ -368,22 +370,23 @@ impl<O: Observer> Sim<'_, O> {
             }
         } else {
             // wait_for_completions(): a full queue must reap at least one.
-            job.waiting_for = if job.complete_min == 0 {
+            let n = if job.complete_min() == 0 {
                 1
             } else {
-                job.complete_min.min(job.outstanding)
+                job.complete_min().min(job.outstanding())
             };
+            job.wait_for(n);
         }
         if offload {
             // Nothing of its own to reap: it waits for a worker to put an io_u back
             // (__get_io_u's free_cond, workqueue_flush at the end).
-            self.jobs[j].phase = JobPhase::Fio(FioPhase::FreeWait);
+            self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::FreeWait));
             return Some(ThreadStep::Block);
         }
-        let ring = self.jobs[j].fio.ctl.ring.is_some();
+        let ring = self.jobs[j].fio().ctl.ring.is_some();
         let job = &mut self.jobs[j];
-        job.phase = JobPhase::ReapCall;
-        job.hybrid_poll.start_wait();
+        job.enter_phase(JobPhase::ReapCall);
+        job.start_wait();
         if ring {
             // fio_ioring_getevents: with sqthread_poll it never enters the kernel.
             return None;
@@ -396,23 +399,23 @@ impl<O: Observer> Sim<'_, O> {
     fn think(&mut self, j: usize) -> Option<ThreadStep> {
         let now = self.now;
         let job = &mut self.jobs[j];
-        job.fio.stalling = false;
-        let t = job.fio.think?;
-        let left = job.end.map_or(u64::MAX, |e| e.saturating_sub(now));
+        job.fio_mut().stalling = false;
+        let t = job.fio().think?;
+        let left = job.end().map_or(u64::MAX, |e| e.saturating_sub(now));
         let spin = t.spin_ns.min(left);
         let sleep = t.ns.saturating_sub(spin).min(left - spin);
         if spin > 0 {
-            job.phase = JobPhase::ThinkSpin { sleep_ns: sleep };
+            job.enter_phase(JobPhase::ThinkSpin { sleep_ns: sleep });
             return Some(ThreadStep::Run {
                 ns: spin,
                 kind: SliceKind::Usr,
             });
         }
         if sleep > 0 {
-            job.phase = JobPhase::Pause;
+            job.enter_phase(JobPhase::Pause);
             return Some(ThreadStep::Sleep { ns: sleep });
         }
-        job.phase = JobPhase::Start;
+        job.enter_phase(JobPhase::Start);
         None
     }
 
@@ -421,9 +424,9 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn job_exit(&mut self, j: usize) -> ThreadStep {
         let now = self.now;
         let job = &mut self.jobs[j];
-        job.phase = JobPhase::Done;
-        job.finished_at = now;
-        job.fio.finish(now);
+        job.enter_phase(JobPhase::Done);
+        job.finished(now);
+        job.fio_mut().finish(now);
         self.jobs_live -= 1;
         self.release_helpers(j);
         self.flow_exit(j);
@@ -437,7 +440,7 @@ impl<O: Observer> Sim<'_, O> {
     /// has exited), and jobs waiting for `j` may start.
     pub(crate) fn leave_wave(&mut self, j: usize) {
         let now = self.now;
-        let w = self.jobs[j].fio.wave as usize;
+        let w = self.jobs[j].fio().wave as usize;
         self.fio.wave_left[w] -= 1;
         while self.fio.current_wave < self.fio.waves.len()
             && self.fio.wave_left[self.fio.current_wave] == 0
@@ -445,10 +448,10 @@ impl<O: Observer> Sim<'_, O> {
             self.fio.current_wave += 1;
             if let Some(next) = self.fio.waves.get(self.fio.current_wave) {
                 for &jj in next {
-                    if self.jobs[jj.ix()].phase == JobPhase::Done || self.waits(jj.ix()) {
+                    if self.jobs[jj.ix()].phase() == JobPhase::Done || self.waits(jj.ix()) {
                         continue;
                     }
-                    let at = now.max(self.jobs[jj.ix()].fio.startdelay_ns);
+                    let at = now.max(self.jobs[jj.ix()].fio().startdelay_ns);
                     self.q.push(at, Event::JobStart { job: jj });
                 }
             }
@@ -461,23 +464,21 @@ impl<O: Observer> Sim<'_, O> {
     /// to start").
     pub(crate) fn start_job(&mut self, j: usize) {
         let now = self.now;
-        if self.jobs[j].phase == JobPhase::Done {
+        if self.jobs[j].phase() == JobPhase::Done {
             return;
         }
-        if self.jobs[j].fio.ctl.terminated {
+        if self.jobs[j].fio().ctl.terminated {
             self.exit_unstarted(j);
             return;
         }
         let window_start = self.window_start;
         let job = &mut self.jobs[j];
-        job.fio.start(now, window_start);
-        job.ramp_end = job.fio.measure_from;
-        job.end = job.fio.total_ns.map(|t| now + t);
-        if job.ramp_end > now {
+        job.start(now, window_start);
+        if job.ramp_end() > now {
             self.q
-                .push(job.ramp_end, Event::JobRampEnd { job: JobId::new(j) });
+                .push(job.ramp_end(), Event::JobRampEnd { job: JobId::new(j) });
         }
-        let t = job.thread.ix();
+        let t = job.thread().ix();
         self.wake_thread(t, None);
         self.start_helpers(j);
     }
@@ -487,7 +488,7 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn job_ramp_end(&mut self, j: usize) {
         let now = self.now;
         // What its CPU owes the job so far counts before the reset, as it always did.
-        let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
+        let c = self.threads[self.jobs[j].thread().ix()].cpu().ix();
         self.settle(c);
         self.jobs[j].reset_window(now);
     }
@@ -498,17 +499,15 @@ impl<O: Observer> Sim<'_, O> {
     /// work, and whether it spins in user space (fio's own loops) or in the kernel.
     pub(crate) fn job_spin(&self, j: usize) -> (bool, SliceKind) {
         let job = &self.jobs[j];
-        match job.phase {
+        match job.phase() {
             JobPhase::Fio(FioPhase::FlowSpin) => (self.flow_found(j), SliceKind::Usr),
-            JobPhase::Fio(FioPhase::RingSpin) => {
-                (job.ready.len() as u32 >= job.waiting_for, SliceKind::Usr)
-            }
-            _ => match job.fio.ctl.role {
+            JobPhase::Fio(FioPhase::RingSpin) => (job.enough_ready(), SliceKind::Usr),
+            _ => match job.fio().ctl.role {
                 Role::SqThread { owner } => (self.sq_found(j, owner.ix()), SliceKind::Sys),
                 _ => (
-                    job.ready.len() as u32 >= job.waiting_for
+                    job.enough_ready()
                         || job
-                            .queues
+                            .queues()
                             .iter()
                             .any(|&q| self.queues[q.ix()].cqe_pending()),
                     SliceKind::Sys,
@@ -522,9 +521,9 @@ impl Job {
     /// The most I/Os the job keeps in flight now: iodepth, or the latency target's
     /// depth (io_u.c queue_full: cur_depth >= latency_qd).
     pub(crate) fn depth_limit(&self) -> u32 {
-        match &self.fio.ctl.lat {
-            Some(l) => l.qd.min(self.iodepth),
-            None => self.iodepth,
+        match &self.fio().ctl.lat {
+            Some(l) => l.qd.min(self.iodepth()),
+            None => self.iodepth(),
         }
     }
 }

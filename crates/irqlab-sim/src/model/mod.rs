@@ -17,7 +17,8 @@
 //!   `virtio`: virtio-blk's rings and its guest driver, `virtio_host` the VMM thread that
 //!   serves them; `guest`: vCPU wakes.
 //! - `io`: one I/O's request record (job, queue, command id, command, times, media unit).
-//! - `job`: the fio job loop; `job_life`: a job's constructor and window reset; `fio_job`: fio's per-job and run-wide state.
+//! - `job`: the fio job loop; `job_life`: a job's record (its loop's phase, its I/Os in
+//!   flight, its statistics), owning its fields; `fio_job`: fio's per-job and run-wide state.
 //! - `irq_move`: `--event`'s vector moves and CPUs going offline.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
@@ -108,9 +109,9 @@ impl<O: Observer> Sim<'_, O> {
                 // wait_for: started when what it waits for has exited.
                 continue;
             }
-            let f = &self.jobs[j].fio;
+            let f = self.jobs[j].fio();
             let job = JobId::new(j);
-            if self.threads[self.jobs[j].thread.ix()].start_runnable() {
+            if self.threads[self.jobs[j].thread().ix()].start_runnable() {
                 if f.measure_from > 0 {
                     self.q.push(f.measure_from, Event::JobRampEnd { job });
                 }
@@ -151,8 +152,8 @@ impl<O: Observer> Sim<'_, O> {
     /// Whether job `j` started at time 0 with the machine (its thread runnable).
     fn fio_job_started_at_zero(&self, j: usize) -> bool {
         !self.is_helper(j)
-            && self.jobs[j].fio.started
-            && self.threads[self.jobs[j].thread.ix()].start_runnable()
+            && self.jobs[j].fio().started
+            && self.threads[self.jobs[j].thread().ix()].start_runnable()
     }
 
     /// Runs until the jobs are done, with every event at the time the last one ended, or
@@ -202,7 +203,7 @@ impl<O: Observer> Sim<'_, O> {
             // they would only move the clock.
             let stale = match ev {
                 Event::SteadyCheck => true,
-                Event::JobTimer { job, .. } => self.jobs[job.ix()].phase == state::JobPhase::Done,
+                Event::JobTimer { job, .. } => self.jobs[job.ix()].phase() == state::JobPhase::Done,
                 _ => false,
             };
             if stale {

@@ -16,7 +16,7 @@ impl<O: Observer> Sim<'_, O> {
     /// the one whose last work is oldest.
     fn pick_worker(&mut self, j: usize) -> usize {
         let off = self.jobs[j]
-            .fio
+            .fio()
             .ctl
             .offload
             .as_ref()
@@ -26,7 +26,7 @@ impl<O: Observer> Sim<'_, O> {
         let idle = (0..n).map(|i| (start + i) % n).find(|&i| {
             let w = off.workers[i].ix();
             self.jobs[w]
-                .fio
+                .fio()
                 .ctl
                 .worker
                 .as_ref()
@@ -36,12 +36,12 @@ impl<O: Observer> Sim<'_, O> {
             (0..n)
                 .min_by_key(|&i| {
                     let w = off.workers[i].ix();
-                    self.jobs[w].fio.ctl.worker.as_ref().map_or(0, |q| q.seq)
+                    self.jobs[w].fio().ctl.worker.as_ref().map_or(0, |q| q.seq)
                 })
                 .unwrap_or(0)
         });
         let off = self.jobs[j]
-            .fio
+            .fio_mut()
             .ctl
             .offload
             .as_mut()
@@ -55,12 +55,12 @@ impl<O: Observer> Sim<'_, O> {
     /// workqueue_enqueue: the I/O the job prepared goes to a worker, which the signal
     /// wakes if it sleeps (the waker's cost).
     pub(crate) fn handoff(&mut self, j: usize) -> Option<ThreadStep> {
-        let planned = self.jobs[j].fio.batch[0];
-        let start = self.jobs[j].batch_start;
+        let planned = self.jobs[j].fio().batch[0];
+        let start = self.jobs[j].batch_start();
         let w = self.pick_worker(j);
         let seq = {
             let off = self.jobs[j]
-                .fio
+                .fio_mut()
                 .ctl
                 .offload
                 .as_mut()
@@ -68,20 +68,22 @@ impl<O: Observer> Sim<'_, O> {
             off.seq += 1;
             off.seq
         };
-        let q = self.jobs[w].fio.ctl.worker.as_mut().expect("a worker");
+        let q = self.jobs[w]
+            .fio_mut()
+            .ctl
+            .worker
+            .as_mut()
+            .expect("a worker");
         q.inbox.push_back((planned, start));
         q.seq = seq;
         q.busy = true;
         // backend.c: io_issues and the rate clock count at enqueue.
         let job = &mut self.jobs[j];
-        job.outstanding += 1;
-        job.issued += 1;
-        job.fio.issues += 1;
-        job.last_submit = self.now;
-        job.phase = JobPhase::Start;
-        let wt = self.jobs[w].thread.ix();
+        job.submitted(1, self.now);
+        job.enter_phase(JobPhase::Start);
+        let wt = self.jobs[w].thread().ix();
         if self.threads[wt].state() == TState::Blocked {
-            let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
+            let c = self.threads[self.jobs[j].thread().ix()].cpu().ix();
             self.wake_thread(wt, Some(c));
             return Some(ThreadStep::sys(self.costs.wakeup));
         }
@@ -98,29 +100,29 @@ impl<O: Observer> Sim<'_, O> {
     ) -> Option<ThreadStep> {
         let now = self.now;
         let job = &mut self.jobs[j];
-        if job.outstanding > 0 {
+        if job.outstanding() > 0 {
             // min_evts = 1: the worker's depth is 1.
-            job.waiting_for = 1;
-            job.phase = JobPhase::ReapCall;
-            job.hybrid_poll.start_wait();
+            job.wait_for(1);
+            job.enter_phase(JobPhase::ReapCall);
+            job.start_wait();
             return (reap_call > 0).then_some(ThreadStep::sys(reap_call));
         }
-        let q = job.fio.ctl.worker.as_mut().expect("a worker");
+        let q = job.fio_mut().ctl.worker.as_mut().expect("a worker");
         if let Some((p, start)) = q.inbox.pop_front() {
-            job.fio.batch.clear();
-            job.fio.batch.push(p);
-            job.batch_start = start;
-            job.phase = JobPhase::Usr { k: 1 };
+            job.fio_mut().batch.clear();
+            job.fio_mut().batch.push(p);
+            job.start_batch(start);
+            job.enter_phase(JobPhase::Usr { k: 1 });
             // No user-space work of its own: fio's was done by the job's thread.
             let _ = now;
             return Some(ThreadStep::sys(1));
         }
         q.busy = false;
-        if self.jobs[parent].phase == JobPhase::Done {
-            self.jobs[j].phase = JobPhase::Done;
+        if self.jobs[parent].phase() == JobPhase::Done {
+            self.jobs[j].enter_phase(JobPhase::Done);
             return Some(ThreadStep::Exit);
         }
-        self.jobs[j].phase = JobPhase::Fio(FioPhase::Idle);
+        self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::Idle));
         Some(ThreadStep::Block)
     }
 
@@ -128,12 +130,12 @@ impl<O: Observer> Sim<'_, O> {
     /// woken if it sleeps on free_cond. Returns the wake-ups done.
     pub(crate) fn worker_done(&mut self, j: usize, parent: usize, got: u32) -> u64 {
         let p = &mut self.jobs[parent];
-        p.outstanding -= got;
-        let pt = p.thread.ix();
-        if p.phase == JobPhase::Fio(FioPhase::FreeWait)
+        p.reaped(got);
+        let pt = p.thread().ix();
+        if p.phase() == JobPhase::Fio(FioPhase::FreeWait)
             && self.threads[pt].state() == TState::Blocked
         {
-            let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
+            let c = self.threads[self.jobs[j].thread().ix()].cpu().ix();
             self.wake_thread(pt, Some(c));
             return 1;
         }
@@ -144,18 +146,18 @@ impl<O: Observer> Sim<'_, O> {
     /// (workqueue_exit, io_uring's ring teardown).
     pub(crate) fn release_helpers(&mut self, j: usize) {
         let mut helpers = Vec::new();
-        if let Some(off) = &self.jobs[j].fio.ctl.offload {
+        if let Some(off) = &self.jobs[j].fio().ctl.offload {
             helpers.extend(off.workers.iter().map(|w| w.ix()));
         }
-        if let Some(t) = self.jobs[j].fio.ctl.ring.as_ref().and_then(|r| r.thread) {
+        if let Some(t) = self.jobs[j].fio().ctl.ring.as_ref().and_then(|r| r.thread) {
             helpers.push(t.ix());
         }
         for h in helpers {
-            self.jobs[h].phase = JobPhase::Done;
-            let t = self.jobs[h].thread.ix();
+            self.jobs[h].enter_phase(JobPhase::Done);
+            let t = self.jobs[h].thread().ix();
             match self.threads[t].state() {
                 TState::Blocked => {
-                    let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
+                    let c = self.threads[self.jobs[j].thread().ix()].cpu().ix();
                     self.wake_thread(t, Some(c));
                 }
                 _ if self.threads[t].spinning() => self.poke_thread(t),
@@ -166,19 +168,19 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The job started: its SQPOLL thread starts polling (it was created with the ring).
     pub(crate) fn start_helpers(&mut self, j: usize) {
-        let Some(t) = self.jobs[j].fio.ctl.ring.as_ref().and_then(|r| r.thread) else {
+        let Some(t) = self.jobs[j].fio().ctl.ring.as_ref().and_then(|r| r.thread) else {
             return;
         };
         let now = self.now;
-        if let Some(r) = self.jobs[j].fio.ctl.ring.as_mut() {
+        if let Some(r) = self.jobs[j].fio_mut().ctl.ring.as_mut() {
             r.last_work = now;
         }
-        let th = self.jobs[t.ix()].thread.ix();
+        let th = self.jobs[t.ix()].thread().ix();
         self.wake_thread(th, None);
     }
 
     /// Whether job `j` is a helper of another (not a job of the file).
     pub(crate) fn is_helper(&self, j: usize) -> bool {
-        self.jobs[j].fio.ctl.role != Role::Main
+        self.jobs[j].fio().ctl.role != Role::Main
     }
 }

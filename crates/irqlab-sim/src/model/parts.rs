@@ -223,8 +223,8 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
         uf.union(n.thread(t), n.cpu(th.cpu().ix()));
     }
     for (j, job) in sim.jobs.iter().enumerate() {
-        uf.union(n.job(j), n.thread(job.thread.ix()));
-        for &q in &job.queues {
+        uf.union(n.job(j), n.thread(job.thread().ix()));
+        for &q in job.queues() {
             uf.union(n.job(j), n.queue(q.ix()));
         }
     }
@@ -232,7 +232,7 @@ fn connect<O: Observer>(sim: &Sim<'_, O>, n: &Nodes) -> UnionFind {
     // the others' queues and vectors never change, whichever part holds them.
     let mut used = vec![false; sim.queues.len()];
     for job in &sim.jobs {
-        for &q in &job.queues {
+        for &q in job.queues() {
             used[q.ix()] = true;
             if let Some(tq) = sim.queues[q.ix()].target() {
                 used[tq.ix()] = true;

@@ -623,28 +623,24 @@ impl<O: Observer> Sim<'_, O> {
         // an SQPOLL ring's owner keeps its poll queues though it no longer polls them.
         let job = &self.jobs[j];
         let queues: Vec<QueueId> = job
-            .devices
+            .devices()
             .iter()
-            .zip(&job.queues)
+            .zip(job.queues())
             .map(|(d, cur)| {
                 let set = usize::from(self.queues[cur.ix()].vector().is_none());
                 self.queue_map[d.ix()][set][new]
             })
             .collect();
-        if self.jobs[j].polled {
+        if self.jobs[j].polled() {
             let me = ThreadId::new(t);
-            for &q in &self.jobs[j].queues {
+            for &q in self.jobs[j].queues() {
                 self.queues[q.ix()].remove_spinner(me);
             }
             for &q in &queues {
                 self.queues[q.ix()].add_spinner_once(me);
             }
         }
-        let job = &mut self.jobs[j];
-        job.queues = queues;
-        if self.measuring {
-            job.migrations += 1;
-        }
+        self.jobs[j].migrated(queues, self.measuring);
     }
 }
 

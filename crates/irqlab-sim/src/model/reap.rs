@@ -17,11 +17,11 @@ impl<O: Observer> Sim<'_, O> {
     /// queues shared by several CPUs whose cq_lock is free. Returns the CQEs reaped and
     /// their CPU time.
     pub(crate) fn reap_own_queues(&mut self, j: usize, trylock_shared: bool) -> (u32, u64) {
-        let t = self.jobs[j].thread.ix();
+        let t = self.jobs[j].thread().ix();
         let mut list = self.threads[t].take_reaping();
         let (mut n, mut ns) = (0, 0);
-        for i in 0..self.jobs[j].queues.len() {
-            let q = self.jobs[j].queues[i].ix();
+        for i in 0..self.jobs[j].queues().len() {
+            let q = self.jobs[j].queues()[i].ix();
             let queue = &self.queues[q];
             let locked_out = trylock_shared && !queue.shared_lock_free();
             if locked_out || !queue.cqe_pending() {
@@ -39,14 +39,14 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Completes the CQEs the job's thread reaped itself (polling, reap after submit).
     pub(crate) fn finish_thread_reap(&mut self, c: usize, j: usize) -> u64 {
-        let t = self.jobs[j].thread.ix();
+        let t = self.jobs[j].thread().ix();
         let mut list = self.threads[t].take_reaping();
         let mut woke = 0;
         for &io in &list {
             let rec = self.ios[io.ix()];
-            if rec.job().ix() == j && self.jobs[j].hybrid {
+            if rec.job().ix() == j && self.jobs[j].hybrid() {
                 let rt = self.now - rec.submitted();
-                self.jobs[j].hybrid_poll.observe(rt);
+                self.jobs[j].observe_completion(rt);
             }
             if let Some(v) = self.queues[rec.queue().ix()].vector()
                 && self.measuring
@@ -84,21 +84,22 @@ impl<O: Observer> Sim<'_, O> {
             );
         }
         let j = rec.job().ix();
-        if (self.jobs[j].fio.ctl.role != Role::Main || self.jobs[j].fio.ctl.sync_cmd.io.is_some())
+        if (self.jobs[j].fio().ctl.role != Role::Main
+            || self.jobs[j].fio().ctl.sync_cmd.io.is_some())
             && let Some(woke) = self.complete_special(io, j, c)
         {
             return woke;
         }
         let job = &mut self.jobs[j];
-        job.ready.push_back(io);
-        let enough = job.ready.len() as u32 >= job.waiting_for;
-        let t = job.thread.ix();
-        if job.phase == JobPhase::Wait && enough {
+        job.io_completed(io);
+        let enough = job.enough_ready();
+        let t = job.thread().ix();
+        if job.phase() == JobPhase::Wait && enough {
             if self.threads[t].state() == TState::Blocked {
                 self.wake_thread(t, Some(c));
                 return true;
             }
-        } else if job.polled && enough && self.threads[t].spinning() {
+        } else if job.polled() && enough && self.threads[t].spinning() {
             // Reaped for it by another poller of a shared queue: it sees it one poll later.
             self.poke_thread(t);
         }
@@ -110,11 +111,11 @@ impl<O: Observer> Sim<'_, O> {
     /// None: the ordinary path.
     #[inline(never)]
     fn complete_special(&mut self, io: IoId, j: usize, c: usize) -> Option<bool> {
-        let t = self.jobs[j].thread.ix();
-        if self.jobs[j].fio.ctl.sync_cmd.io == Some(io) {
+        let t = self.jobs[j].thread().ix();
+        if self.jobs[j].fio().ctl.sync_cmd.io == Some(io) {
             let job = &mut self.jobs[j];
-            job.fio.ctl.sync_cmd.done = true;
-            if job.phase == JobPhase::Fio(FioPhase::SyncWait)
+            job.fio_mut().ctl.sync_cmd.done = true;
+            if job.phase() == JobPhase::Fio(FioPhase::SyncWait)
                 && self.threads[t].state() == TState::Blocked
             {
                 self.wake_thread(t, Some(c));
@@ -122,10 +123,10 @@ impl<O: Observer> Sim<'_, O> {
             }
             return Some(false);
         }
-        if let Role::SqThread { .. } = self.jobs[j].fio.ctl.role {
+        if let Role::SqThread { .. } = self.jobs[j].fio().ctl.role {
             // io_req_task_work_add: the SQ thread completes it (its tctx), waking it if
             // it sleeps.
-            self.jobs[j].ready.push_back(io);
+            self.jobs[j].io_completed(io);
             match self.threads[t].state() {
                 TState::Blocked => {
                     self.wake_thread(t, Some(c));
@@ -150,7 +151,7 @@ impl<O: Observer> Sim<'_, O> {
         let (owner, counted, elapsed) = self.reap_clock(j);
         let mut got = 0;
         for _ in 0..n {
-            let Some(io) = self.jobs[j].ready.pop_front() else {
+            let Some(io) = self.jobs[j].reap_ready() else {
                 break;
             };
             got += 1;
@@ -158,7 +159,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         self.count_reap_call(owner, counted, got);
         if self.obs.wants_counters() {
-            let depth = f64::from(self.jobs[j].outstanding);
+            let depth = f64::from(self.jobs[j].outstanding());
             self.obs.counter(now, "iodepth", j, depth);
         }
         if owner != j {
@@ -171,10 +172,10 @@ impl<O: Observer> Sim<'_, O> {
     /// offload worker's for its job, which gets the io_u back). Returns the wake-ups
     /// done.
     pub(crate) fn collect_sync(&mut self, j: usize) -> u64 {
-        let Some(io) = self.jobs[j].fio.ctl.sync_cmd.io.take() else {
+        let Some(io) = self.jobs[j].fio_mut().ctl.sync_cmd.io.take() else {
             return 0;
         };
-        self.jobs[j].fio.ctl.sync_cmd.done = false;
+        self.jobs[j].fio_mut().ctl.sync_cmd.done = false;
         let (owner, counted, elapsed) = self.reap_clock(j);
         self.reap_io(j, owner, io, counted, elapsed);
         self.count_reap_call(owner, counted, 1);
@@ -190,9 +191,9 @@ impl<O: Observer> Sim<'_, O> {
     fn reap_clock(&mut self, j: usize) -> (usize, bool, u64) {
         let now = self.now;
         let owner = self.stats_owner(j);
-        let counted = self.measuring && now >= self.jobs[owner].ramp_end;
+        let counted = self.measuring && now >= self.jobs[owner].ramp_end();
         let elapsed = if counted {
-            self.jobs[owner].fio.completing(now)
+            self.jobs[owner].fio_mut().completing(now)
         } else {
             0
         };
@@ -205,8 +206,8 @@ impl<O: Observer> Sim<'_, O> {
         let rec = self.ios[io.ix()];
         self.free_ios.push(io);
         self.totals.reaped += 1;
-        self.jobs[j].outstanding -= 1;
-        self.jobs[owner].fio.completions += 1;
+        self.jobs[j].reaped(1);
+        self.jobs[owner].fio_mut().completions += 1;
         self.account_io(owner, rec, counted, elapsed);
     }
 
@@ -215,8 +216,8 @@ impl<O: Observer> Sim<'_, O> {
     fn count_reap_call(&mut self, owner: usize, counted: bool, got: u32) {
         if counted {
             let job = &mut self.jobs[owner];
-            job.fio.complete_hist[calls_bucket(got)] += 1;
-            job.fio.complete_calls += 1;
+            job.fio_mut().complete_hist[calls_bucket(got)] += 1;
+            job.fio_mut().complete_calls += 1;
         }
     }
 
@@ -234,22 +235,12 @@ impl<O: Observer> Sim<'_, O> {
         let ddir = rec.cmd().ddir();
         let job = &mut self.jobs[j];
         if counted {
-            let dir = match ddir {
-                0 => &mut job.read,
-                1 => &mut job.write,
-                _ => &mut job.fio.ctl.trim,
-            };
-            if job.fio.ctl.disable_slat {
-                record_without_slat(dir, bytes, clat, lat);
-            } else {
-                dir.record(bytes, slat, clat, lat);
-            }
-            job.fio.completed(elapsed, ddir, bytes, slat, clat, lat);
+            job.record_io(elapsed, ddir, bytes, (slat, clat, lat));
         }
-        if job.fio.ctl.lat.is_some()
-            || job.fio.ctl.max_latency_ns.is_some()
-            || job.fio.ctl.ss.is_some()
-            || job.fio.ctl.rate_min.is_some()
+        if job.fio().ctl.lat.is_some()
+            || job.fio().ctl.max_latency_ns.is_some()
+            || job.fio().ctl.ss.is_some()
+            || job.fio().ctl.rate_min.is_some()
         {
             self.latency_checks(j, ddir, bytes, clat, lat);
         }
@@ -262,7 +253,7 @@ impl<O: Observer> Sim<'_, O> {
     fn latency_checks(&mut self, j: usize, ddir: usize, bytes: u64, clat: u64, lat: u64) {
         let now = self.now;
         let job = &mut self.jobs[j];
-        let ctl = &mut job.fio.ctl;
+        let ctl = &mut job.fio_mut().ctl;
         ctl.count_done(ddir, bytes, clat);
         if let Some(max) = ctl.max_latency_ns
             && lat > max
@@ -293,19 +284,4 @@ impl<O: Observer> Sim<'_, O> {
             _ => {}
         }
     }
-}
-
-/// DirStats::record without a slat sample: fio's disable_slat (SQPOLL rings).
-fn record_without_slat(d: &mut DirStats, bytes: u64, clat: u64, lat: u64) {
-    d.ios += 1;
-    d.bytes += bytes;
-    let l = d.lat.get_or_insert_with(|| {
-        Box::new([
-            irqlab_report::Latency::new(),
-            irqlab_report::Latency::new(),
-            irqlab_report::Latency::new(),
-        ])
-    });
-    l[1].record_clat(clat);
-    l[2].record(lat);
 }

@@ -96,22 +96,28 @@ impl<O: Observer> Sim<'_, O> {
             .jobs
             .iter_mut()
             // Offload workers and SQPOLL threads are not jobs of the file.
-            .filter(|j| j.fio.ctl.role == super::fio_ctl::Role::Main)
+            .filter(|j| j.fio().ctl.role == super::fio_ctl::Role::Main)
             .map(|j| {
-                let movable = !threads[j.thread.ix()].pinned();
+                let movable = !threads[j.thread().ix()].pinned();
                 // A job still running when the run was stopped (Ctrl-C, the time limit)
                 // ran until the window closed.
-                let end = if j.finished_at == 0 && j.fio.started {
+                let end = if j.finished_at() == 0 && j.fio().started {
                     window_end
                 } else {
-                    j.finished_at
+                    j.finished_at()
                 };
-                let runtime_ns = end.saturating_sub(j.ramp_end.max(window_start));
-                let f = &mut j.fio;
+                let runtime_ns = end.saturating_sub(j.ramp_end().max(window_start));
+                let (name, groupid, options) =
+                    (j.name().to_owned(), j.groupid(), j.options().to_vec());
+                let (usr_ns, sys_ns, ctx) = (j.usr(), j.sys(), j.ctx());
+                let migrations = movable.then_some(j.migrations());
+                let (iodepth_level, no_io) =
+                    (j.depth_level(), j.engine() == irqlab_fio::IoEngine::CpuIo);
+                let (jr, jw, f) = j.window_stats_mut();
                 let rt = |d: &DirStats| if d.ios > 0 { runtime_ns } else { 0 };
-                let (read_rt, write_rt) = (rt(&j.read), rt(&j.write));
-                let mut read = dir(&mut j.read, read_rt);
-                let mut write = dir(&mut j.write, write_rt);
+                let (read_rt, write_rt) = (rt(jr), rt(jw));
+                let mut read = dir(jr, read_rt);
+                let mut write = dir(jw, write_rt);
                 let trim_rt = rt(&f.ctl.trim);
                 let trim = dir(&mut f.ctl.trim, trim_rt);
                 read.bw_samples = f.samples.bw.stat[0];
@@ -119,21 +125,21 @@ impl<O: Observer> Sim<'_, O> {
                 write.bw_samples = f.samples.bw.stat[1];
                 write.iops_samples = f.samples.iops.stat[1];
                 JobReport {
-                    name: j.name.clone(),
-                    groupid: j.groupid,
+                    name,
+                    groupid,
                     members: 1,
                     thread_number: f.thread_number,
                     group_reporting: f.group_reporting,
                     description: f.description.clone(),
-                    options: j.options.clone(),
+                    options,
                     read,
                     write,
-                    usr_ns: j.usr,
-                    sys_ns: j.sys,
-                    ctx: j.ctx,
-                    migrations: movable.then_some(j.migrations),
+                    usr_ns,
+                    sys_ns,
+                    ctx,
+                    migrations,
                     runtime_ns,
-                    iodepth_level: j.depth_level,
+                    iodepth_level,
                     iodepth_submit: f.submit_hist,
                     iodepth_complete: f.complete_hist,
                     submit_calls: f.submit_calls,
@@ -160,7 +166,7 @@ impl<O: Observer> Sim<'_, O> {
                         }
                     }),
                     steadystate: f.ctl.ss.as_ref().map(super::steadystate::SsState::report),
-                    no_io: j.engine == irqlab_fio::IoEngine::CpuIo,
+                    no_io,
                     zone_resets: f.ctl.zones.as_ref().map(|z| z.resets),
                 }
             })
@@ -308,7 +314,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         if self.place.is_some() {
             // Moves of the jobs the scheduler places (perf's cpu-migrations of fio).
-            let moved: u64 = self.jobs.iter().map(|j| j.migrations).sum();
+            let moved: u64 = self.jobs.iter().map(|j| j.migrations()).sum();
             extra.push(("migrations".into(), moved as f64));
         }
         extra.push(("softirq_invocations".into(), soft(&|s| s.invocations)));

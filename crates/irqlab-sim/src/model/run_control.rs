@@ -16,14 +16,14 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn loop_checks(&mut self, j: usize) {
         let now = self.now;
         let job = &self.jobs[j];
-        let ctl = &job.fio.ctl;
-        if (ctl.rate_min.is_none() && ctl.lat.is_none()) || now < job.ramp_end || ctl.stops() {
+        let ctl = &job.fio().ctl;
+        if (ctl.rate_min.is_none() && ctl.lat.is_none()) || now < job.ramp_end() || ctl.stops() {
             return;
         }
-        let since = now.saturating_sub(job.fio.epoch);
-        let name = job.name.clone();
+        let since = now.saturating_sub(job.fio().epoch);
+        let name = job.name().to_owned();
         let job = &mut self.jobs[j];
-        let ctl = &mut job.fio.ctl;
+        let ctl = &mut job.fio_mut().ctl;
         let (bytes, blocks) = (ctl.done_bytes, ctl.done_ios);
         if let Some(r) = &mut ctl.rate_min
             && bytes.iter().any(|&b| b > 0)
@@ -39,7 +39,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             return;
         }
-        let ctl = &mut self.jobs[j].fio.ctl;
+        let ctl = &mut self.jobs[j].fio_mut().ctl;
         let ios: u64 = ctl.done_ios.iter().sum();
         if let Some(l) = &mut ctl.lat {
             match l.check(now, ios) {
@@ -61,7 +61,7 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         match q {
             AfterQuiesce::FlowSleep(ns) if ns > 0 => {
-                self.jobs[j].phase = JobPhase::Pause;
+                self.jobs[j].enter_phase(JobPhase::Pause);
                 return Some(ThreadStep::Sleep { ns });
             }
             AfterQuiesce::FlowSleep(_) => {
@@ -71,7 +71,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             AfterQuiesce::ZoneReset { device, zone } => {
                 if let (Some(jz), Some(Some(map))) = (
-                    &mut self.jobs[j].fio.ctl.zones,
+                    &mut self.jobs[j].fio_mut().ctl.zones,
                     self.fio.zone_maps.get_mut(device),
                 ) {
                     map.reset(jz, zone);
@@ -82,23 +82,23 @@ impl<O: Observer> Sim<'_, O> {
                     // reset_all_stats: the final window at the depth found.
                     self.job_ramp_end(j);
                     let job = &mut self.jobs[j];
-                    job.ramp_end = now.max(self.window_start);
+                    job.measure_from(now.max(self.window_start));
                 }
                 let job = &mut self.jobs[j];
-                let ios: u64 = job.fio.ctl.done_ios.iter().sum();
-                if let Some(l) = &mut job.fio.ctl.lat {
+                let ios: u64 = job.fio().ctl.done_ios.iter().sum();
+                if let Some(l) = &mut job.fio_mut().ctl.lat {
                     l.new_cycle(now, ios);
                 }
             }
         }
-        self.jobs[j].phase = JobPhase::Start;
+        self.jobs[j].enter_phase(JobPhase::Start);
         None
     }
 
     /// backend.c thread_main's end: with exitall (or exitall_on_error and an error),
     /// fio_terminate_threads(groupid, exit_what).
     pub(crate) fn exit_terminates(&mut self, j: usize) {
-        let ctl = &self.jobs[j].fio.ctl;
+        let ctl = &self.jobs[j].fio().ctl;
         if ctl.exit.exitall || (ctl.exit.on_error && ctl.error.is_some()) {
             self.terminate_others(j);
         }
@@ -108,17 +108,17 @@ impl<O: Observer> Sim<'_, O> {
     /// jobs of its reporting group, `stonewall` every job running now, `all` every job.
     /// A job not started yet never starts.
     fn terminate_others(&mut self, j: usize) {
-        let what = self.jobs[j].fio.ctl.exit.what;
-        let group = self.jobs[j].groupid;
+        let what = self.jobs[j].fio().ctl.exit.what;
+        let group = self.jobs[j].groupid();
         let now = self.now;
         for k in 0..self.jobs.len() {
-            if k == j || self.is_helper(k) || self.jobs[k].phase == JobPhase::Done {
+            if k == j || self.is_helper(k) || self.jobs[k].phase() == JobPhase::Done {
                 continue;
             }
             let job = &self.jobs[k];
-            let running = job.fio.started && now >= job.ramp_end;
+            let running = job.fio().started && now >= job.ramp_end();
             let hit = match what {
-                ExitWhat::Group => job.groupid == group,
+                ExitWhat::Group => job.groupid() == group,
                 ExitWhat::Stonewall => running,
                 ExitWhat::All => true,
             };
@@ -131,15 +131,15 @@ impl<O: Observer> Sim<'_, O> {
     /// fio_mark_td_terminate: the job's loop stops at its next pass (a spinning one at
     /// once); one that has not started exits without running.
     pub(crate) fn terminate_job(&mut self, k: usize) {
-        if self.jobs[k].phase == JobPhase::Done || self.jobs[k].fio.ctl.terminated {
+        if self.jobs[k].phase() == JobPhase::Done || self.jobs[k].fio().ctl.terminated {
             return;
         }
-        self.jobs[k].fio.ctl.terminated = true;
-        if !self.jobs[k].fio.started {
+        self.jobs[k].fio_mut().ctl.terminated = true;
+        if !self.jobs[k].fio().started {
             self.exit_unstarted(k);
             return;
         }
-        let t = self.jobs[k].thread.ix();
+        let t = self.jobs[k].thread().ix();
         if self.threads[t].spinning() {
             self.poke_thread(t);
         }
@@ -148,20 +148,20 @@ impl<O: Observer> Sim<'_, O> {
     /// A job that never ran leaves the run (backend.c run_threads: "never got a chance
     /// to start"); its helpers, never created, go with it.
     pub(crate) fn exit_unstarted(&mut self, j: usize) {
-        self.jobs[j].phase = JobPhase::Done;
+        self.jobs[j].enter_phase(JobPhase::Done);
         self.jobs_live -= 1;
-        let t = self.jobs[j].thread.ix();
+        let t = self.jobs[j].thread().ix();
         self.threads[t].exit_unstarted();
         let mut helpers: Vec<usize> = Vec::new();
-        if let Some(off) = &self.jobs[j].fio.ctl.offload {
+        if let Some(off) = &self.jobs[j].fio().ctl.offload {
             helpers.extend(off.workers.iter().map(|w| w.ix()));
         }
-        if let Some(h) = self.jobs[j].fio.ctl.ring.as_ref().and_then(|r| r.thread) {
+        if let Some(h) = self.jobs[j].fio().ctl.ring.as_ref().and_then(|r| r.thread) {
             helpers.push(h.ix());
         }
         for h in helpers {
-            self.jobs[h].phase = JobPhase::Done;
-            let t = self.jobs[h].thread.ix();
+            self.jobs[h].enter_phase(JobPhase::Done);
+            let t = self.jobs[h].thread().ix();
             self.threads[t].exit_unstarted();
         }
         self.flow_exit(j);
@@ -172,11 +172,11 @@ impl<O: Observer> Sim<'_, O> {
     /// waitee_running).
     pub(crate) fn waits(&self, j: usize) -> bool {
         self.jobs[j]
-            .fio
+            .fio()
             .ctl
             .wait_for
             .iter()
-            .any(|w| self.jobs[w.ix()].phase != JobPhase::Done)
+            .any(|w| self.jobs[w.ix()].phase() != JobPhase::Done)
     }
 
     /// Job `exited` is done: jobs that waited for it start if their wave has begun and
@@ -185,15 +185,15 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         for k in 0..self.jobs.len() {
             let job = &self.jobs[k];
-            if job.phase == JobPhase::Done
-                || job.fio.started
-                || !job.fio.ctl.wait_for.iter().any(|w| w.ix() == exited)
-                || (job.fio.wave as usize) > self.fio.current_wave
+            if job.phase() == JobPhase::Done
+                || job.fio().started
+                || !job.fio().ctl.wait_for.iter().any(|w| w.ix() == exited)
+                || (job.fio().wave as usize) > self.fio.current_wave
                 || self.waits(k)
             {
                 continue;
             }
-            let at = now.max(job.fio.startdelay_ns);
+            let at = now.max(job.fio().startdelay_ns);
             self.q.push(at, Event::JobStart { job: JobId::new(k) });
         }
     }
@@ -201,9 +201,9 @@ impl<O: Observer> Sim<'_, O> {
     /// A job's own timer: its SQ thread's idle time is up, or its flow spin reached the
     /// job's end.
     pub(crate) fn job_timer(&mut self, j: usize, epoch: u32) {
-        if let super::fio_ctl::Role::SqThread { owner } = self.jobs[j].fio.ctl.role {
+        if let super::fio_ctl::Role::SqThread { owner } = self.jobs[j].fio().ctl.role {
             let current = self.jobs[owner.ix()]
-                .fio
+                .fio()
                 .ctl
                 .ring
                 .as_ref()
@@ -212,7 +212,7 @@ impl<O: Observer> Sim<'_, O> {
                 return;
             }
         }
-        let t = self.jobs[j].thread.ix();
+        let t = self.jobs[j].thread().ix();
         if self.threads[t].spinning() {
             self.poke_thread(t);
         }

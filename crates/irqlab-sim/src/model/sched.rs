@@ -235,7 +235,7 @@ impl<O: Observer> Sim<'_, O> {
         if let ThreadKind::Job(j) = self.threads[t].kind()
             && self.measuring
         {
-            self.jobs[j.ix()].ctx += 1;
+            self.jobs[j.ix()].context_switched();
         }
     }
 
@@ -363,7 +363,7 @@ impl<O: Observer> Sim<'_, O> {
                 if let ThreadKind::Job(j) = self.threads[t].kind()
                     && self.measuring
                 {
-                    self.jobs[j.ix()].ctx += 1;
+                    self.jobs[j.ix()].context_switched();
                 }
                 self.cpus[c].rq.put_prev();
                 self.resume(c);

@@ -20,9 +20,14 @@ impl<O: Observer> Sim<'_, O> {
     /// io_uring_enter(IORING_ENTER_SQ_WAKEUP), a polling one sees the tail move.
     pub(crate) fn ring_commit(&mut self, j: usize, k: u32) -> Option<ThreadStep> {
         let now = self.now;
-        let start = self.jobs[j].batch_start;
-        let batch = std::mem::take(&mut self.jobs[j].fio.batch);
-        let ring = self.jobs[j].fio.ctl.ring.as_mut().expect("a SQPOLL ring");
+        let start = self.jobs[j].batch_start();
+        let batch = std::mem::take(&mut self.jobs[j].fio_mut().batch);
+        let ring = self.jobs[j]
+            .fio_mut()
+            .ctl
+            .ring
+            .as_mut()
+            .expect("a SQPOLL ring");
         for &planned in &batch {
             ring.pending.push_back(RingEntry {
                 planned,
@@ -32,13 +37,13 @@ impl<O: Observer> Sim<'_, O> {
         }
         let wake = std::mem::replace(&mut ring.need_wakeup, false);
         let thread = ring.thread.expect("the ring's SQ thread");
-        self.jobs[j].fio.batch = batch;
+        self.jobs[j].fio_mut().batch = batch;
         // io_u_mark_submit at commit; the issue time (clat's start) is now.
         self.count_submitted(j, k, true);
-        self.jobs[j].phase = JobPhase::Start;
-        let st = self.jobs[thread.ix()].thread.ix();
+        self.jobs[j].enter_phase(JobPhase::Start);
+        let st = self.jobs[thread.ix()].thread().ix();
         if wake {
-            let c = self.threads[self.jobs[j].thread.ix()].cpu().ix();
+            let c = self.threads[self.jobs[j].thread().ix()].cpu().ix();
             self.wake_thread(st, Some(c));
             let call = self.engine.io_uring.submit_call_ns;
             return Some(ThreadStep::sys(call + self.costs.wakeup));
@@ -53,13 +58,13 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn sq_thread_advance(&mut self, c: usize, j: usize, owner: usize) -> ThreadStep {
         let _ = c;
         loop {
-            match self.jobs[j].phase {
+            match self.jobs[j].phase() {
                 JobPhase::Done => return ThreadStep::Exit,
                 JobPhase::Fio(FioPhase::SqSubmit { k }) => {
                     self.sq_submitted(j, owner, k);
                     // virtio-blk: the notify exit, when the SQEs asked for a kick.
                     if let Some(ns) = self.kick_step(j) {
-                        self.jobs[j].phase = JobPhase::Fio(FioPhase::SqKick);
+                        self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SqKick));
                         return ThreadStep::sys(ns);
                     }
                 }
@@ -71,7 +76,7 @@ impl<O: Observer> Sim<'_, O> {
                 }
                 _ => {}
             }
-            self.jobs[j].phase = JobPhase::Fio(FioPhase::SqLoop);
+            self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SqLoop));
             if let Some(step) = self.sq_loop(j, owner) {
                 return step;
             }
@@ -82,13 +87,13 @@ impl<O: Observer> Sim<'_, O> {
     /// sleeping sq_thread_idle after the last.
     fn sq_loop(&mut self, j: usize, owner: usize) -> Option<ThreadStep> {
         let now = self.now;
-        if self.jobs[owner].phase == JobPhase::Done {
-            self.jobs[j].phase = JobPhase::Done;
+        if self.jobs[owner].phase() == JobPhase::Done {
+            self.jobs[j].enter_phase(JobPhase::Done);
             return Some(ThreadStep::Exit);
         }
         let uring = self.engine.io_uring.clone();
         let ring = self.jobs[owner]
-            .fio
+            .fio()
             .ctl
             .ring
             .as_ref()
@@ -96,33 +101,33 @@ impl<O: Observer> Sim<'_, O> {
         let (pending, iopoll, last_work) = (ring.pending.len() as u32, ring.iopoll, ring.last_work);
         if pending > 0 {
             // io_submit_sqes: every SQE the ring holds (one ring per thread: no cap).
-            self.jobs[j].phase = JobPhase::Fio(FioPhase::SqSubmit { k: pending });
+            self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SqSubmit { k: pending }));
             let ns = u64::from(pending) * uring.submit_io_ns + self.sq_doorbell_ns(j);
             return Some(ThreadStep::sys(ns.max(1)));
         }
-        let tw = self.jobs[j].ready.len() as u64;
+        let tw = self.jobs[j].ready_len() as u64;
         if tw > 0 {
             // tctx_task_work: io_req_rw_complete posts each CQE.
-            self.jobs[j].phase = JobPhase::Fio(FioPhase::SqTaskWork);
+            self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SqTaskWork));
             let per = if iopoll { 0 } else { uring.task_work_io_ns };
             return Some(ThreadStep::sys((tw * per).max(1)));
         }
         if iopoll {
             let (n, ns) = self.reap_own_queues(j, false);
             if n > 0 {
-                self.jobs[j].phase = JobPhase::Fio(FioPhase::SqReap);
+                self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SqReap));
                 return Some(ThreadStep::sys(ns + self.costs.cq_doorbell));
             }
         }
         if now >= last_work + SQ_THREAD_IDLE_NS {
             // Idle past sq_thread_idle: IORING_SQ_NEED_WAKEUP, then schedule().
-            if let Some(r) = self.jobs[owner].fio.ctl.ring.as_mut() {
+            if let Some(r) = self.jobs[owner].fio_mut().ctl.ring.as_mut() {
                 r.need_wakeup = true;
             }
             return Some(ThreadStep::Block);
         }
         let r = self.jobs[owner]
-            .fio
+            .fio_mut()
             .ctl
             .ring
             .as_mut()
@@ -150,7 +155,7 @@ impl<O: Observer> Sim<'_, O> {
         let mut touched: Vec<(QueueId, u32)> = Vec::new();
         for i in 0..k {
             let ring = self.jobs[owner]
-                .fio
+                .fio_mut()
                 .ctl
                 .ring
                 .as_mut()
@@ -159,10 +164,9 @@ impl<O: Observer> Sim<'_, O> {
                 break;
             };
             let job = &mut self.jobs[j];
-            let q = job.queues[job.next_file];
-            job.next_file = (job.next_file + 1) % job.queues.len();
-            let next_q = job.queues[job.next_file];
-            job.batch_start = e.start;
+            let q = job.queue_ahead(0);
+            let next_q = job.next_file();
+            job.start_batch(e.start);
             let last = i + 1 == k || next_q != q;
             let Some(io) = self.queue_command(j, q, e.planned, last) else {
                 continue;
@@ -181,11 +185,11 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The task_work ran: the CQEs are in the job's CQ ring, where its spin sees them.
     fn sq_posted(&mut self, j: usize, owner: usize) {
-        let done: Vec<_> = self.jobs[j].ready.drain(..).collect();
+        let done: Vec<_> = self.jobs[j].take_ready();
         let o = &mut self.jobs[owner];
-        o.ready.extend(done);
-        let ot = o.thread.ix();
-        if o.ready.len() as u32 >= o.waiting_for && self.threads[ot].spinning() {
+        o.completions_posted(done);
+        let ot = o.thread().ix();
+        if o.enough_ready() && self.threads[ot].spinning() {
             self.poke_thread(ot);
         }
         self.sq_work_done(owner);
@@ -193,7 +197,7 @@ impl<O: Observer> Sim<'_, O> {
 
     fn sq_work_done(&mut self, owner: usize) {
         let now = self.now;
-        if let Some(r) = self.jobs[owner].fio.ctl.ring.as_mut() {
+        if let Some(r) = self.jobs[owner].fio_mut().ctl.ring.as_mut() {
             r.last_work = now;
         }
     }
@@ -201,16 +205,16 @@ impl<O: Observer> Sim<'_, O> {
     /// A spinning SQ thread looks at its ring: work, or its idle time is up.
     pub(crate) fn sq_found(&self, j: usize, owner: usize) -> bool {
         let o = &self.jobs[owner];
-        let Some(r) = o.fio.ctl.ring.as_ref() else {
+        let Some(r) = o.fio().ctl.ring.as_ref() else {
             return true;
         };
-        o.phase == JobPhase::Done
+        o.phase() == JobPhase::Done
             || !r.pending.is_empty()
-            || !self.jobs[j].ready.is_empty()
+            || self.jobs[j].ready_len() > 0
             || self.now >= r.last_work + SQ_THREAD_IDLE_NS
             || (r.iopoll
                 && self.jobs[j]
-                    .queues
+                    .queues()
                     .iter()
                     .any(|&q| self.queues[q.ix()].cqe_pending()))
     }

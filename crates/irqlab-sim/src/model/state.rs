@@ -1,15 +1,14 @@
 //! The model's state, in flat arenas indexed by typed ids (model/ids.rs): no allocation
 //! per event.
 
-use super::ids::{DeviceId, IoId, QueueId, ThreadId, VectorId};
+use super::ids::{IoId, QueueId, VectorId};
 pub(crate) use super::io::Io;
+pub(crate) use super::job_life::{DirStats, Job, JobPhase};
 pub(crate) use super::percpu::{Cpu, CpuSoftirq, IrqFrame, LocalApic, SoftModeration, WorkStep};
 pub(crate) use super::thread::{TState, Thread, ThreadKind, Wakee};
 use crate::engine::EventQueue;
 use crate::observer::{Observer, SliceKind};
 use irqlab_core::Policy;
-use irqlab_report::Latency;
-use std::collections::VecDeque;
 
 /// Costs copied out of the platform for the hot path, ns.
 #[derive(Clone, Copy, Debug, Default)]
@@ -192,117 +191,6 @@ impl ThreadStep {
             kind: SliceKind::Sys,
         }
     }
-}
-
-/// Where a fio job thread is in its loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum JobPhase {
-    Start,
-    Usr {
-        k: u32,
-    },
-    Submit {
-        k: u32,
-    },
-    /// Reaping the CQ right after a submission (reap_after_submit).
-    SubmitReap,
-    ReapCall,
-    /// Blocked waiting for `waiting_for` events.
-    Wait,
-    Collect {
-        n: u32,
-    },
-    /// Spinning or reaping in a polled wait.
-    Poll,
-    PollReap,
-    HybridSleep,
-    /// Asleep in blk_mq_get_tag with `k` I/Os of its batch still to submit.
-    TagWait {
-        k: u32,
-    },
-    /// thinktime_spin: burning CPU, then sleeping `sleep_ns`.
-    ThinkSpin {
-        sleep_ns: u64,
-    },
-    /// Sleeping on an hrtimer for the rate clock or thinktime; starts over on waking.
-    Pause,
-    /// A phase of what fio does besides submitting and reaping (model/fio_ctl.rs).
-    Fio(super::fio_ctl::FioPhase),
-    /// A virtio notify's exit inside the submit call (model/virtio.rs).
-    Kick,
-    Done,
-}
-
-/// Per-direction statistics of a job.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct DirStats {
-    pub ios: u64,
-    pub bytes: u64,
-    /// slat, clat, lat; allocated at the first I/O of the direction.
-    pub lat: Option<Box<[Latency; 3]>>,
-}
-
-impl DirStats {
-    #[inline(always)]
-    pub fn record(&mut self, bytes: u64, slat: u64, clat: u64, lat: u64) {
-        self.ios += 1;
-        self.bytes += bytes;
-        let l = self
-            .lat
-            .get_or_insert_with(|| Box::new([Latency::new(), Latency::new(), Latency::new()]));
-        l[0].record(slat);
-        l[1].record_clat(clat);
-        l[2].record(lat);
-    }
-}
-
-pub(crate) struct Job {
-    pub name: String,
-    pub groupid: u32,
-    pub options: Vec<(String, String)>,
-    pub thread: ThreadId,
-    pub engine: irqlab_fio::IoEngine,
-    /// The device's submitter costs, replacing the engine's (DSA), and fio's user-space
-    /// work per I/O (0 with a device submitter).
-    pub submitter: Option<crate::platform::SyscallCosts>,
-    pub usr_io: u64,
-    /// Queues the job's files map to from its CPU (round robin per I/O).
-    pub queues: Vec<QueueId>,
-    /// The devices its files name, in order (a moved job's queues are remapped).
-    pub devices: Vec<DeviceId>,
-    pub next_file: usize,
-    pub iodepth: u32,
-    pub batch_submit: u32,
-    pub complete_min: u32,
-    pub complete_max: u32,
-    pub polled: bool,
-    pub hybrid: bool,
-    pub ramp_end: u64,
-    pub end: Option<u64>,
-    pub io_limit: Option<u64>,
-    pub issued: u64,
-    /// Submitted and not yet reaped by the job.
-    pub outstanding: u32,
-    /// Completed by the kernel, waiting for the job's reap call.
-    pub ready: VecDeque<IoId>,
-    pub waiting_for: u32,
-    pub phase: JobPhase,
-    pub batch_start: u64,
-    /// io_uring hybrid IOPOLL's ring state (used when `hybrid`).
-    pub hybrid_poll: irqlab_core::hybrid::HybridPoll,
-    pub last_submit: u64,
-    pub finished_at: u64,
-    // statistics over the window
-    pub read: DirStats,
-    pub write: DirStats,
-    pub usr: u64,
-    pub sys: u64,
-    pub ctx: u64,
-    /// Times its thread moved to another CPU (perf's migrations; fio has no field).
-    pub migrations: u64,
-    pub depth_level: [u64; 7],
-    /// fio's job state beyond the queue (model/fio_job.rs).
-    pub fio: Box<super::fio_job::FioJob>,
 }
 
 /// Totals for the conservation checks.

@@ -5,7 +5,7 @@
 
 use super::commands::Cmd;
 use super::fio_ctl::{AfterQuiesce, FioPhase};
-use super::fio_job::{Planned, calls_bucket, depth_bucket};
+use super::fio_job::{Planned, calls_bucket};
 use super::ids::{IoId, JobId, QueueId};
 use super::state::*;
 use super::zbd::ZoneChoice;
@@ -32,12 +32,12 @@ impl<O: Observer> Sim<'_, O> {
     /// Up to `k` I/Os the job issues now (directions, sizes), or when the rate clock lets
     /// the first one go.
     pub(crate) fn plan_batch(&mut self, j: usize, k: u32) -> Result<u32, u64> {
-        let c = &self.jobs[j].fio.ctl;
+        let c = &self.jobs[j].fio().ctl;
         if c.flow.is_some() || c.zones.is_some() || c.sync_trims || c.held.is_some() {
             return self.plan_batch_held(j, k);
         }
         let now = self.now;
-        let f = &mut self.jobs[j].fio;
+        let f = self.jobs[j].fio_mut();
         f.batch.clear();
         while (f.batch.len() as u32) < k && !f.bytes_done() {
             match f.next_io(now) {
@@ -55,9 +55,9 @@ impl<O: Observer> Sim<'_, O> {
     /// through an ioctl goes alone (its queue() returns FIO_Q_BUSY while others wait).
     fn plan_batch_held(&mut self, j: usize, k: u32) -> Result<u32, u64> {
         let now = self.now;
-        self.jobs[j].fio.batch.clear();
+        self.jobs[j].fio_mut().batch.clear();
         loop {
-            let f = &mut self.jobs[j].fio;
+            let f = self.jobs[j].fio_mut();
             if f.batch.len() as u32 >= k || f.bytes_done() && f.ctl.held.is_none() {
                 break;
             }
@@ -65,7 +65,7 @@ impl<O: Observer> Sim<'_, O> {
             if fresh && !f.batch.is_empty() && self.flow_holds(j) {
                 break;
             }
-            let f = &mut self.jobs[j].fio;
+            let f = self.jobs[j].fio_mut();
             let mut p = match f.ctl.held.take() {
                 Some(p) => p,
                 None => match f.next_io(now) {
@@ -77,15 +77,15 @@ impl<O: Observer> Sim<'_, O> {
             if fresh {
                 self.flow_issue(j);
             }
-            if self.jobs[j].fio.ctl.zones.is_some() && !self.jobs[j].queues.is_empty() {
+            if self.jobs[j].fio().ctl.zones.is_some() && !self.jobs[j].queues().is_empty() {
                 let job = &self.jobs[j];
-                let qi = (job.next_file + job.fio.batch.len()) % job.queues.len();
-                let device = self.queues[job.queues[qi].ix()].device().ix();
+                let q = job.queue_ahead(job.fio().batch.len());
+                let device = self.queues[q.ix()].device().ix();
                 if !self.zoned_io(j, device, &mut p) {
                     break;
                 }
             }
-            let f = &mut self.jobs[j].fio;
+            let f = self.jobs[j].fio_mut();
             let sync_trim = f.ctl.sync_trims && p.ddir == 2 && !p.local;
             if sync_trim && !f.batch.is_empty() {
                 f.ctl.held = Some(p);
@@ -96,15 +96,15 @@ impl<O: Observer> Sim<'_, O> {
                 break;
             }
         }
-        Ok(self.jobs[j].fio.batch.len() as u32)
+        Ok(self.jobs[j].fio().batch.len() as u32)
     }
 
     /// A zoned job's I/O `p` on `device`: a write goes to a zone's write pointer (after a
     /// reset, at once when nothing is in flight, else after a quiesce: false, the I/O
     /// held), a trim resets a zone and completes without a command.
     fn zoned_io(&mut self, j: usize, device: usize, p: &mut Planned) -> bool {
-        let nothing_out = self.jobs[j].outstanding == 0 && self.jobs[j].fio.batch.is_empty();
-        let f = &mut self.jobs[j].fio;
+        let nothing_out = self.jobs[j].outstanding() == 0 && self.jobs[j].fio().batch.is_empty();
+        let f = self.jobs[j].fio_mut();
         let (random, min_bs) = (f.random, f.min_bs(1));
         let (Some(jz), Some(Some(map))) = (&mut f.ctl.zones, self.fio.zone_maps.get_mut(device))
         else {
@@ -145,26 +145,26 @@ impl<O: Observer> Sim<'_, O> {
     /// The I/Os of job `j`'s batch of `k` that reach a device.
     pub(crate) fn device_ios(&self, j: usize, k: u32) -> u32 {
         let job = &self.jobs[j];
-        if job.engine == IoEngine::Null {
+        if job.engine() == IoEngine::Null {
             return 0;
         }
-        if job.fio.ctl.zones.is_none() {
+        if job.fio().ctl.zones.is_none() {
             return k;
         }
-        job.fio.batch.iter().filter(|p| !p.local).count() as u32
+        job.fio().batch.iter().filter(|p| !p.local).count() as u32
     }
 
     /// Where a batch goes instead of the engine's submit call: to an offload worker, into
     /// a SQPOLL ring, or through a synchronous trim ioctl.
     pub(crate) fn special_submit(&self, j: usize, _k: u32) -> Option<FioPhase> {
-        let ctl = &self.jobs[j].fio.ctl;
+        let ctl = &self.jobs[j].fio().ctl;
         if ctl.offload.is_some() {
             return Some(FioPhase::Handoff);
         }
         if ctl.ring.is_some() {
             return Some(FioPhase::RingCommit { k: _k });
         }
-        let first = self.jobs[j].fio.batch.first()?;
+        let first = self.jobs[j].fio().batch.first()?;
         (ctl.sync_trims && first.ddir == 2 && !first.local).then_some(FioPhase::SyncSubmit)
     }
 
@@ -174,7 +174,7 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn sync_submit(&mut self, j: usize) -> Option<ThreadStep> {
         let (call, per_io) = super::build::syscall_costs(&self.engine, IoEngine::Pvsync2)
             .map_or((0, 0), |c| (c.submit_call_ns, c.submit_io_ns));
-        self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncIssue);
+        self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SyncIssue));
         Some(ThreadStep::sys(call + per_io + self.sq_doorbell_ns(j)))
     }
 
@@ -182,15 +182,15 @@ impl<O: Observer> Sim<'_, O> {
     /// a virtio kick's exit, when the request asked for one). With no tag free on its
     /// queue it sleeps for one and issues again (blk_mq_get_tag).
     pub(crate) fn sync_issue(&mut self, j: usize) -> Option<ThreadStep> {
-        self.jobs[j].fio.ctl.sync_cmd.done = false;
+        self.jobs[j].fio_mut().ctl.sync_cmd.done = false;
         if self.submit_batch(j, 1) == 0 {
             return Some(ThreadStep::Block);
         }
         if let Some(ns) = self.kick_step(j) {
-            self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncKick);
+            self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SyncKick));
             return Some(ThreadStep::sys(ns));
         }
-        self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncWait);
+        self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SyncWait));
         Some(ThreadStep::Block)
     }
 
@@ -198,8 +198,8 @@ impl<O: Observer> Sim<'_, O> {
     /// completed it (a polling host thread needs no kick to see the request).
     pub(crate) fn sync_kicked(&mut self, j: usize) -> Option<ThreadStep> {
         self.kick_done(j);
-        self.jobs[j].phase = JobPhase::Fio(FioPhase::SyncWait);
-        if self.jobs[j].fio.ctl.sync_cmd.done {
+        self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SyncWait));
+        if self.jobs[j].fio().ctl.sync_cmd.done {
             return None;
         }
         Some(ThreadStep::Block)
@@ -209,32 +209,31 @@ impl<O: Observer> Sim<'_, O> {
     /// (bd->last), so the controller fetches them after the MMIO flight. Returns how
     /// many of the batch's `k` went; the rest wait for a tag of their queue.
     pub(crate) fn submit_batch(&mut self, j: usize, k: u32) -> u32 {
-        if self.jobs[j].engine == IoEngine::Null {
+        if self.jobs[j].engine() == IoEngine::Null {
             self.complete_null(j, k);
             return k;
         }
         // The queues this batch rang, and how many SQEs each fetch brings.
         let mut touched: [(Option<QueueId>, u32); 4] = [(None, 0); 4];
-        let sync = self.jobs[j].fio.ctl.sync_trims;
+        let sync = self.jobs[j].fio().ctl.sync_trims;
         let mut sent = 0;
         for i in 0..k {
-            let planned = self.jobs[j].fio.batch[i as usize];
+            let planned = self.jobs[j].fio().batch[i as usize];
             if planned.local {
                 self.complete_local(j, planned);
                 sent += 1;
                 continue;
             }
             let job = &self.jobs[j];
-            let q = job.queues[job.next_file];
+            let q = job.queue_ahead(0);
             // The tag set holds one entry less than the ring (nvme: q_depth - 1).
             if self.queues[q.ix()].tags_free() <= 1 {
-                let t = self.jobs[j].thread;
+                let t = self.jobs[j].thread();
                 self.queues[q.ix()].wait_for_tag(t);
                 break;
             }
             let job = &mut self.jobs[j];
-            job.next_file = (job.next_file + 1) % job.queues.len();
-            let next_q = job.queues[job.next_file];
+            let next_q = job.next_file();
             // Each POSIX aio helper thread's pread is a submission of its own. A request
             // after which the next finds no tag ends the dispatch too: blk-mq then calls
             // the driver's commit_rqs (virtio_commit_rqs kicks), as bd->last would.
@@ -243,13 +242,13 @@ impl<O: Observer> Sim<'_, O> {
                 self.queues[next_q.ix()].tags_free().saturating_sub(taken) <= 1
             };
             let last =
-                i + 1 == k || next_q != q || job.engine == IoEngine::PosixAio || next_starved;
+                i + 1 == k || next_q != q || job.engine() == IoEngine::PosixAio || next_starved;
             sent += 1;
             let Some(io) = self.queue_command(j, q, planned, last) else {
                 continue;
             };
             if sync && planned.ddir == 2 {
-                self.jobs[j].fio.ctl.sync_cmd.io = Some(io);
+                self.jobs[j].fio_mut().ctl.sync_cmd.io = Some(io);
             }
             if let Some(slot) = touched.iter_mut().find(|s| s.0.is_none_or(|t| t == q)) {
                 slot.0 = Some(q);
@@ -265,7 +264,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         if sent < k {
             // What is left of the batch goes when a tag is free.
-            self.jobs[j].fio.batch.drain(..sent as usize);
+            self.jobs[j].fio_mut().batch.drain(..sent as usize);
         }
         self.count_submitted(j, sent, true);
         sent
@@ -278,28 +277,24 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         let owner = self.stats_owner(j);
         let job = &mut self.jobs[j];
-        job.outstanding += k;
-        job.issued += u64::from(k);
-        job.fio.issues += u64::from(k);
-        let depth = job.outstanding;
+        let depth = job.submitted(k, now);
         if counter && self.obs.wants_counters() {
             self.obs.counter(now, "iodepth", j, f64::from(depth));
         }
-        job.last_submit = now;
         self.totals.submitted += u64::from(k);
         if self.measuring {
             // io_u.c: io_u_mark_depth at commit, io_u_mark_submit per submit call.
             let o = &mut self.jobs[owner];
-            o.depth_level[depth_bucket(depth)] += u64::from(k);
-            o.fio.submit_hist[calls_bucket(k)] += 1;
-            o.fio.submit_calls += 1;
+            o.mark_depth(depth, k);
+            o.fio_mut().submit_hist[calls_bucket(k)] += 1;
+            o.fio_mut().submit_calls += 1;
         }
     }
 
     /// Whose statistics job `j`'s I/Os count in: its own, or an offload worker's job's.
     #[inline(always)]
     pub(crate) fn stats_owner(&self, j: usize) -> usize {
-        match self.jobs[j].fio.ctl.role {
+        match self.jobs[j].fio().ctl.role {
             super::fio_ctl::Role::Worker { parent } => parent.ix(),
             _ => j,
         }
@@ -308,7 +303,7 @@ impl<O: Observer> Sim<'_, O> {
     /// A record for an I/O that reaches no queue (null engine, zoned trims).
     fn local_io(&mut self, j: usize, planned: Planned) -> IoId {
         let now = self.now;
-        let rec = Io::local(JobId::new(j), planned, self.jobs[j].batch_start, now);
+        let rec = Io::local(JobId::new(j), planned, self.jobs[j].batch_start(), now);
         match self.free_ios.pop() {
             Some(io) => {
                 self.ios[io.ix()] = rec;
@@ -326,7 +321,7 @@ impl<O: Observer> Sim<'_, O> {
     fn complete_local(&mut self, j: usize, planned: Planned) {
         let io = self.local_io(j, planned);
         self.ios[io.ix()].trim_in_fio();
-        self.jobs[j].ready.push_back(io);
+        self.jobs[j].io_completed(io);
         self.totals.completed += 1;
     }
 
@@ -334,9 +329,9 @@ impl<O: Observer> Sim<'_, O> {
     /// no device and no interrupt; the job reaps it as it would a device's.
     fn complete_null(&mut self, j: usize, k: u32) {
         for i in 0..k {
-            let planned = self.jobs[j].fio.batch[i as usize];
+            let planned = self.jobs[j].fio().batch[i as usize];
             let io = self.local_io(j, planned);
-            self.jobs[j].ready.push_back(io);
+            self.jobs[j].io_completed(io);
         }
         self.totals.completed += u64::from(k);
         self.count_submitted(j, k, false);
@@ -353,7 +348,7 @@ impl<O: Observer> Sim<'_, O> {
     ) -> Option<IoId> {
         let now = self.now;
         let hints = if last { SQE_HINT_BARRIER } else { 0 };
-        let start = self.jobs[j].batch_start;
+        let start = self.jobs[j].batch_start();
         if self.queues[q.ix()].tags_free() == 0 {
             debug_assert!(false, "no free tag: the depth check failed");
             return None;

@@ -186,7 +186,7 @@ impl<O: Observer> Sim<'_, O> {
         if !self.costs.has_virtio {
             return self.costs.sq_doorbell;
         }
-        let q = self.jobs[j].queues[0].ix();
+        let q = self.jobs[j].queues()[0].ix();
         if self.queues[q].is_virtio() {
             0
         } else {
@@ -215,7 +215,7 @@ impl<O: Observer> Sim<'_, O> {
             return None;
         }
         let job = JobId::new(j);
-        let asked = self.jobs[j].queues.iter().any(|&q| {
+        let asked = self.jobs[j].queues().iter().any(|&q| {
             self.queues[q.ix()]
                 .virtio()
                 .is_some_and(|vq| vq.kicking.iter().any(|&(k, _)| k == job))
@@ -228,8 +228,8 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn kick_done(&mut self, j: usize) {
         let now = self.now;
         let job = JobId::new(j);
-        for i in 0..self.jobs[j].queues.len() {
-            let q = self.jobs[j].queues[i].ix();
+        for i in 0..self.jobs[j].queues().len() {
+            let q = self.jobs[j].queues()[i].ix();
             let Some(vq) = self.queues[q].virtio_mut() else {
                 continue;
             };
@@ -406,8 +406,8 @@ impl<O: Observer> Sim<'_, O> {
 pub(crate) fn check_depths(jobs: &[Job], inp: &Inputs<'_>, m: &Machine) -> Result<(), SimError> {
     let mut depth = vec![0u64; m.queues.len()];
     for job in jobs {
-        for &q in &job.queues {
-            depth[q.ix()] += u64::from(job.iodepth);
+        for &q in job.queues() {
+            depth[q.ix()] += u64::from(job.iodepth());
         }
     }
     for (queue, &want) in m.queues.iter().zip(&depth) {
