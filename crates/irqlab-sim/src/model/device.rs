@@ -380,7 +380,7 @@ impl<O: Observer> Sim<'_, O> {
                 // The CQE lands in host memory with the current phase tag.
                 let posted = self.queues[q].cqe_landed(tag, 0);
                 debug_assert!(posted.is_ok(), "CQ overflow: the depth check failed");
-                self.totals.cqes_posted += 1;
+                self.totals.cqes_posted(1);
                 if self.queues[q].has_spinners() {
                     self.poke_spinners(q);
                 }
@@ -389,7 +389,7 @@ impl<O: Observer> Sim<'_, O> {
                 let q = queue.ix();
                 let posted = self.queues[q].cqe_landed(tag, WC_SEND);
                 debug_assert!(posted.is_ok(), "RDMA CQ overflow");
-                self.totals.cqes_posted += 1;
+                self.totals.cqes_posted(1);
             }
             Some(PortItem::Msi { .. }) => {}
             None => {}

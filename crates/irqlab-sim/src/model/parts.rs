@@ -201,11 +201,7 @@ impl Partition {
             |s| self.stack[s] == k,
             self.router == k,
         );
-        let (a, b) = (&mut into.totals, &from.totals);
-        a.submitted += b.submitted;
-        a.completed += b.completed;
-        a.reaped += b.reaped;
-        a.cqes_posted += b.cqes_posted;
+        into.totals.add(&from.totals);
         into.merged_events += from.q.popped() + from.merged_events;
         into.now = into.now.max(from.now);
         into.cut_short |= from.cut_short;

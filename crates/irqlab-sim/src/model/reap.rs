@@ -67,7 +67,7 @@ impl<O: Observer> Sim<'_, O> {
     /// it woke a thread.
     #[inline(always)]
     pub(crate) fn complete_io(&mut self, io: IoId, c: usize) -> bool {
-        self.totals.completed += 1;
+        self.totals.completed(1);
         let rec = self.ios[io.ix()];
         let d = self.queues[rec.queue().ix()].device().ix();
         let life = self.now - rec.submitted();
@@ -205,7 +205,7 @@ impl<O: Observer> Sim<'_, O> {
     fn reap_io(&mut self, j: usize, owner: usize, io: IoId, counted: bool, elapsed: u64) {
         let rec = self.ios[io.ix()];
         self.free_ios.push(io);
-        self.totals.reaped += 1;
+        self.totals.reaped();
         self.jobs[j].reaped(1);
         self.jobs[owner].fio_mut().completions += 1;
         self.account_io(owner, rec, counted, elapsed);

@@ -275,15 +275,13 @@ impl<O: Observer> Sim<'_, O> {
             }
         };
         let sum = |f: &dyn Fn(&Vector) -> u64| self.vectors.iter().map(f).sum::<u64>();
-        let mut extra = vec![
-            (
-                "events".to_string(),
-                (self.q.popped() + self.merged_events) as f64,
-            ),
-            ("ios_submitted".to_string(), self.totals.submitted as f64),
-            ("ios_completed".to_string(), self.totals.completed as f64),
-            ("ios_reaped".to_string(), self.totals.reaped as f64),
-            ("cqes_posted".to_string(), self.totals.cqes_posted as f64),
+        let mut extra = vec![(
+            "events".to_string(),
+            (self.q.popped() + self.merged_events) as f64,
+        )];
+        let totals = self.totals.counters().into_iter();
+        extra.extend(totals.map(|(k, n)| (k.to_string(), n as f64)));
+        extra.extend([
             ("msi_merged".to_string(), sum(&|v| v.merged()) as f64),
             ("irq_pended".to_string(), sum(&|v| v.pended()) as f64),
             ("irq_resent".to_string(), sum(&|v| v.resent()) as f64),
@@ -301,7 +299,7 @@ impl<O: Observer> Sim<'_, O> {
                 irqlab_report::EXTRA_CUT_SHORT.to_string(),
                 f64::from(u8::from(self.cut_short)),
             ),
-        ];
+        ]);
         // Over the whole run (the kernel's counters are not reset at the ramp's end).
         let soft = |f: &dyn Fn(&irqlab_core::softirq::SoftirqCounters) -> u64| {
             self.cpus

@@ -13,42 +13,42 @@ use irqlab_core::Policy;
 /// Costs copied out of the platform for the hot path, ns.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Costs {
-    pub irq_entry: u64,
-    pub irq_exit: u64,
-    pub eoi: u64,
-    pub idle_exit: u64,
-    pub ctx_switch: u64,
-    pub wakeup: u64,
-    pub ipi: u64,
-    pub tick_period: u64,
-    pub tick: u64,
-    pub hz: u32,
-    pub slice: u64,
-    pub cqe: u64,
-    pub cq_doorbell: u64,
-    pub sq_doorbell: u64,
-    pub mmio_flight: u64,
-    pub poll_check: u64,
-    pub pir_round: u64,
-    pub pir_round_clean: u64,
-    pub irq_poll_call: u64,
-    pub softirq: u64,
-    pub irq_thread: u64,
-    pub hrtimer: u64,
-    pub moderation_program: u64,
-    pub irq_mask: u64,
+    pub(super) irq_entry: u64,
+    pub(super) irq_exit: u64,
+    pub(super) eoi: u64,
+    pub(super) idle_exit: u64,
+    pub(super) ctx_switch: u64,
+    pub(super) wakeup: u64,
+    pub(super) ipi: u64,
+    pub(super) tick_period: u64,
+    pub(super) tick: u64,
+    pub(super) hz: u32,
+    pub(super) slice: u64,
+    pub(super) cqe: u64,
+    pub(super) cq_doorbell: u64,
+    pub(super) sq_doorbell: u64,
+    pub(super) mmio_flight: u64,
+    pub(super) poll_check: u64,
+    pub(super) pir_round: u64,
+    pub(super) pir_round_clean: u64,
+    pub(super) irq_poll_call: u64,
+    pub(super) softirq: u64,
+    pub(super) irq_thread: u64,
+    pub(super) hrtimer: u64,
+    pub(super) moderation_program: u64,
+    pub(super) irq_mask: u64,
     /// enable_irq's unmask: the mask's table write plus a guest's hypercall (crate::guest).
-    pub irq_unmask: u64,
-    pub usr_io: u64,
+    pub(super) irq_unmask: u64,
+    pub(super) usr_io: u64,
     /// A guest's halted-vCPU wake, added to `idle_exit` after `guest_halt_poll` (model/guest.rs).
-    pub vcpu_wake: u64,
-    pub guest_halt_poll: u64,
+    pub(super) vcpu_wake: u64,
+    pub(super) guest_halt_poll: u64,
     /// A guest's virtio notify exit (model/virtio.rs).
-    pub kick: u64,
+    pub(super) kick: u64,
     /// The platform has a virtio-blk device: the hot path's one test before its hooks.
-    pub has_virtio: bool,
+    pub(super) has_virtio: bool,
     /// enable_irq resends through the resend tasklet (crate::guest `resend_tasklet`).
-    pub resend_tasklet: bool,
+    pub(super) resend_tasklet: bool,
 }
 
 /// IDT vectors of the system interrupts the model raises: core's (irq::vectors), as the
@@ -193,66 +193,107 @@ impl ThreadStep {
     }
 }
 
-/// Totals for the conservation checks.
+/// Totals for the conservation checks: every I/O submitted is completed once, every
+/// CQE posted is reaped once.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Totals {
-    pub submitted: u64,
-    pub completed: u64,
-    pub reaped: u64,
-    pub cqes_posted: u64,
+    submitted: u64,
+    completed: u64,
+    reaped: u64,
+    cqes_posted: u64,
+}
+
+impl Totals {
+    #[inline(always)]
+    pub fn submitted(&mut self, n: u64) {
+        self.submitted += n;
+    }
+
+    #[inline(always)]
+    pub fn completed(&mut self, n: u64) {
+        self.completed += n;
+    }
+
+    #[inline(always)]
+    pub fn reaped(&mut self) {
+        self.reaped += 1;
+    }
+
+    #[inline(always)]
+    pub fn cqes_posted(&mut self, n: u64) {
+        self.cqes_posted += n;
+    }
+
+    /// A part of a machine run on another thread (model/parts.rs) adds its totals.
+    pub fn add(&mut self, other: &Totals) {
+        self.submitted += other.submitted;
+        self.completed += other.completed;
+        self.reaped += other.reaped;
+        self.cqes_posted += other.cqes_posted;
+    }
+
+    /// The report's counters, under their keys.
+    pub fn counters(&self) -> [(&'static str, u64); 4] {
+        [
+            ("ios_submitted", self.submitted),
+            ("ios_completed", self.completed),
+            ("ios_reaped", self.reaped),
+            ("cqes_posted", self.cqes_posted),
+        ]
+    }
 }
 
 pub(crate) struct Sim<'a, O: Observer> {
-    pub now: u64,
-    pub q: EventQueue,
-    pub costs: Costs,
-    pub engine: crate::platform::EngineCosts,
-    pub policy: Policy,
-    pub scheduler: crate::platform::Scheduler,
-    pub platform_name: String,
-    pub seed: u64,
-    pub cpus: Vec<Cpu>,
-    pub threads: Vec<Thread>,
-    pub jobs: Vec<Job>,
+    pub(super) now: u64,
+    pub(super) q: EventQueue,
+    pub(super) costs: Costs,
+    pub(super) engine: crate::platform::EngineCosts,
+    pub(super) policy: Policy,
+    pub(super) scheduler: crate::platform::Scheduler,
+    pub(super) platform_name: String,
+    pub(super) seed: u64,
+    pub(super) cpus: Vec<Cpu>,
+    pub(super) threads: Vec<Thread>,
+    pub(super) jobs: Vec<Job>,
     /// The devices' controllers (model/controller).
-    pub devices: Vec<super::controller::Device>,
+    pub(super) devices: Vec<super::controller::Device>,
     /// The I/O queues (model/queue.rs).
-    pub queues: Vec<super::queue::Queue>,
+    pub(super) queues: Vec<super::queue::Queue>,
     /// The devices' MSI-X vectors (model/vector.rs).
-    pub vectors: Vec<super::vector::Vector>,
+    pub(super) vectors: Vec<super::vector::Vector>,
     /// Root ports, IIO stacks and the socket's router (model/fabric).
-    pub fabric: super::fabric::Fabric,
-    pub ios: Vec<Io>,
-    pub free_ios: Vec<IoId>,
-    pub jobs_live: usize,
-    pub draining: bool,
+    pub(super) fabric: super::fabric::Fabric,
+    pub(super) ios: Vec<Io>,
+    pub(super) free_ios: Vec<IoId>,
+    pub(super) jobs_live: usize,
+    pub(super) draining: bool,
     /// A run always ends: past this time (1 s of simulated time after the last job's
     /// end) the loop stops and the report says `cut_short`. u64::MAX: no bound.
-    pub stop_at: u64,
-    pub cut_short: bool,
+    pub(super) stop_at: u64,
+    pub(super) cut_short: bool,
     /// Set from another thread (Ctrl-C) to end the run where it is.
-    pub stop: crate::StopFlag,
+    pub(super) stop: crate::StopFlag,
     /// The loop saw `stop` set: the window closed there and the machine did not drain.
-    pub interrupted: bool,
-    pub measuring: bool,
-    pub window_start: u64,
-    pub window_end: u64,
-    pub totals: Totals,
+    pub(super) interrupted: bool,
+    pub(super) measuring: bool,
+    pub(super) window_start: u64,
+    pub(super) window_end: u64,
+    pub(super) totals: Totals,
     /// Events the other parts of a parallel run processed (parts.rs).
-    pub merged_events: u64,
+    pub(super) merged_events: u64,
     /// GSIM's global parameters and counters (with --moderator gsim).
-    pub gsim: Option<irqlab_core::gsim::GsimGlobal>,
+    pub(super) gsim: Option<irqlab_core::gsim::GsimGlobal>,
     /// The software resend's bitmap and tasklet (with a guest's `resend_tasklet`).
-    pub resend: irqlab_core::irq::ResendTasklet,
+    pub(super) resend: irqlab_core::irq::ResendTasklet,
     /// Stonewall waves, disk accounting and global options (model/fio_job.rs).
-    pub fio: super::fio_job::FioRun,
+    pub(super) fio: super::fio_job::FioRun,
     /// The sched domains (model/topo.rs).
-    pub topo: super::topo::Topology,
+    pub(super) topo: super::topo::Topology,
     /// Task placement's state (model/placement.rs), when some job may move.
-    pub place: Option<Box<super::placement::Placement>>,
+    pub(super) place: Option<Box<super::placement::Placement>>,
     /// Per device, per queue set (interrupt-driven, polled): each CPU's queue.
-    pub queue_map: Vec<[Vec<QueueId>; 2]>,
+    pub(super) queue_map: Vec<[Vec<QueueId>; 2]>,
     /// `--event`'s plan and the CPUs online (model/irq_move.rs); None without events.
-    pub moves: Option<Box<super::irq_move::IrqMoves>>,
-    pub obs: &'a mut O,
+    pub(super) moves: Option<Box<super::irq_move::IrqMoves>>,
+    pub(super) obs: &'a mut O,
 }

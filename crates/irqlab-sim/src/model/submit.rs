@@ -281,7 +281,7 @@ impl<O: Observer> Sim<'_, O> {
         if counter && self.obs.wants_counters() {
             self.obs.counter(now, "iodepth", j, f64::from(depth));
         }
-        self.totals.submitted += u64::from(k);
+        self.totals.submitted(u64::from(k));
         if self.measuring {
             // io_u.c: io_u_mark_depth at commit, io_u_mark_submit per submit call.
             let o = &mut self.jobs[owner];
@@ -322,7 +322,7 @@ impl<O: Observer> Sim<'_, O> {
         let io = self.local_io(j, planned);
         self.ios[io.ix()].trim_in_fio();
         self.jobs[j].io_completed(io);
-        self.totals.completed += 1;
+        self.totals.completed(1);
     }
 
     /// fio's null engine (engines/null.c): the batch is queued and completed at once, with
@@ -333,7 +333,7 @@ impl<O: Observer> Sim<'_, O> {
             let io = self.local_io(j, planned);
             self.jobs[j].io_completed(io);
         }
-        self.totals.completed += u64::from(k);
+        self.totals.completed(u64::from(k));
         self.count_submitted(j, k, false);
     }
 

@@ -268,7 +268,7 @@ impl<O: Observer> Sim<'_, O> {
             let posted = queue.post_cqe(ios[io.ix()].tag(), 0);
             debug_assert!(posted.is_ok(), "used ring overflow: the depth check failed");
         }
-        self.totals.cqes_posted += list.len() as u64;
+        self.totals.cqes_posted(list.len() as u64);
         list.clear();
         queue.virtio_mut().expect("a virtio queue").unpublished = list;
         if self.queues[q].has_spinners() {
