@@ -572,7 +572,7 @@ fn add_jobs(
         // Jobs of the first wave start at their startdelay; later waves when the one
         // before is over (job.rs job_exit).
         // (Their first events are scheduled by Sim::start.)
-        let starts_now = section.wave == 0 && fio.startdelay_ns == 0;
+        let starts_now = section.wave == 0 && fio.startdelay_ns() == 0;
         if starts_now {
             fio.start(0, plan.window_start_ns);
         }
@@ -628,8 +628,12 @@ fn new_job(
         complete_max: s.iodepth_batch_complete_max,
         polled: c.polled,
         hybrid: c.polled && inp.policy.delivery == Delivery::Hybrid,
-        ramp_end: fio.measure_from,
-        end: if fio.started { s.total_time_ns() } else { None },
+        ramp_end: fio.measure_from(),
+        end: if fio.started() {
+            s.total_time_ns()
+        } else {
+            None
+        },
         // number_ios here; size is a byte budget (FioJob::byte_limit).
         io_limit: if s.time_based { None } else { s.number_ios },
     };
@@ -682,8 +686,8 @@ fn run_end(waves: &[Vec<JobId>], jobs: &[Job]) -> u64 {
     let wave_span = |wave: &Vec<JobId>| -> u64 {
         wave.iter().fold(0u64, |m, &j| {
             let f = jobs[j.ix()].fio();
-            let bound = f.total_ns.unwrap_or(MAX_SIMULATED_NS);
-            m.max(f.startdelay_ns.saturating_add(bound))
+            let bound = f.total_ns().unwrap_or(MAX_SIMULATED_NS);
+            m.max(f.startdelay_ns().saturating_add(bound))
         })
     };
     waves.iter().map(wave_span).fold(0u64, u64::saturating_add)
@@ -697,18 +701,12 @@ fn fio_run(
     waves: Vec<Vec<JobId>>,
     ndevices: usize,
 ) -> FioRun {
-    let mut disks = vec![DiskAcct::default(); ndevices];
+    let mut used = vec![false; ndevices];
     for &d in clones.iter().flat_map(|c| &c.devices) {
-        disks[d].used = true;
+        used[d] = true;
     }
-    FioRun {
-        wave_left: waves.iter().map(Vec::len).collect(),
-        waves,
-        current_wave: 0,
-        disks,
-        global_options: irqlab_fio::global_options(specs),
-        ..FioRun::default()
-    }
+    let disks = used.into_iter().map(DiskAcct::new).collect();
+    FioRun::new(waves, disks, irqlab_fio::global_options(specs))
 }
 
 // ---------------------------------------------------------------- kernel threads

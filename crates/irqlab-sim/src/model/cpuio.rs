@@ -18,10 +18,10 @@ impl<O: Observer> Sim<'_, O> {
                 JobPhase::Done => return ThreadStep::Exit,
                 JobPhase::Fio(FioPhase::Burn) => {
                     let job = &mut self.jobs[j];
-                    let cfg = job.fio().ctl.cpuio.expect("a cpuio job");
+                    let cfg = job.fio().ctl().cpuio().expect("a cpuio job");
                     let load = u64::from(cfg.load_pct.max(1));
                     // fio_cpuio_init / do_qsort: thinktime in whole µs.
-                    let cycle_us = job.fio().ctl.cpuio_cycle_ns / 1_000;
+                    let cycle_us = job.fio().ctl().cpuio_cycle_ns() / 1_000;
                     let sleep = cycle_us * (100 - load.min(100)) / load * 1_000;
                     let left = job.end().map_or(u64::MAX, |e| e.saturating_sub(now));
                     let sleep = sleep.min(left);
@@ -38,7 +38,7 @@ impl<O: Observer> Sim<'_, O> {
                     job.enter_phase(JobPhase::Fio(FioPhase::Burn));
                     job.issued_cycle();
                     return ThreadStep::Run {
-                        ns: job.fio().ctl.cpuio_cycle_ns.max(1),
+                        ns: job.fio().ctl().cpuio_cycle_ns().max(1),
                         kind: SliceKind::Usr,
                     };
                 }
@@ -50,13 +50,13 @@ impl<O: Observer> Sim<'_, O> {
     /// that does I/O is left (libfio.c fio_running_or_pending_io_threads).
     fn cpuio_stops(&self, j: usize) -> bool {
         let job = &self.jobs[j];
-        if job.end().is_some_and(|e| self.now >= e) || job.fio().ctl.stops() {
+        if job.end().is_some_and(|e| self.now >= e) || job.fio().ctl().stops() {
             return true;
         }
         if job.io_limit().is_some_and(|l| job.issued() >= l) {
             return true;
         }
-        job.fio().ctl.cpuio.is_some_and(|c| c.exit_on_io_done)
+        job.fio().ctl().cpuio().is_some_and(|c| c.exit_on_io_done)
             && !self.jobs.iter().enumerate().any(|(k, o)| {
                 k != j
                     && o.engine() != irqlab_fio::IoEngine::CpuIo

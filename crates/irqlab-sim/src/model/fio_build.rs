@@ -5,14 +5,14 @@
 //! platform cannot run it.
 
 use super::commands::Cmd;
-use super::fio_ctl::{FioCtl, FioPhase, FlowGroup, FlowMember, Offload, Role, SqRing, WorkerQueue};
+use super::fio_ctl::{FioPhase, FlowMember, Role};
 use super::fio_job::{FioJob, FioRun};
 use super::ids::{CpuId, JobId, QueueId, ThreadId};
 use super::state::*;
 use crate::SimError;
 use crate::platform::Platform;
 use irqlab_fio::plan::{RunPlan, Start};
-use irqlab_fio::{IoEngine, JobSpec, SubmitMode};
+use irqlab_fio::{JobSpec, SubmitMode};
 
 /// zbd: the most emulated zones a job's range may have here (a write pointer each).
 const MAX_ZONES: u64 = 1 << 20;
@@ -52,7 +52,7 @@ pub(crate) fn complete(
         if let Some(cfg) = specs[si].cpuio
             && cfg.mode == irqlab_fio::CpuMode::Qsort
         {
-            jobs[j].fio_mut().ctl.cpuio_cycle_ns = p.engine.cpuio_qsort_ns.ok_or_else(|| {
+            let ns = p.engine.cpuio_qsort_ns.ok_or_else(|| {
                 option_err(
                     &specs[si],
                     &["cpumode"],
@@ -62,13 +62,14 @@ pub(crate) fn complete(
                     ),
                 )
             })?;
+            jobs[j].fio_mut().ctl_mut().set_qsort_cycle(ns);
         }
     }
     flows(specs, plan, jobs, fio);
     zone_maps(specs, plan, jobs, m, fio)?;
     wait_for(specs, plan, jobs, m)?;
     if let Some(s) = specs.iter().find(|s| s.steadystate.is_some()) {
-        fio.ss_interval_ms = Some(s.ss_interval_ms);
+        fio.set_ss_interval_ms(Some(s.ss_interval_ms));
         Sim::<crate::observer::NoObserver>::steadystate_setup(&mut jobs[..main]);
     }
     Ok(())
@@ -195,9 +196,7 @@ fn helper_job(
             m.queues[q.ix()].add_spinner(thread);
         }
     }
-    let mut fio = FioJob::new(s, p.fio().thread_number, p.fio().wave, None, 0);
-    fio.logs = Default::default();
-    fio.ctl = FioCtl::helper(role, s);
+    let fio = FioJob::helper(s, p.fio().thread_number(), p.fio().wave(), role);
     let job = Job::helper(
         p,
         format!("{}:{}", p.name(), id),
@@ -244,14 +243,10 @@ fn add_workers(
             jobs,
             m,
         );
-        jobs[id].fio_mut().ctl.worker = Some(WorkerQueue::default());
+        jobs[id].fio_mut().ctl_mut().make_worker();
         workers.push(JobId::new(id));
     }
-    jobs[j].fio_mut().ctl.offload = Some(Offload {
-        workers,
-        next_free: 0,
-        seq: 0,
-    });
+    jobs[j].fio_mut().ctl_mut().offload_to(workers);
 }
 
 /// io_uring_setup with IORING_SETUP_SQPOLL: the ring's kernel thread, on
@@ -287,11 +282,10 @@ fn add_sq_thread(
     }
     jobs[j].hand_polling_to_sqpoll();
     jobs[id].poll_without_sleep();
-    jobs[j].fio_mut().ctl.ring = Some(SqRing {
-        thread: Some(JobId::new(id)),
-        iopoll,
-        ..SqRing::default()
-    });
+    jobs[j]
+        .fio_mut()
+        .ctl_mut()
+        .setup_sqpoll(JobId::new(id), iopoll);
 }
 
 /// Each device's emulated zones, from the zoned jobs that write it (one zone size per
@@ -303,8 +297,8 @@ fn zone_maps(
     m: &super::build::Machine,
     fio: &mut FioRun,
 ) -> Result<(), SimError> {
-    fio.zone_maps = vec![None; m.devices.len()];
-    for d in 0..m.devices.len() {
+    let mut maps = vec![None; m.devices.len()];
+    for (d, slot) in maps.iter_mut().enumerate() {
         let mut cfgs: Vec<(usize, irqlab_fio::Zbd)> = Vec::new();
         for (j, i) in plan.instances.iter().enumerate() {
             let si = i.spec;
@@ -330,8 +324,9 @@ fn zone_maps(
             ));
         }
         let list: Vec<irqlab_fio::Zbd> = cfgs.iter().map(|c| c.1).collect();
-        fio.zone_maps[d] = Some(super::zbd::ZoneMap::of(&list));
+        *slot = Some(super::zbd::ZoneMap::of(&list));
     }
+    fio.set_zone_maps(maps);
     Ok(())
 }
 
@@ -342,26 +337,11 @@ fn flows(specs: &[JobSpec], plan: &RunPlan, jobs: &mut [Job], fio: &mut FioRun) 
         let Some(f) = specs[i.spec].flow else {
             continue;
         };
-        let g = match fio.flows.iter().position(|g| g.id == f.id) {
-            Some(g) => g,
-            None => {
-                fio.flows.push(FlowGroup {
-                    id: f.id,
-                    counter: 1,
-                    total_weight: 0,
-                    members: Vec::new(),
-                });
-                fio.flows.len() - 1
-            }
-        };
-        fio.flows[g].total_weight += u64::from(f.weight);
-        fio.flows[g].members.push(JobId::new(j));
-        jobs[j].fio_mut().ctl.flow = Some(FlowMember {
-            group: g,
-            weight: f.weight,
-            counter: 0,
-            sleep_ns: f.sleep_ns,
-        });
+        let g = fio.join_flow(f.id, JobId::new(j), f.weight);
+        jobs[j]
+            .fio_mut()
+            .ctl_mut()
+            .join_flow(FlowMember::new(g, f.weight, f.sleep_ns));
     }
 }
 
@@ -388,7 +368,8 @@ fn wait_for(
                 ));
             }
         };
-        jobs[j].fio_mut().ctl.wait_for = plan.clones_of(above).map(JobId::new).collect();
+        let waitees = plan.clones_of(above).map(JobId::new).collect();
+        jobs[j].fio_mut().ctl_mut().set_wait_for(waitees);
         // It starts when they have exited (job.rs start_waiters), not with its wave.
         let job = &mut jobs[j];
         if job.hold_for_waitees() {
@@ -396,24 +377,4 @@ fn wait_for(
         }
     }
     Ok(())
-}
-
-impl FioCtl {
-    /// A helper's state: its role, with none of the job's own mechanisms.
-    pub fn helper(role: Role, s: &JobSpec) -> FioCtl {
-        let mut ctl = FioCtl::of(s, &[0; irqlab_fio::seeds::RAND_NR_OFFS]);
-        ctl.role = role;
-        ctl.rate_min = None;
-        ctl.lat = None;
-        ctl.max_latency_ns = None;
-        ctl.ss = None;
-        ctl.zones = None;
-        ctl.cpuio = None;
-        ctl.exit = irqlab_fio::ExitRule::default();
-        ctl.disable_slat = false;
-        if s.ioengine == IoEngine::Null {
-            ctl.sync_trims = false;
-        }
-        ctl
-    }
 }

@@ -88,51 +88,246 @@ pub(crate) struct RingEntry {
 /// oldest work).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Offload {
-    pub workers: Vec<JobId>,
-    pub next_free: usize,
-    pub seq: u64,
+    workers: Vec<JobId>,
+    next_free: usize,
+    seq: u64,
+}
+
+impl Offload {
+    /// The job's submit workers, none picked yet.
+    pub fn new(workers: Vec<JobId>) -> Offload {
+        Offload {
+            workers,
+            next_free: 0,
+            seq: 0,
+        }
+    }
+
+    /// workqueue.c get_submit_worker: the first idle worker from `next_free`, else the
+    /// one with the oldest work; `state` gives a worker's (idle, sequence of its work).
+    /// Returns its index, for `submit_to`.
+    pub fn get_submit_worker(&self, state: impl Fn(JobId) -> (bool, u64)) -> usize {
+        let n = self.workers.len();
+        let start = self.next_free;
+        let idle = (0..n)
+            .map(|i| (start + i) % n)
+            .find(|&i| state(self.workers[i]).0);
+        idle.unwrap_or_else(|| {
+            (0..n)
+                .min_by_key(|&i| state(self.workers[i]).1)
+                .unwrap_or(0)
+        })
+    }
+
+    /// Worker `pick` (get_submit_worker's answer) takes the work: the search for an
+    /// idle one starts after it next time.
+    pub fn submit_to(&mut self, pick: usize) -> JobId {
+        if pick == self.next_free {
+            self.next_free = (pick + 1) % self.workers.len();
+        }
+        self.workers[pick]
+    }
+
+    /// workqueue_enqueue's sequence number of the next work item.
+    pub fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
 }
 
 /// An offload worker's queue of I/Os handed to it, with when fio began each.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct WorkerQueue {
-    pub inbox: VecDeque<(Planned, u64)>,
-    pub seq: u64,
-    pub busy: bool,
+    inbox: VecDeque<(Planned, u64)>,
+    seq: u64,
+    busy: bool,
+}
+
+impl WorkerQueue {
+    /// workqueue_enqueue: the I/O `p` fio began at `start`, work item `seq`.
+    pub fn enqueue(&mut self, p: Planned, start: u64, seq: u64) {
+        self.inbox.push_back((p, start));
+        self.seq = seq;
+        self.busy = true;
+    }
+
+    /// The worker's next I/O; with none it goes idle.
+    pub fn next_work(&mut self) -> Option<(Planned, u64)> {
+        let w = self.inbox.pop_front();
+        if w.is_none() {
+            self.busy = false;
+        }
+        w
+    }
+
+    /// Whether it has no work (get_submit_worker picks an idle one first).
+    pub fn idle(&self) -> bool {
+        !self.busy
+    }
+
+    /// The sequence number of its latest work item.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
 }
 
 /// A SQPOLL ring (the owner's side) and its thread's state.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SqRing {
-    pub thread: Option<JobId>,
-    pub pending: VecDeque<RingEntry>,
+    thread: Option<JobId>,
+    pending: VecDeque<RingEntry>,
     /// IORING_SQ_NEED_WAKEUP: the thread went to sleep after sq_thread_idle.
-    pub need_wakeup: bool,
+    need_wakeup: bool,
     /// The thread's last work, for its idle timeout.
-    pub last_work: u64,
-    pub timer_epoch: u32,
+    last_work: u64,
+    timer_epoch: u32,
     /// The ring polls (IOPOLL): the thread reaps the completions itself.
-    pub iopoll: bool,
+    iopoll: bool,
+}
+
+impl SqRing {
+    /// io_uring_setup with IORING_SETUP_SQPOLL: the ring of SQ thread `thread`.
+    pub fn new(thread: JobId, iopoll: bool) -> SqRing {
+        SqRing {
+            thread: Some(thread),
+            iopoll,
+            ..SqRing::default()
+        }
+    }
+
+    pub fn thread(&self) -> Option<JobId> {
+        self.thread
+    }
+
+    /// The SQEs in the ring that the thread has not submitted.
+    pub fn pending(&self) -> u32 {
+        self.pending.len() as u32
+    }
+
+    pub fn iopoll(&self) -> bool {
+        self.iopoll
+    }
+
+    pub fn last_work(&self) -> u64 {
+        self.last_work
+    }
+
+    pub fn timer_epoch(&self) -> u32 {
+        self.timer_epoch
+    }
+
+    /// fio_ioring_commit: the batch's SQEs go into the ring (fio began them at `start`,
+    /// committed `now`). Returns whether the thread sleeps (IORING_SQ_NEED_WAKEUP), the
+    /// flag then cleared by the wake-up.
+    pub fn commit(&mut self, batch: &[Planned], start: u64, now: u64) -> bool {
+        for &planned in batch {
+            self.pending.push_back(RingEntry {
+                planned,
+                start,
+                committed: now,
+            });
+        }
+        std::mem::replace(&mut self.need_wakeup, false)
+    }
+
+    /// io_submit_sqes takes the oldest SQE.
+    pub fn pop_sqe(&mut self) -> Option<RingEntry> {
+        self.pending.pop_front()
+    }
+
+    /// Idle past sq_thread_idle: the thread sets IORING_SQ_NEED_WAKEUP and sleeps.
+    pub fn thread_sleeps(&mut self) {
+        self.need_wakeup = true;
+    }
+
+    /// A new idle timer for the thread: its epoch (older timers are stale).
+    pub fn arm_idle_timer(&mut self) -> u32 {
+        self.timer_epoch = self.timer_epoch.wrapping_add(1);
+        self.timer_epoch
+    }
+
+    /// The thread did work at `now`.
+    pub fn worked(&mut self, now: u64) {
+        self.last_work = now;
+    }
 }
 
 /// A job's place in a flow (flow.c): its group, weight and its own counter.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FlowMember {
-    pub group: usize,
-    pub weight: u32,
-    pub counter: u64,
-    pub sleep_ns: u64,
+    group: usize,
+    weight: u32,
+    counter: u64,
+    sleep_ns: u64,
+}
+
+impl FlowMember {
+    /// flow.c flow_init_job: a member of group `group` with `weight`, `sleep_ns` of
+    /// flow_sleep.
+    pub fn new(group: usize, weight: u32, sleep_ns: u64) -> FlowMember {
+        FlowMember {
+            group,
+            weight,
+            counter: 0,
+            sleep_ns,
+        }
+    }
+
+    pub fn group(&self) -> usize {
+        self.group
+    }
+
+    pub fn sleep_ns(&self) -> u64 {
+        self.sleep_ns
+    }
 }
 
 /// flow.c struct fio_flow: the jobs of one flow id.
 #[derive(Clone, Debug)]
 pub(crate) struct FlowGroup {
-    pub id: u32,
+    id: u32,
     /// Issued I/Os of the group, starting at 1 (flow_get).
-    pub counter: u64,
-    pub total_weight: u64,
+    counter: u64,
+    total_weight: u64,
     /// Jobs of the group (to poke those spinning when the counter moves).
-    pub members: Vec<JobId>,
+    members: Vec<JobId>,
+}
+
+impl FlowGroup {
+    /// flow.c flow_get: a new flow, its counter at 1.
+    pub fn new(id: u32) -> FlowGroup {
+        FlowGroup {
+            id,
+            counter: 1,
+            total_weight: 0,
+            members: Vec::new(),
+        }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub fn members(&self) -> &[JobId] {
+        &self.members
+    }
+
+    /// flow_init_job: job `j` joins with `weight`.
+    pub fn join(&mut self, j: JobId, weight: u32) {
+        self.total_weight += u64::from(weight);
+        self.members.push(j);
+    }
+
+    /// A member issued an I/O (flow_threshold_exceeded's counters move).
+    pub fn issued(&mut self) {
+        self.counter += 1;
+    }
+
+    /// flow_exit_job: member `m` leaves, its I/Os and weight with it.
+    pub fn leave(&mut self, m: &FlowMember) {
+        self.counter -= m.counter;
+        self.total_weight -= u64::from(m.weight);
+    }
 }
 
 /// flow.c flow_threshold_exceeded's test: the job's share of the group's I/Os is above
@@ -146,7 +341,7 @@ pub(crate) fn flow_exceeded(m: &FlowMember, g: &FlowGroup) -> bool {
 /// backend.c __check_min_rate's memory of the last check, per direction.
 #[derive(Clone, Debug)]
 pub(crate) struct RateMinCheck {
-    pub cfg: RateMin,
+    cfg: RateMin,
     last_bytes: [u64; 3],
     last_blocks: [u64; 3],
     last_at: [u64; 3],
@@ -244,10 +439,10 @@ pub(crate) enum LatStep {
 /// io_u.c's latency-target state of a job.
 #[derive(Clone, Debug)]
 pub(crate) struct LatSearch {
-    pub cfg: LatencyTarget,
-    pub iodepth: u32,
+    cfg: LatencyTarget,
+    iodepth: u32,
     /// latency_qd, its bounds and the success streak at the top.
-    pub qd: u32,
+    qd: u32,
     qd_low: u32,
     qd_high: u32,
     stable: u32,
@@ -255,7 +450,7 @@ pub(crate) struct LatSearch {
     window_start: u64,
     ios_at_start: u64,
     failed: u64,
-    pub end_run: bool,
+    end_run: bool,
 }
 
 impl LatSearch {
@@ -273,6 +468,15 @@ impl LatSearch {
             failed: 0,
             end_run: false,
         }
+    }
+
+    /// latency_qd: the depth the search is at.
+    pub fn qd(&self) -> u32 {
+        self.qd
+    }
+
+    pub fn cfg(&self) -> &LatencyTarget {
+        &self.cfg
     }
 
     /// lat_target_reset (libfio.c reset_all_stats): a new search unless this is the
@@ -400,66 +604,59 @@ pub(crate) enum AfterQuiesce {
 
 /// A synchronous command in the kernel for an engine that trims through an ioctl.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct SyncCmd {
-    pub io: Option<IoId>,
-    pub done: bool,
+struct SyncCmd {
+    io: Option<IoId>,
+    done: bool,
 }
 
-impl FioCtl {
-    /// fio's loop stops for this job: terminated (exitall, steady state, a latency
-    /// target's final run over) or in error.
-    pub fn stops(&self) -> bool {
-        self.terminated || self.error.is_some()
-    }
-}
-
-/// The rest of a job's fio state for these mechanisms (FioJob::ctl).
+/// The rest of a job's fio state for these mechanisms (FioJob::ctl): private, read
+/// through accessors, changed by methods named for what fio does.
 pub(crate) struct FioCtl {
-    pub role: Role,
-    pub offload: Option<Offload>,
-    pub worker: Option<WorkerQueue>,
-    pub ring: Option<SqRing>,
-    pub exit: irqlab_fio::ExitRule,
-    pub flow: Option<FlowMember>,
-    pub rate_min: Option<RateMinCheck>,
-    pub lat: Option<LatSearch>,
-    pub max_latency_ns: Option<u64>,
-    pub ss: Option<super::steadystate::SsState>,
-    pub cpuio: Option<irqlab_fio::CpuIo>,
+    role: Role,
+    offload: Option<Offload>,
+    worker: Option<WorkerQueue>,
+    ring: Option<SqRing>,
+    exit: irqlab_fio::ExitRule,
+    flow: Option<FlowMember>,
+    rate_min: Option<RateMinCheck>,
+    lat: Option<LatSearch>,
+    max_latency_ns: Option<u64>,
+    ss: Option<super::steadystate::SsState>,
+    cpuio: Option<irqlab_fio::CpuIo>,
     /// ns of one cpuio burn cycle (cpuchunks, or the platform's qsort pass).
-    pub cpuio_cycle_ns: u64,
+    cpuio_cycle_ns: u64,
     /// wait_for: the jobs that must exit before this one starts.
-    pub wait_for: Vec<JobId>,
-    pub zones: Option<super::zbd::JobZones>,
+    wait_for: Vec<JobId>,
+    zones: Option<super::zbd::JobZones>,
     /// io_uring_cmd's write_mode mix and its stream (FIO_RAND_WMODE_OFF).
-    pub write_mix: Vec<(Cmd, u32)>,
-    pub wmode_rng: Option<Stream>,
+    write_mix: Vec<(Cmd, u32)>,
+    wmode_rng: Option<Stream>,
     /// Trims: their sizes, ranges per command, and trimwrite's pending write.
-    pub trim_sizes: irqlab_fio::BlockSizes,
-    pub trim_rng: Stream,
-    pub num_range: u32,
-    pub trim_mode: TrimMode,
+    trim_sizes: irqlab_fio::BlockSizes,
+    trim_rng: Stream,
+    num_range: u32,
+    trim_mode: TrimMode,
     /// Where trimwrite is: the write of the last trimmed block is due.
-    pub trimwrite_write: Option<u64>,
+    trimwrite_write: Option<u64>,
     /// A trim goes through a synchronous ioctl (libaio, posixaio: do_io_u_trim).
-    pub sync_trims: bool,
-    pub sync_cmd: SyncCmd,
+    sync_trims: bool,
+    sync_cmd: SyncCmd,
     /// A planned I/O held back while the job quiesces (a zone reset before it).
-    pub held: Option<Planned>,
-    pub quiesce: Option<AfterQuiesce>,
+    held: Option<Planned>,
+    quiesce: Option<AfterQuiesce>,
     /// fio's td->terminate (exitall, steady state, a latency target's end).
-    pub terminated: bool,
-    pub error: Option<JobError>,
+    terminated: bool,
+    error: Option<JobError>,
     /// Completed I/Os and bytes per direction since the epoch (td->io_blocks,
     /// io_bytes), and the clat sum and count (for steady state's lat).
-    pub done_ios: [u64; 3],
-    pub done_bytes: [u64; 3],
-    pub clat_sum: f64,
-    pub clat_n: u64,
+    done_ios: [u64; 3],
+    done_bytes: [u64; 3],
+    clat_sum: f64,
+    clat_n: u64,
     /// Trims: their statistics over the window, as reads' and writes' in Job.
-    pub trim: super::state::DirStats,
+    trim: super::state::DirStats,
     /// SQPOLL rings disable slat (engines/io_uring.c: td->o.disable_slat = 1).
-    pub disable_slat: bool,
+    disable_slat: bool,
 }
 
 /// Which of a job's I/Os are trims.
@@ -582,6 +779,406 @@ impl FioCtl {
         self.done_bytes[ddir] += bytes;
         self.clat_sum += clat as f64;
         self.clat_n += 1;
+    }
+
+    /// A helper's state: its role, with none of the job's own mechanisms.
+    pub fn helper(role: Role, s: &irqlab_fio::JobSpec) -> FioCtl {
+        let mut ctl = FioCtl::of(s, &[0; irqlab_fio::seeds::RAND_NR_OFFS]);
+        ctl.role = role;
+        ctl.rate_min = None;
+        ctl.lat = None;
+        ctl.max_latency_ns = None;
+        ctl.ss = None;
+        ctl.zones = None;
+        ctl.cpuio = None;
+        ctl.exit = irqlab_fio::ExitRule::default();
+        ctl.disable_slat = false;
+        if s.ioengine == irqlab_fio::IoEngine::Null {
+            ctl.sync_trims = false;
+        }
+        ctl
+    }
+
+    /// fio's loop stops for this job: terminated (exitall, steady state, a latency
+    /// target's final run over) or in error.
+    pub fn stops(&self) -> bool {
+        self.terminated || self.error.is_some()
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub fn exit(&self) -> &irqlab_fio::ExitRule {
+        &self.exit
+    }
+
+    // ---- offload (rate-submit.c) and SQPOLL rings
+
+    /// io_submit_mode=offload: the job's workers (fio_build.rs).
+    pub fn offload_to(&mut self, workers: Vec<JobId>) {
+        self.offload = Some(Offload::new(workers));
+    }
+
+    pub fn offload(&self) -> Option<&Offload> {
+        self.offload.as_ref()
+    }
+
+    pub fn offload_mut(&mut self) -> Option<&mut Offload> {
+        self.offload.as_mut()
+    }
+
+    /// The job is an offload worker: its queue of handed I/Os.
+    pub fn make_worker(&mut self) {
+        self.worker = Some(WorkerQueue::default());
+    }
+
+    pub fn worker(&self) -> Option<&WorkerQueue> {
+        self.worker.as_ref()
+    }
+
+    pub fn worker_mut(&mut self) -> Option<&mut WorkerQueue> {
+        self.worker.as_mut()
+    }
+
+    /// io_uring_setup with IORING_SETUP_SQPOLL: the ring its thread `thread` serves.
+    pub fn setup_sqpoll(&mut self, thread: JobId, iopoll: bool) {
+        self.ring = Some(SqRing::new(thread, iopoll));
+    }
+
+    pub fn ring(&self) -> Option<&SqRing> {
+        self.ring.as_ref()
+    }
+
+    pub fn ring_mut(&mut self) -> Option<&mut SqRing> {
+        self.ring.as_mut()
+    }
+
+    /// The helper threads of the job (offload workers, the SQPOLL thread).
+    pub fn helpers(&self) -> impl Iterator<Item = JobId> + '_ {
+        let workers = self.offload.iter().flat_map(|o| o.workers.iter().copied());
+        workers.chain(self.ring.as_ref().and_then(|r| r.thread))
+    }
+
+    // ---- flow (flow.c), wait_for, cpuio, zones, steady state
+
+    /// flow_init_job: its place in a flow.
+    pub fn join_flow(&mut self, m: FlowMember) {
+        self.flow = Some(m);
+    }
+
+    pub fn flow(&self) -> Option<&FlowMember> {
+        self.flow.as_ref()
+    }
+
+    /// A fresh I/O passed flow control: its counter moves. Returns its group.
+    pub fn flow_issued(&mut self) -> Option<usize> {
+        let m = self.flow.as_mut()?;
+        m.counter += 1;
+        Some(m.group)
+    }
+
+    /// flow_exit_job: the job leaves its flow.
+    pub fn leave_flow(&mut self) -> Option<FlowMember> {
+        self.flow.take()
+    }
+
+    pub fn wait_for(&self) -> &[JobId] {
+        &self.wait_for
+    }
+
+    /// wait_for: the jobs that must exit before this one starts.
+    pub fn set_wait_for(&mut self, jobs: Vec<JobId>) {
+        self.wait_for = jobs;
+    }
+
+    pub fn cpuio(&self) -> Option<irqlab_fio::CpuIo> {
+        self.cpuio
+    }
+
+    /// ns of one cpuio burn cycle.
+    pub fn cpuio_cycle_ns(&self) -> u64 {
+        self.cpuio_cycle_ns
+    }
+
+    /// cpumode=qsort: a cycle is one pass of fio's sort, `ns` on this platform.
+    pub fn set_qsort_cycle(&mut self, ns: u64) {
+        self.cpuio_cycle_ns = ns;
+    }
+
+    pub fn zones(&self) -> Option<&super::zbd::JobZones> {
+        self.zones.as_ref()
+    }
+
+    pub fn zones_mut(&mut self) -> Option<&mut super::zbd::JobZones> {
+        self.zones.as_mut()
+    }
+
+    pub fn ss(&self) -> Option<&super::steadystate::SsState> {
+        self.ss.as_ref()
+    }
+
+    pub fn ss_mut(&mut self) -> Option<&mut super::steadystate::SsState> {
+        self.ss.as_mut()
+    }
+
+    /// The job starts at `now`: steady state's clock with it.
+    pub fn started(&mut self, now: u64) {
+        if let Some(ss) = &mut self.ss {
+            ss.prev_time = now;
+        }
+    }
+
+    /// What steady state reads of the job: td->io_blocks and io_bytes summed over the
+    /// directions, and clat_stat's sum and count.
+    pub fn ss_inputs(&self) -> (u64, u64, f64, u64) {
+        (
+            self.done_ios.iter().sum(),
+            self.done_bytes.iter().sum(),
+            self.clat_sum,
+            self.clat_n,
+        )
+    }
+
+    // ---- trims, held I/Os, quiesce
+
+    pub fn trim_mode(&self) -> TrimMode {
+        self.trim_mode
+    }
+
+    /// The next trim command: trimwrite's write of the block it just trimmed, else
+    /// num_range ranges of the trim block size (io_u.c fill_multi_range_io_u).
+    pub fn next_trim(&mut self, unaligned: bool) -> Planned {
+        use irqlab_fio::BlockSizes;
+        if let Some(bytes) = self.trimwrite_write.take() {
+            return Planned {
+                ddir: 1,
+                bytes,
+                cmd: Cmd::Write,
+                local: false,
+            };
+        }
+        let ranges = self.num_range.max(1);
+        let mut bytes = 0;
+        for _ in 0..ranges {
+            bytes += match &self.trim_sizes {
+                BlockSizes::Fixed(b) => *b,
+                sizes => sizes.pick(self.trim_rng.below(1 << 32) as u32, unaligned),
+            };
+        }
+        if self.trim_mode == TrimMode::ThenWrite {
+            self.trimwrite_write = Some(bytes);
+        }
+        Planned {
+            ddir: 2,
+            bytes,
+            cmd: Cmd::Trim {
+                ranges: ranges.min(u32::from(u16::MAX)) as u16,
+            },
+            local: false,
+        }
+    }
+
+    /// Trims go through a synchronous ioctl (libaio, posixaio: do_io_u_trim).
+    pub fn sync_trims(&self) -> bool {
+        self.sync_trims
+    }
+
+    /// Whether `p` is a trim that goes through the synchronous ioctl.
+    pub fn is_sync_trim(&self, p: &Planned) -> bool {
+        self.sync_trims && p.ddir == 2 && !p.local
+    }
+
+    /// The synchronous command's I/O, while it is in the kernel.
+    pub fn sync_io(&self) -> Option<IoId> {
+        self.sync_cmd.io
+    }
+
+    /// Whether the synchronous command completed.
+    pub fn sync_done(&self) -> bool {
+        self.sync_cmd.done
+    }
+
+    /// The ioctl issues its command (not yet known as `io`).
+    pub fn sync_issue(&mut self) {
+        self.sync_cmd.done = false;
+    }
+
+    /// The ioctl's command is `io`.
+    pub fn sync_queued(&mut self, io: IoId) {
+        self.sync_cmd.io = Some(io);
+    }
+
+    /// The ioctl's command completed.
+    pub fn sync_completed(&mut self) {
+        self.sync_cmd.done = true;
+    }
+
+    /// The ioctl returns: its command, accounted by the caller.
+    pub fn sync_returned(&mut self) -> Option<IoId> {
+        let io = self.sync_cmd.io.take()?;
+        self.sync_cmd.done = false;
+        Some(io)
+    }
+
+    /// Whether an I/O is held back while the job quiesces.
+    pub fn holds(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// `p` waits for a quiesce (a zone reset before it, or a synchronous trim).
+    pub fn hold(&mut self, p: Planned) {
+        self.held = Some(p);
+    }
+
+    pub fn take_held(&mut self) -> Option<Planned> {
+        self.held.take()
+    }
+
+    /// What the job does once its I/O in flight completed, if it quiesces.
+    pub fn quiesce(&self) -> Option<AfterQuiesce> {
+        self.quiesce
+    }
+
+    /// io_u_quiesce, then `then`.
+    pub fn quiesce_then(&mut self, then: AfterQuiesce) {
+        self.quiesce = Some(then);
+    }
+
+    /// The quiesce is over.
+    pub fn quiesced(&mut self) {
+        self.quiesce = None;
+    }
+
+    // ---- termination, errors and the checks on completions
+
+    /// fio's td->terminate.
+    pub fn terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// fio_terminate_threads (or td->done).
+    pub fn terminate(&mut self) {
+        self.terminated = true;
+    }
+
+    pub fn error(&self) -> Option<&JobError> {
+        self.error.as_ref()
+    }
+
+    /// Whether completions need account_io_completion's checks.
+    #[inline(always)]
+    pub fn checks_completions(&self) -> bool {
+        self.lat.is_some()
+            || self.max_latency_ns.is_some()
+            || self.ss.is_some()
+            || self.rate_min.is_some()
+    }
+
+    /// account_io_completion's checks at `now`: max_latency and the latency target on
+    /// the I/O's total latency (lat), and the counters the minimum-rate and steady-state
+    /// checks read.
+    pub fn account_io_completion(
+        &mut self,
+        ddir: usize,
+        bytes: u64,
+        clat: u64,
+        lat: u64,
+        now: u64,
+    ) {
+        self.count_done(ddir, bytes, clat);
+        if let Some(max) = self.max_latency_ns
+            && lat > max
+            && self.error.is_none()
+        {
+            self.error = Some(JobError {
+                code: ETIMEDOUT,
+                msg: format!("fio: latency of {lat} nsec exceeds specified max ({max} nsec)"),
+            });
+        }
+        let ios: u64 = self.done_ios.iter().sum();
+        let Some(l) = &mut self.lat else {
+            return;
+        };
+        match l.io_done(lat, now, ios) {
+            LatStep::Quiesce => self.quiesce = Some(AfterQuiesce::LatTarget { final_run: false }),
+            LatStep::Fatal => {
+                let target = l.cfg.target_ns;
+                if self.error.is_none() {
+                    self.error = Some(JobError {
+                        code: ETIMEDOUT,
+                        msg: format!(
+                            "fio: latency of {lat} nsec exceeds specified max ({target} nsec)"
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether fio's loop checks the minimum rate or the latency target.
+    pub fn checks_in_loop(&self) -> bool {
+        self.rate_min.is_some() || self.lat.is_some()
+    }
+
+    /// backend.c check_min_rate at `now`, `since_start` after the epoch: None when met,
+    /// else the job is in error (EIO) and the answer is whether exitall or
+    /// exitall_on_error end the others at once.
+    pub fn check_min_rate(&mut self, name: &str, now: u64, since_start: u64) -> Option<bool> {
+        let (bytes, blocks) = (self.done_bytes, self.done_ios);
+        let r = self.rate_min.as_mut()?;
+        if !bytes.iter().any(|&b| b > 0) {
+            return None;
+        }
+        let short = r.check(name, now, since_start, bytes, blocks)?;
+        self.error = Some(JobError {
+            code: EIO,
+            msg: short.msg,
+        });
+        Some(self.exit.exitall || self.exit.on_error)
+    }
+
+    /// lat_target_check at the top of fio's loop: a depth change or the final run
+    /// quiesces first; the end of the final run terminates the job (td->done).
+    pub fn lat_target_check(&mut self, now: u64) {
+        let ios: u64 = self.done_ios.iter().sum();
+        let Some(l) = &mut self.lat else { return };
+        match l.check(now, ios) {
+            LatStep::Quiesce => self.quiesce = Some(AfterQuiesce::LatTarget { final_run: false }),
+            LatStep::FinalRun => self.quiesce = Some(AfterQuiesce::LatTarget { final_run: true }),
+            LatStep::Done => self.terminated = true,
+            LatStep::Keep | LatStep::Fatal => {}
+        }
+    }
+
+    /// lat_new_cycle after the quiesce.
+    pub fn lat_new_cycle(&mut self, now: u64) {
+        let ios: u64 = self.done_ios.iter().sum();
+        if let Some(l) = &mut self.lat {
+            l.new_cycle(now, ios);
+        }
+    }
+
+    /// The latency target's search, if the job has one.
+    pub fn lat(&self) -> Option<&LatSearch> {
+        self.lat.as_ref()
+    }
+
+    // ---- statistics
+
+    /// Trims' statistics over the window.
+    pub fn trim_stats(&self) -> &super::state::DirStats {
+        &self.trim
+    }
+
+    pub fn trim_stats_mut(&mut self) -> &mut super::state::DirStats {
+        &mut self.trim
+    }
+
+    /// SQPOLL rings disable slat (engines/io_uring.c: td->o.disable_slat = 1).
+    pub fn disable_slat(&self) -> bool {
+        self.disable_slat
     }
 }
 

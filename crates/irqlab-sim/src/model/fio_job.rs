@@ -5,8 +5,10 @@
 //! `job.rs` asks it what to issue; the report reads its counters.
 
 use super::commands::Cmd;
-use super::fio_ctl::{FioCtl, TrimMode};
+use super::fio_ctl::FlowGroup;
+use super::fio_ctl::{FioCtl, Role, TrimMode};
 use super::ids::JobId;
+use super::zbd::ZoneMap;
 use crate::rng::Stream;
 use irqlab_fio::seeds::{self, RAND_BS_READ, RAND_BS_WRITE, RAND_MIX, RAND_START_DELAY};
 use irqlab_fio::{BlockSizes, JobSpec, RateClock, ThinkTime};
@@ -62,7 +64,7 @@ pub(crate) struct Periodic {
     /// Bytes (bandwidth) or I/Os (IOPS) done since the epoch, and at the last sample.
     done: [u64; 2],
     last: [u64; 2],
-    pub stat: [IoStat; 2],
+    stat: [IoStat; 2],
 }
 
 impl Periodic {
@@ -123,16 +125,16 @@ impl Periodic {
 /// Bandwidth in KiB/s and IOPS, as fio samples them.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Sampler {
-    pub bw: Periodic,
-    pub iops: Periodic,
+    bw: Periodic,
+    iops: Periodic,
 }
 
 /// The job's log files (write_lat_log gives lat, clat and slat).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Logs {
-    pub lat: Option<[IoLog; 3]>,
-    pub bw: Option<IoLog>,
-    pub iops: Option<IoLog>,
+    lat: Option<[IoLog; 3]>,
+    bw: Option<IoLog>,
+    iops: Option<IoLog>,
 }
 
 impl Logs {
@@ -175,22 +177,23 @@ impl Logs {
     }
 }
 
-/// fio's state of one job clone beyond the queue.
+/// fio's state of one job clone beyond the queue: private, read through accessors,
+/// changed by methods named for what fio does.
 pub(crate) struct FioJob {
     /// fio's 1-based thread_number (clones count).
-    pub thread_number: u32,
+    thread_number: u32,
     /// Stonewall wave: the job starts when every job of earlier waves has exited.
-    pub wave: u32,
-    pub startdelay_ns: u64,
-    pub ramp_ns: u64,
-    pub total_ns: Option<u64>,
+    wave: u32,
+    startdelay_ns: u64,
+    ramp_ns: u64,
+    total_ns: Option<u64>,
     /// When the job started (its thread became runnable).
-    pub started_at: u64,
-    pub started: bool,
+    started_at: u64,
+    started: bool,
     /// When its statistics start: its ramp end, not before the machine's window.
-    pub measure_from: u64,
+    measure_from: u64,
     /// fio's td->epoch: the start, then the end of ramp_time.
-    pub epoch: u64,
+    epoch: u64,
     block_sizes: [BlockSizes; 2],
     unaligned: bool,
     /// min_bs == max_bs per direction, for the `bs` column of periodic samples.
@@ -198,35 +201,35 @@ pub(crate) struct FioJob {
     bs_rng: [Stream; 2],
     mix_rng: Stream,
     poisson_rng: [Stream; 2],
-    pub read_pct: u8,
+    read_pct: u8,
     /// A random pattern (zoned writes pick a random zone).
-    pub random: bool,
-    pub rate: Option<RateClock>,
+    random: bool,
+    rate: Option<RateClock>,
     /// The direction drawn but held back by the rate clock.
     next_ddir: Option<usize>,
-    pub think: Option<ThinkTime>,
-    pub think_last: u64,
-    pub stalling: bool,
+    think: Option<ThinkTime>,
+    think_last: u64,
+    stalling: bool,
     /// Blocks issued and completed since the epoch (thinktime_blocks counts these).
-    pub issues: u64,
-    pub completions: u64,
-    pub issued_bytes: u64,
-    pub byte_limit: Option<u64>,
-    pub batch: Vec<Planned>,
-    pub submit_hist: [u64; 7],
-    pub complete_hist: [u64; 7],
-    pub submit_calls: u64,
-    pub complete_calls: u64,
-    pub samples: Sampler,
-    pub logs: Logs,
+    issues: u64,
+    completions: u64,
+    issued_bytes: u64,
+    byte_limit: Option<u64>,
+    batch: Vec<Planned>,
+    submit_hist: [u64; 7],
+    complete_hist: [u64; 7],
+    submit_calls: u64,
+    complete_calls: u64,
+    samples: Sampler,
+    logs: Logs,
     /// What the report needs of the job file.
-    pub description: Option<String>,
-    pub group_reporting: bool,
-    pub clat_percentiles: bool,
-    pub iodepth: u32,
+    description: Option<String>,
+    group_reporting: bool,
+    clat_percentiles: bool,
+    iodepth: u32,
     /// Submission, flow, minimum rates, latency targets, steady state, cpuio, trims,
     /// zones and errors (model/fio_ctl.rs).
-    pub ctl: FioCtl,
+    ctl: FioCtl,
 }
 
 impl FioJob {
@@ -316,9 +319,7 @@ impl FioJob {
         self.started = true;
         self.started_at = now;
         self.epoch = now;
-        if let Some(ss) = &mut self.ctl.ss {
-            ss.prev_time = now;
-        }
+        self.ctl.started(now);
         self.measure_from = (now + self.ramp_ns).max(window_start);
         self.samples.restart(now);
     }
@@ -341,6 +342,158 @@ impl FioJob {
         self.samples.restart(now);
     }
 
+    /// A helper thread's state (an offload worker, a SQPOLL thread) of job clone
+    /// `thread_number` in `wave`: no logs, and none of the job's own mechanisms.
+    pub fn helper(spec: &JobSpec, thread_number: u32, wave: u32, role: Role) -> FioJob {
+        let mut fio = FioJob::new(spec, thread_number, wave, None, 0);
+        fio.logs = Logs::default();
+        fio.ctl = FioCtl::helper(role, spec);
+        fio
+    }
+
+    pub fn thread_number(&self) -> u32 {
+        self.thread_number
+    }
+
+    /// Its stonewall wave.
+    pub fn wave(&self) -> u32 {
+        self.wave
+    }
+
+    pub fn startdelay_ns(&self) -> u64 {
+        self.startdelay_ns
+    }
+
+    /// ramp_time plus runtime, when the job is time-bound.
+    pub fn total_ns(&self) -> Option<u64> {
+        self.total_ns
+    }
+
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    pub fn started_at(&self) -> u64 {
+        self.started_at
+    }
+
+    /// When its statistics start.
+    pub fn measure_from(&self) -> u64 {
+        self.measure_from
+    }
+
+    /// fio's td->epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// A random pattern.
+    pub fn random(&self) -> bool {
+        self.random
+    }
+
+    /// Blocks issued since the epoch (io_issues).
+    #[cfg(test)]
+    pub fn issues(&self) -> u64 {
+        self.issues
+    }
+
+    /// wait_for: it does not start with its wave but when its waitees have exited.
+    /// Returns whether it was going to start with its wave.
+    pub fn defer_start(&mut self) -> bool {
+        std::mem::replace(&mut self.started, false)
+    }
+
+    /// The I/Os planned and not yet submitted (fio's io_us queued for the engine).
+    pub fn batch(&self) -> &[Planned] {
+        &self.batch
+    }
+
+    /// A new batch begins: the last one's I/Os are all out.
+    pub fn clear_batch(&mut self) {
+        self.batch.clear();
+    }
+
+    /// `p` joins the batch.
+    pub fn queue_io(&mut self, p: Planned) {
+        self.batch.push(p);
+    }
+
+    /// The first `n` I/Os of the batch went out; the rest wait for a tag.
+    pub fn batch_sent(&mut self, n: usize) {
+        self.batch.drain(..n);
+    }
+
+    /// fio_ioring_commit: the batch goes into its SQPOLL ring (fio began it at `start`,
+    /// committed `now`). Returns whether the ring's thread sleeps, and the thread.
+    pub fn commit_to_ring(&mut self, start: u64, now: u64) -> (bool, JobId) {
+        let ring = self.ctl.ring_mut().expect("a SQPOLL ring");
+        let wake = ring.commit(&self.batch, start, now);
+        (wake, ring.thread().expect("the ring's SQ thread"))
+    }
+
+    /// backend.c: io_issues counts `k` I/Os submitted.
+    pub fn io_issued(&mut self, k: u32) {
+        self.issues += u64::from(k);
+    }
+
+    /// io_u.c io_u_mark_submit: a submit call of `k` I/Os, in the window.
+    pub fn io_u_mark_submit(&mut self, k: u32) {
+        self.submit_hist[calls_bucket(k)] += 1;
+        self.submit_calls += 1;
+    }
+
+    /// io_u.c io_u_mark_complete: a reap call that returned `n` I/Os, in the window.
+    pub fn io_u_mark_complete(&mut self, n: u32) {
+        self.complete_hist[calls_bucket(n)] += 1;
+        self.complete_calls += 1;
+    }
+
+    /// One of its I/Os was reaped (thinktime_blocks counts completions).
+    pub fn io_reaped(&mut self) {
+        self.completions += 1;
+    }
+
+    /// The submit and complete call histograms and counts (io_u_submit, io_u_complete).
+    pub fn call_stats(&self) -> ([u64; 7], [u64; 7], u64, u64) {
+        (
+            self.submit_hist,
+            self.complete_hist,
+            self.submit_calls,
+            self.complete_calls,
+        )
+    }
+
+    /// Direction `d`'s bandwidth and IOPS samples.
+    pub fn rate_samples(&self, d: usize) -> (IoStat, IoStat) {
+        (self.samples.bw.stat[d], self.samples.iops.stat[d])
+    }
+
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    pub fn group_reporting(&self) -> bool {
+        self.group_reporting
+    }
+
+    pub fn clat_percentiles(&self) -> bool {
+        self.clat_percentiles
+    }
+
+    pub fn iodepth(&self) -> u32 {
+        self.iodepth
+    }
+
+    /// Its submission, flow, rate, latency, zone and error state.
+    pub fn ctl(&self) -> &FioCtl {
+        &self.ctl
+    }
+
+    pub fn ctl_mut(&mut self) -> &mut FioCtl {
+        &mut self.ctl
+    }
+
     /// fio's min_bs of direction `d` (0 read, 1 write).
     pub fn min_bs(&self, d: usize) -> u64 {
         self.block_sizes[d].min()
@@ -355,7 +508,7 @@ impl FioJob {
     /// absolute time (ns) the rate clock holds it until.
     #[inline(always)]
     pub fn next_io(&mut self, now: u64) -> Result<Planned, u64> {
-        if self.ctl.trim_mode != TrimMode::None {
+        if self.ctl.trim_mode() != TrimMode::None {
             return Ok(self.next_trim());
         }
         let d0 = match (self.next_ddir.take(), self.read_pct) {
@@ -409,35 +562,9 @@ impl FioJob {
     /// size, io_u.c fill_multi_range_io_u), or trimwrite's write of the block it just
     /// trimmed (no rate clock: a trim rate is refused).
     fn next_trim(&mut self) -> Planned {
-        if let Some(bytes) = self.ctl.trimwrite_write.take() {
-            self.issued_bytes += bytes;
-            return Planned {
-                ddir: 1,
-                bytes,
-                cmd: Cmd::Write,
-                local: false,
-            };
-        }
-        let ranges = self.ctl.num_range.max(1);
-        let mut bytes = 0;
-        for _ in 0..ranges {
-            bytes += match &self.ctl.trim_sizes {
-                BlockSizes::Fixed(b) => *b,
-                sizes => sizes.pick(self.ctl.trim_rng.below(1 << 32) as u32, self.unaligned),
-            };
-        }
-        if self.ctl.trim_mode == TrimMode::ThenWrite {
-            self.ctl.trimwrite_write = Some(bytes);
-        }
-        self.issued_bytes += bytes;
-        Planned {
-            ddir: 2,
-            bytes,
-            cmd: Cmd::Trim {
-                ranges: ranges.min(u32::from(u16::MAX)) as u16,
-            },
-            local: false,
-        }
+        let p = self.ctl.next_trim(self.unaligned);
+        self.issued_bytes += p.bytes;
+        p
     }
 
     /// backend.c handle_thinktime's test: enough blocks since the last stall.
@@ -455,6 +582,12 @@ impl FioJob {
             }
         }
         self.stalling
+    }
+
+    /// handle_thinktime after the quiesce: the stall ends, its think time is taken.
+    pub fn thinktime(&mut self) -> Option<ThinkTime> {
+        self.stalling = false;
+        self.think
     }
 
     /// ms since the epoch, as fio's mtime_since_now(&td->epoch).
@@ -573,17 +706,53 @@ impl Sampler {
 /// ticks (request lifetimes), time_in_queue and io_ticks (busy time).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DiskAcct {
-    pub used: bool,
+    used: bool,
     inflight: u64,
     last: u64,
-    pub busy_ns: u64,
-    pub in_queue_ns: u128,
-    pub ios: [u64; 2],
-    pub bytes: [u64; 2],
-    pub ticks_ns: [u64; 2],
+    busy_ns: u64,
+    in_queue_ns: u128,
+    ios: [u64; 2],
+    bytes: [u64; 2],
+    ticks_ns: [u64; 2],
 }
 
 impl DiskAcct {
+    /// A device's counters; `used`: a job of the run uses it (fio reports it).
+    pub fn new(used: bool) -> DiskAcct {
+        DiskAcct {
+            used,
+            ..DiskAcct::default()
+        }
+    }
+
+    pub fn used(&self) -> bool {
+        self.used
+    }
+
+    /// Reads and writes completed in the window.
+    pub fn ios(&self) -> [u64; 2] {
+        self.ios
+    }
+
+    pub fn bytes(&self) -> [u64; 2] {
+        self.bytes
+    }
+
+    /// The requests' lifetimes (diskstats ticks).
+    pub fn ticks_ns(&self) -> [u64; 2] {
+        self.ticks_ns
+    }
+
+    /// The requests in flight integrated over time (time_in_queue).
+    pub fn in_queue_ns(&self) -> u128 {
+        self.in_queue_ns
+    }
+
+    /// Time with a request in flight (io_ticks).
+    pub fn busy_ns(&self) -> u64 {
+        self.busy_ns
+    }
+
     /// Charges the time since the last change (only inside the measured window).
     fn accrue(&mut self, now: u64, measuring: bool) {
         if measuring && self.inflight > 0 {
@@ -636,20 +805,36 @@ impl DiskAcct {
 #[derive(Default)]
 pub(crate) struct FioRun {
     /// The jobs of each wave, in job order.
-    pub waves: Vec<Vec<JobId>>,
-    pub wave_left: Vec<usize>,
-    pub current_wave: usize,
-    pub disks: Vec<DiskAcct>,
-    pub global_options: Vec<(String, String)>,
+    waves: Vec<Vec<JobId>>,
+    wave_left: Vec<usize>,
+    current_wave: usize,
+    disks: Vec<DiskAcct>,
+    global_options: Vec<(String, String)>,
     /// Flow groups by flow id (flow.c).
-    pub flows: Vec<super::fio_ctl::FlowGroup>,
+    flows: Vec<FlowGroup>,
     /// The steady-state check interval, when a job detects steady state.
-    pub ss_interval_ms: Option<u64>,
+    ss_interval_ms: Option<u64>,
     /// Each device's emulated zones, when zoned jobs write it (model/zbd.rs).
-    pub zone_maps: Vec<Option<super::zbd::ZoneMap>>,
+    zone_maps: Vec<Option<ZoneMap>>,
 }
 
 impl FioRun {
+    /// A run of `waves` (none started) over `disks`, with the job file's global options.
+    pub fn new(
+        waves: Vec<Vec<JobId>>,
+        disks: Vec<DiskAcct>,
+        global_options: Vec<(String, String)>,
+    ) -> FioRun {
+        FioRun {
+            wave_left: waves.iter().map(Vec::len).collect(),
+            waves,
+            current_wave: 0,
+            disks,
+            global_options,
+            ..FioRun::default()
+        }
+    }
+
     /// Whether jobs act on each other beyond the machine they share (flows, exitall,
     /// wait_for, steady state of a group, helper threads on other CPUs): such a run
     /// does not split into parts.
@@ -657,13 +842,97 @@ impl FioRun {
         !self.flows.is_empty()
             || self.ss_interval_ms.is_some()
             || jobs.iter().any(|j| {
-                let c = &j.fio().ctl;
-                c.role != super::fio_ctl::Role::Main
-                    || c.exit.exitall
-                    || c.exit.on_error
-                    || !c.wait_for.is_empty()
-                    || c.cpuio.is_some_and(|x| x.exit_on_io_done)
+                let c = j.fio().ctl();
+                c.role() != Role::Main
+                    || c.exit().exitall
+                    || c.exit().on_error
+                    || !c.wait_for().is_empty()
+                    || c.cpuio().is_some_and(|x| x.exit_on_io_done)
             })
+    }
+
+    /// How many stonewall waves the run has.
+    pub fn wave_count(&self) -> usize {
+        self.waves.len()
+    }
+
+    /// The wave running now.
+    pub fn current_wave(&self) -> usize {
+        self.current_wave
+    }
+
+    /// The jobs of wave `w`.
+    pub fn wave(&self, w: usize) -> &[JobId] {
+        &self.waves[w]
+    }
+
+    /// A job of wave `w` is out: returns the waves that begin now (every job of the
+    /// waves before them has exited).
+    pub fn leave_wave(&mut self, w: usize) -> std::ops::Range<usize> {
+        self.wave_left[w] -= 1;
+        let from = self.current_wave + 1;
+        while self.current_wave < self.waves.len() && self.wave_left[self.current_wave] == 0 {
+            self.current_wave += 1;
+        }
+        from..(self.current_wave + 1).min(self.waves.len())
+    }
+
+    /// Device `d`'s disk counters.
+    pub fn disk_mut(&mut self, d: usize) -> &mut DiskAcct {
+        &mut self.disks[d]
+    }
+
+    pub fn disks(&self) -> &[DiskAcct] {
+        &self.disks
+    }
+
+    pub fn disks_mut(&mut self) -> &mut [DiskAcct] {
+        &mut self.disks
+    }
+
+    pub fn global_options(&self) -> &[(String, String)] {
+        &self.global_options
+    }
+
+    /// flow.c flow_init_job: job `j` joins flow `id` with `weight`; returns its group.
+    pub fn join_flow(&mut self, id: u32, j: JobId, weight: u32) -> usize {
+        let g = match self.flows.iter().position(|g| g.id() == id) {
+            Some(g) => g,
+            None => {
+                self.flows.push(FlowGroup::new(id));
+                self.flows.len() - 1
+            }
+        };
+        self.flows[g].join(j, weight);
+        g
+    }
+
+    /// Flow group `g`.
+    pub fn flow(&self, g: usize) -> &FlowGroup {
+        &self.flows[g]
+    }
+
+    pub fn flow_mut(&mut self, g: usize) -> &mut FlowGroup {
+        &mut self.flows[g]
+    }
+
+    /// The steady-state check interval, when a job detects steady state.
+    pub fn ss_interval_ms(&self) -> Option<u64> {
+        self.ss_interval_ms
+    }
+
+    pub fn set_ss_interval_ms(&mut self, ms: Option<u64>) {
+        self.ss_interval_ms = ms;
+    }
+
+    /// Each device's emulated zones (zoned jobs' devices only).
+    pub fn set_zone_maps(&mut self, maps: Vec<Option<ZoneMap>>) {
+        self.zone_maps = maps;
+    }
+
+    /// Device `d`'s emulated zones, if zoned jobs write it.
+    pub fn zone_map_mut(&mut self, d: usize) -> Option<&mut ZoneMap> {
+        self.zone_maps.get_mut(d).and_then(Option::as_mut)
     }
 }
 
@@ -685,7 +954,7 @@ mod tests {
 
     #[test]
     fn disks_count_busy_time_and_queue_area() {
-        let mut d = DiskAcct::default();
+        let mut d = DiskAcct::new(true);
         d.open(0);
         d.submit(0, true);
         d.submit(10, true);

@@ -13,39 +13,35 @@ use crate::observer::Observer;
 impl<O: Observer> Sim<'_, O> {
     /// flow_threshold_exceeded's test for job `j`.
     pub(crate) fn flow_holds(&self, j: usize) -> bool {
-        let Some(m) = &self.jobs[j].fio().ctl.flow else {
+        let Some(m) = self.jobs[j].fio().ctl().flow() else {
             return false;
         };
-        flow_exceeded(m, &self.fio.flows[m.group])
+        flow_exceeded(m, self.fio.flow(m.group()))
     }
 
     /// The job passed the test and issues one I/O: its counter and the group's move,
     /// which may let a held job of the group go on.
     pub(crate) fn flow_issue(&mut self, j: usize) {
-        let Some(m) = &mut self.jobs[j].fio_mut().ctl.flow else {
+        let Some(g) = self.jobs[j].fio_mut().ctl_mut().flow_issued() else {
             return;
         };
-        m.counter += 1;
-        let g = m.group;
-        self.fio.flows[g].counter += 1;
+        self.fio.flow_mut(g).issued();
         self.poke_flow(g, j);
     }
 
     /// flow_exit_job: the job's count and weight leave the group.
     pub(crate) fn flow_exit(&mut self, j: usize) {
-        let Some(m) = self.jobs[j].fio_mut().ctl.flow.take() else {
+        let Some(m) = self.jobs[j].fio_mut().ctl_mut().leave_flow() else {
             return;
         };
-        let g = &mut self.fio.flows[m.group];
-        g.counter -= m.counter;
-        g.total_weight -= u64::from(m.weight);
-        self.poke_flow(m.group, j);
+        self.fio.flow_mut(m.group()).leave(&m);
+        self.poke_flow(m.group(), j);
     }
 
     /// The group's count moved: members spinning on it look again.
     fn poke_flow(&mut self, g: usize, except: usize) {
-        for i in 0..self.fio.flows[g].members.len() {
-            let k = self.fio.flows[g].members[i].ix();
+        for i in 0..self.fio.flow(g).members().len() {
+            let k = self.fio.flow(g).members()[i].ix();
             if k == except || self.jobs[k].phase() != JobPhase::Fio(FioPhase::FlowSpin) {
                 continue;
             }
@@ -59,10 +55,13 @@ impl<O: Observer> Sim<'_, O> {
     /// The flow holds job `j` back: flow_sleep quiesces and sleeps; without it fio's
     /// loop spins (a zoned job quiesces first, flow.c).
     pub(crate) fn flow_wait(&mut self, j: usize, reap_call: u64) -> Option<ThreadStep> {
-        let sleep = self.jobs[j].fio().ctl.flow.map_or(0, |m| m.sleep_ns);
-        let zoned = self.jobs[j].fio().ctl.zones.is_some();
+        let sleep = self.jobs[j].fio().ctl().flow().map_or(0, |m| m.sleep_ns());
+        let zoned = self.jobs[j].fio().ctl().zones().is_some();
         if (sleep > 0 || zoned) && self.jobs[j].outstanding() > 0 {
-            self.jobs[j].fio_mut().ctl.quiesce = Some(AfterQuiesce::FlowSleep(sleep));
+            self.jobs[j]
+                .fio_mut()
+                .ctl_mut()
+                .quiesce_then(AfterQuiesce::FlowSleep(sleep));
             return self.decide(j, reap_call);
         }
         if sleep > 0 {
@@ -92,6 +91,6 @@ impl<O: Observer> Sim<'_, O> {
     /// A spinning job's look at its flow: it may go on, or must stop.
     pub(crate) fn flow_found(&self, j: usize) -> bool {
         let job = &self.jobs[j];
-        !self.flow_holds(j) || job.end().is_some_and(|e| self.now >= e) || job.fio().ctl.stops()
+        !self.flow_holds(j) || job.end().is_some_and(|e| self.now >= e) || job.fio().ctl().stops()
     }
 }

@@ -43,7 +43,7 @@ impl<O: Observer> Sim<'_, O> {
                 c.reap_call_ns + c.reap_io_ns + self.costs.wakeup,
             );
         }
-        let task_work = self.jobs[j].polled() || self.jobs[j].fio().ctl.ring.is_some();
+        let task_work = self.jobs[j].polled() || self.jobs[j].fio().ctl().ring().is_some();
         (
             c.submit_call_ns,
             c.submit_io_ns,
@@ -55,7 +55,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The job's thread finished its step on CPU `c`: what next? One arm per phase of
     /// fio's loop; an arm returns None when the next phase starts at once.
     pub(crate) fn job_advance(&mut self, c: usize, j: usize) -> ThreadStep {
-        if let Role::SqThread { owner } = self.jobs[j].fio().ctl.role {
+        if let Role::SqThread { owner } = self.jobs[j].fio().ctl().role() {
             return self.sq_thread_advance(c, j, owner.ix());
         }
         if self.jobs[j].engine() == IoEngine::CpuIo {
@@ -228,7 +228,7 @@ impl<O: Observer> Sim<'_, O> {
     /// ring first sleeps). A SQPOLL ring's getevents spins on the CQ ring in user space.
     fn wait_for_events(&mut self, j: usize, reap_io: u64) -> Option<ThreadStep> {
         let (now, hrtimer) = (self.now, self.costs.hrtimer);
-        let ring = self.jobs[j].fio().ctl.ring.is_some();
+        let ring = self.jobs[j].fio().ctl().ring().is_some();
         let job = &mut self.jobs[j];
         let ready = job.ready_len() as u32;
         if ready >= job.waiting_for() {
@@ -284,30 +284,30 @@ impl<O: Observer> Sim<'_, O> {
     /// The top of fio's loop: stop, quiesce, wait for the flow, think, submit a batch
     /// (as the rate clock allows), or reap.
     pub(crate) fn decide(&mut self, j: usize, reap_call: u64) -> Option<ThreadStep> {
-        if let Role::Worker { parent } = self.jobs[j].fio().ctl.role {
+        if let Role::Worker { parent } = self.jobs[j].fio().ctl().role() {
             return self.worker_decide(j, parent.ix(), reap_call);
         }
         self.loop_checks(j);
         let now = self.now;
-        let offload = self.jobs[j].fio().ctl.offload.is_some();
+        let offload = self.jobs[j].fio().ctl().offload().is_some();
         let held = self.flow_holds(j);
         let job = &mut self.jobs[j];
         let limit_left = job.io_limit().map(|l| l.saturating_sub(job.issued()));
         let stopping = job.end().is_some_and(|e| now >= e)
             || limit_left == Some(0)
             || job.fio().bytes_done()
-            || job.fio().ctl.stops();
+            || job.fio().ctl().stops();
         if stopping {
             if job.outstanding() == 0 {
                 return Some(self.job_exit(j));
             }
             job.wait_for(job.outstanding());
-        } else if let Some(q) = job.fio().ctl.quiesce {
+        } else if let Some(q) = job.fio().ctl().quiesce() {
             // io_u_quiesce: reap one or more at a time until nothing is in flight.
             if job.outstanding() > 0 && !offload {
                 job.wait_for(1);
             } else {
-                job.fio_mut().ctl.quiesce = None;
+                job.fio_mut().ctl_mut().quiesced();
                 return self.after_quiesce(j, q);
             }
         } else if held {
@@ -334,7 +334,7 @@ impl<O: Observer> Sim<'_, O> {
             match self.plan_batch(j, k) {
                 Ok(0) => {
                     // The first I/O waits for a quiesce (a zone reset before it).
-                    debug_assert!(self.jobs[j].fio().ctl.quiesce.is_some());
+                    debug_assert!(self.jobs[j].fio().ctl().quiesce().is_some());
                     return self.decide(j, reap_call);
                 }
                 Ok(k) => {
@@ -383,7 +383,7 @@ impl<O: Observer> Sim<'_, O> {
             self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::FreeWait));
             return Some(ThreadStep::Block);
         }
-        let ring = self.jobs[j].fio().ctl.ring.is_some();
+        let ring = self.jobs[j].fio().ctl().ring().is_some();
         let job = &mut self.jobs[j];
         job.enter_phase(JobPhase::ReapCall);
         job.start_wait();
@@ -399,8 +399,7 @@ impl<O: Observer> Sim<'_, O> {
     fn think(&mut self, j: usize) -> Option<ThreadStep> {
         let now = self.now;
         let job = &mut self.jobs[j];
-        job.fio_mut().stalling = false;
-        let t = job.fio().think?;
+        let t = job.fio_mut().thinktime()?;
         let left = job.end().map_or(u64::MAX, |e| e.saturating_sub(now));
         let spin = t.spin_ns.min(left);
         let sleep = t.ns.saturating_sub(spin).min(left - spin);
@@ -440,20 +439,15 @@ impl<O: Observer> Sim<'_, O> {
     /// has exited), and jobs waiting for `j` may start.
     pub(crate) fn leave_wave(&mut self, j: usize) {
         let now = self.now;
-        let w = self.jobs[j].fio().wave as usize;
-        self.fio.wave_left[w] -= 1;
-        while self.fio.current_wave < self.fio.waves.len()
-            && self.fio.wave_left[self.fio.current_wave] == 0
-        {
-            self.fio.current_wave += 1;
-            if let Some(next) = self.fio.waves.get(self.fio.current_wave) {
-                for &jj in next {
-                    if self.jobs[jj.ix()].phase() == JobPhase::Done || self.waits(jj.ix()) {
-                        continue;
-                    }
-                    let at = now.max(self.jobs[jj.ix()].fio().startdelay_ns);
-                    self.q.push(at, Event::JobStart { job: jj });
+        let w = self.jobs[j].fio().wave() as usize;
+        for next in self.fio.leave_wave(w) {
+            for i in 0..self.fio.wave(next).len() {
+                let jj = self.fio.wave(next)[i];
+                if self.jobs[jj.ix()].phase() == JobPhase::Done || self.waits(jj.ix()) {
+                    continue;
                 }
+                let at = now.max(self.jobs[jj.ix()].fio().startdelay_ns());
+                self.q.push(at, Event::JobStart { job: jj });
             }
         }
         self.start_waiters(j);
@@ -467,7 +461,7 @@ impl<O: Observer> Sim<'_, O> {
         if self.jobs[j].phase() == JobPhase::Done {
             return;
         }
-        if self.jobs[j].fio().ctl.terminated {
+        if self.jobs[j].fio().ctl().terminated() {
             self.exit_unstarted(j);
             return;
         }
@@ -502,7 +496,7 @@ impl<O: Observer> Sim<'_, O> {
         match job.phase() {
             JobPhase::Fio(FioPhase::FlowSpin) => (self.flow_found(j), SliceKind::Usr),
             JobPhase::Fio(FioPhase::RingSpin) => (job.enough_ready(), SliceKind::Usr),
-            _ => match job.fio().ctl.role {
+            _ => match job.fio().ctl().role() {
                 Role::SqThread { owner } => (self.sq_found(j, owner.ix()), SliceKind::Sys),
                 _ => (
                     job.enough_ready()
@@ -521,8 +515,8 @@ impl Job {
     /// The most I/Os the job keeps in flight now: iodepth, or the latency target's
     /// depth (io_u.c queue_full: cur_depth >= latency_qd).
     pub(crate) fn depth_limit(&self) -> u32 {
-        match &self.fio().ctl.lat {
-            Some(l) => l.qd.min(self.iodepth()),
+        match self.fio().ctl().lat() {
+            Some(l) => l.qd().min(self.iodepth()),
             None => self.iodepth(),
         }
     }

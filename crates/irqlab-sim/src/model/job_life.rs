@@ -507,7 +507,7 @@ impl Job {
     pub(crate) fn submitted(&mut self, k: u32, now: u64) -> u32 {
         self.outstanding += k;
         self.issued += u64::from(k);
-        self.fio.issues += u64::from(k);
+        self.fio.io_issued(k);
         self.last_submit = now;
         self.outstanding
     }
@@ -553,12 +553,13 @@ impl Job {
         bytes: u64,
         (slat, clat, lat): (u64, u64, u64),
     ) {
+        let no_slat = self.fio.ctl().disable_slat();
         let dir = match ddir {
             0 => &mut self.read,
             1 => &mut self.write,
-            _ => &mut self.fio.ctl.trim,
+            _ => self.fio.ctl_mut().trim_stats_mut(),
         };
-        if self.fio.ctl.disable_slat {
+        if no_slat {
             dir.record_without_slat(bytes, clat, lat);
         } else {
             dir.record(bytes, slat, clat, lat);
@@ -594,8 +595,8 @@ impl Job {
     /// It starts at `now` (backend.c thread_main): its ramp_time and runtime run from here.
     pub(crate) fn start(&mut self, now: u64, window_start: u64) {
         self.fio.start(now, window_start);
-        self.ramp_end = self.fio.measure_from;
-        self.end = self.fio.total_ns.map(|t| now + t);
+        self.ramp_end = self.fio.measure_from();
+        self.end = self.fio.total_ns().map(|t| now + t);
     }
 
     /// Its statistics count from `at` (a latency target's final run, reset_all_stats).
@@ -642,10 +643,9 @@ impl Job {
     /// wait_for: it starts when its waitees have exited, not with its wave. Returns
     /// whether it was going to start with its wave.
     pub(crate) fn hold_for_waitees(&mut self) -> bool {
-        if !self.fio.started {
+        if !self.fio.defer_start() {
             return false;
         }
-        self.fio.started = false;
         self.end = None;
         true
     }
@@ -663,7 +663,13 @@ mod tests {
     use crate::observer::SliceKind;
 
     fn job(queues: usize) -> Job {
-        let text = "[j]\nfilename=/dev/nvme0n1\nrw=randread\niodepth=4\n";
+        job_of(
+            "[j]\nfilename=/dev/nvme0n1\nrw=randread\niodepth=4\n",
+            queues,
+        )
+    }
+
+    fn job_of(text: &str, queues: usize) -> Job {
         let specs = irqlab_fio::parse_str(text, std::path::Path::new("t.fio")).expect("job file");
         let fio = FioJob::new(&specs[0], 1, 0, None, 1);
         let queues = (0..queues).map(QueueId::new).collect();
@@ -682,7 +688,7 @@ mod tests {
         let mut j = job(1);
         assert_eq!(j.submitted(3, 100), 3);
         assert_eq!(j.submitted(1, 200), 4, "the depth reached");
-        assert_eq!((j.issued(), j.fio().issues), (4, 4));
+        assert_eq!((j.issued(), j.fio().issues()), (4, 4));
         j.reaped(3);
         assert_eq!(j.outstanding(), 1);
         assert_eq!(j.issued(), 4, "reaping does not undo an issue");
@@ -716,13 +722,19 @@ mod tests {
 
     #[test]
     fn disable_slat_records_clat_and_lat_only() {
-        let mut j = job(1);
+        let mut plain = job(1);
+        plain.record_io(0, 0, 4096, (10, 20, 30));
+        let lat = plain.read.lat.as_ref().expect("samples");
+        assert_eq!([lat[0].count(), lat[1].count(), lat[2].count()], [1, 1, 1]);
+        // engines/io_uring.c: a SQPOLL ring sets disable_slat.
+        let text = "[j]\nfilename=/dev/nvme0n1\nrw=randread\nioengine=io_uring\nsqthread_poll=1\n";
+        let mut j = job_of(text, 1);
+        assert!(j.fio().ctl().disable_slat());
         j.record_io(0, 0, 4096, (10, 20, 30));
-        j.fio_mut().ctl.disable_slat = true;
         j.record_io(0, 0, 4096, (10, 20, 30));
         let lat = j.read.lat.as_ref().expect("samples");
         assert_eq!((j.read.ios, j.read.bytes), (2, 8192));
-        assert_eq!([lat[0].count(), lat[1].count(), lat[2].count()], [1, 2, 2]);
+        assert_eq!([lat[0].count(), lat[1].count(), lat[2].count()], [0, 2, 2]);
         assert_eq!(j.write.ios, 0);
     }
 

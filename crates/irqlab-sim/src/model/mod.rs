@@ -112,11 +112,11 @@ impl<O: Observer> Sim<'_, O> {
             let f = self.jobs[j].fio();
             let job = JobId::new(j);
             if self.threads[self.jobs[j].thread().ix()].start_runnable() {
-                if f.measure_from > 0 {
-                    self.q.push(f.measure_from, Event::JobRampEnd { job });
+                if f.measure_from() > 0 {
+                    self.q.push(f.measure_from(), Event::JobRampEnd { job });
                 }
-            } else if f.wave == 0 {
-                self.q.push(f.startdelay_ns, Event::JobStart { job });
+            } else if f.wave() == 0 {
+                self.q.push(f.startdelay_ns(), Event::JobStart { job });
             }
         }
         for c in 0..self.cpus.len() {
@@ -136,7 +136,7 @@ impl<O: Observer> Sim<'_, O> {
         } else {
             self.open_window();
         }
-        if let Some(ms) = self.fio.ss_interval_ms
+        if let Some(ms) = self.fio.ss_interval_ms()
             && ms * 1_000_000 <= self.stop_at
         {
             self.q.push(ms * 1_000_000, Event::SteadyCheck);
@@ -152,7 +152,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Whether job `j` started at time 0 with the machine (its thread runnable).
     fn fio_job_started_at_zero(&self, j: usize) -> bool {
         !self.is_helper(j)
-            && self.jobs[j].fio().started
+            && self.jobs[j].fio().started()
             && self.threads[self.jobs[j].thread().ix()].start_runnable()
     }
 

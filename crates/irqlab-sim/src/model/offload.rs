@@ -17,66 +17,27 @@ impl<O: Observer> Sim<'_, O> {
     fn pick_worker(&mut self, j: usize) -> usize {
         let off = self.jobs[j]
             .fio()
-            .ctl
-            .offload
-            .as_ref()
+            .ctl()
+            .offload()
             .expect("an offloading job");
-        let n = off.workers.len();
-        let start = off.next_free;
-        let idle = (0..n).map(|i| (start + i) % n).find(|&i| {
-            let w = off.workers[i].ix();
-            self.jobs[w]
-                .fio()
-                .ctl
-                .worker
-                .as_ref()
-                .is_some_and(|q| !q.busy)
+        let pick = off.get_submit_worker(|w| {
+            let q = self.jobs[w.ix()].fio().ctl().worker();
+            (q.is_some_and(|q| q.idle()), q.map_or(0, |q| q.seq()))
         });
-        let pick = idle.unwrap_or_else(|| {
-            (0..n)
-                .min_by_key(|&i| {
-                    let w = off.workers[i].ix();
-                    self.jobs[w].fio().ctl.worker.as_ref().map_or(0, |q| q.seq)
-                })
-                .unwrap_or(0)
-        });
-        let off = self.jobs[j]
-            .fio_mut()
-            .ctl
-            .offload
-            .as_mut()
-            .expect("an offloading job");
-        if pick == off.next_free {
-            off.next_free = (pick + 1) % n;
-        }
-        off.workers[pick].ix()
+        let off = self.jobs[j].fio_mut().ctl_mut().offload_mut();
+        off.expect("an offloading job").submit_to(pick).ix()
     }
 
     /// workqueue_enqueue: the I/O the job prepared goes to a worker, which the signal
     /// wakes if it sleeps (the waker's cost).
     pub(crate) fn handoff(&mut self, j: usize) -> Option<ThreadStep> {
-        let planned = self.jobs[j].fio().batch[0];
+        let planned = self.jobs[j].fio().batch()[0];
         let start = self.jobs[j].batch_start();
         let w = self.pick_worker(j);
-        let seq = {
-            let off = self.jobs[j]
-                .fio_mut()
-                .ctl
-                .offload
-                .as_mut()
-                .expect("an offloading job");
-            off.seq += 1;
-            off.seq
-        };
-        let q = self.jobs[w]
-            .fio_mut()
-            .ctl
-            .worker
-            .as_mut()
-            .expect("a worker");
-        q.inbox.push_back((planned, start));
-        q.seq = seq;
-        q.busy = true;
+        let off = self.jobs[j].fio_mut().ctl_mut().offload_mut();
+        let seq = off.expect("an offloading job").next_seq();
+        let q = self.jobs[w].fio_mut().ctl_mut().worker_mut();
+        q.expect("a worker").enqueue(planned, start, seq);
         // backend.c: io_issues and the rate clock count at enqueue.
         let job = &mut self.jobs[j];
         job.submitted(1, self.now);
@@ -107,17 +68,16 @@ impl<O: Observer> Sim<'_, O> {
             job.start_wait();
             return (reap_call > 0).then_some(ThreadStep::sys(reap_call));
         }
-        let q = job.fio_mut().ctl.worker.as_mut().expect("a worker");
-        if let Some((p, start)) = q.inbox.pop_front() {
-            job.fio_mut().batch.clear();
-            job.fio_mut().batch.push(p);
+        let q = job.fio_mut().ctl_mut().worker_mut().expect("a worker");
+        if let Some((p, start)) = q.next_work() {
+            job.fio_mut().clear_batch();
+            job.fio_mut().queue_io(p);
             job.start_batch(start);
             job.enter_phase(JobPhase::Usr { k: 1 });
             // No user-space work of its own: fio's was done by the job's thread.
             let _ = now;
             return Some(ThreadStep::sys(1));
         }
-        q.busy = false;
         if self.jobs[parent].phase() == JobPhase::Done {
             self.jobs[j].enter_phase(JobPhase::Done);
             return Some(ThreadStep::Exit);
@@ -145,13 +105,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The job exited: its offload workers and its SQPOLL thread exit too
     /// (workqueue_exit, io_uring's ring teardown).
     pub(crate) fn release_helpers(&mut self, j: usize) {
-        let mut helpers = Vec::new();
-        if let Some(off) = &self.jobs[j].fio().ctl.offload {
-            helpers.extend(off.workers.iter().map(|w| w.ix()));
-        }
-        if let Some(t) = self.jobs[j].fio().ctl.ring.as_ref().and_then(|r| r.thread) {
-            helpers.push(t.ix());
-        }
+        let helpers: Vec<usize> = self.jobs[j].fio().ctl().helpers().map(|h| h.ix()).collect();
         for h in helpers {
             self.jobs[h].enter_phase(JobPhase::Done);
             let t = self.jobs[h].thread().ix();
@@ -168,12 +122,12 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The job started: its SQPOLL thread starts polling (it was created with the ring).
     pub(crate) fn start_helpers(&mut self, j: usize) {
-        let Some(t) = self.jobs[j].fio().ctl.ring.as_ref().and_then(|r| r.thread) else {
+        let Some(t) = self.jobs[j].fio().ctl().ring().and_then(|r| r.thread()) else {
             return;
         };
         let now = self.now;
-        if let Some(r) = self.jobs[j].fio_mut().ctl.ring.as_mut() {
-            r.last_work = now;
+        if let Some(r) = self.jobs[j].fio_mut().ctl_mut().ring_mut() {
+            r.worked(now);
         }
         let th = self.jobs[t.ix()].thread().ix();
         self.wake_thread(th, None);
@@ -181,6 +135,6 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Whether job `j` is a helper of another (not a job of the file).
     pub(crate) fn is_helper(&self, j: usize) -> bool {
-        self.jobs[j].fio().ctl.role != Role::Main
+        self.jobs[j].fio().ctl().role() != Role::Main
     }
 }

@@ -123,7 +123,7 @@ impl Partition {
         if sim.gsim.is_some()
             || sim.moves.is_some()
             || sim.costs.resend_tasklet
-            || sim.fio.waves.len() > 1
+            || sim.fio.wave_count() > 1
             || sim.fio.couples_jobs(&sim.jobs)
             || sim.place.is_some()
             || sim.devices.iter().any(|d| d.is_virtio())
@@ -192,7 +192,7 @@ impl Partition {
         take(&self.thread, k, &mut into.threads, &mut from.threads);
         take(&self.job, k, &mut into.jobs, &mut from.jobs);
         take(&self.device, k, &mut into.devices, &mut from.devices);
-        take(&self.device, k, &mut into.fio.disks, &mut from.fio.disks);
+        take(&self.device, k, into.fio.disks_mut(), from.fio.disks_mut());
         take(&self.queue, k, &mut into.queues, &mut from.queues);
         take(&self.vector, k, &mut into.vectors, &mut from.vectors);
         into.fabric.take_part(

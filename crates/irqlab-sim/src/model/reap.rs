@@ -5,8 +5,7 @@
 //! each I/O (io_u.c io_completed, account_io_completion).
 
 use super::commands::Cmd;
-use super::fio_ctl::{AfterQuiesce, ETIMEDOUT, FioPhase, JobError, LatStep, Role};
-use super::fio_job::calls_bucket;
+use super::fio_ctl::{FioPhase, Role};
 use super::ids::IoId;
 use super::state::*;
 use crate::observer::Observer;
@@ -73,9 +72,11 @@ impl<O: Observer> Sim<'_, O> {
         let life = self.now - rec.submitted();
         if let Cmd::Trim { .. } = rec.cmd() {
             // diskstats counts discards apart from reads and writes.
-            self.fio.disks[d].complete_other(self.now, self.measuring);
+            self.fio
+                .disk_mut(d)
+                .complete_other(self.now, self.measuring);
         } else {
-            self.fio.disks[d].complete(
+            self.fio.disk_mut(d).complete(
                 self.now,
                 self.measuring,
                 usize::from(!rec.read()),
@@ -84,8 +85,8 @@ impl<O: Observer> Sim<'_, O> {
             );
         }
         let j = rec.job().ix();
-        if (self.jobs[j].fio().ctl.role != Role::Main
-            || self.jobs[j].fio().ctl.sync_cmd.io.is_some())
+        if (self.jobs[j].fio().ctl().role() != Role::Main
+            || self.jobs[j].fio().ctl().sync_io().is_some())
             && let Some(woke) = self.complete_special(io, j, c)
         {
             return woke;
@@ -112,9 +113,9 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(never)]
     fn complete_special(&mut self, io: IoId, j: usize, c: usize) -> Option<bool> {
         let t = self.jobs[j].thread().ix();
-        if self.jobs[j].fio().ctl.sync_cmd.io == Some(io) {
+        if self.jobs[j].fio().ctl().sync_io() == Some(io) {
             let job = &mut self.jobs[j];
-            job.fio_mut().ctl.sync_cmd.done = true;
+            job.fio_mut().ctl_mut().sync_completed();
             if job.phase() == JobPhase::Fio(FioPhase::SyncWait)
                 && self.threads[t].state() == TState::Blocked
             {
@@ -123,7 +124,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             return Some(false);
         }
-        if let Role::SqThread { .. } = self.jobs[j].fio().ctl.role {
+        if let Role::SqThread { .. } = self.jobs[j].fio().ctl().role() {
             // io_req_task_work_add: the SQ thread completes it (its tctx), waking it if
             // it sleeps.
             self.jobs[j].io_completed(io);
@@ -172,10 +173,9 @@ impl<O: Observer> Sim<'_, O> {
     /// offload worker's for its job, which gets the io_u back). Returns the wake-ups
     /// done.
     pub(crate) fn collect_sync(&mut self, j: usize) -> u64 {
-        let Some(io) = self.jobs[j].fio_mut().ctl.sync_cmd.io.take() else {
+        let Some(io) = self.jobs[j].fio_mut().ctl_mut().sync_returned() else {
             return 0;
         };
-        self.jobs[j].fio_mut().ctl.sync_cmd.done = false;
         let (owner, counted, elapsed) = self.reap_clock(j);
         self.reap_io(j, owner, io, counted, elapsed);
         self.count_reap_call(owner, counted, 1);
@@ -207,7 +207,7 @@ impl<O: Observer> Sim<'_, O> {
         self.free_ios.push(io);
         self.totals.reaped();
         self.jobs[j].reaped(1);
-        self.jobs[owner].fio_mut().completions += 1;
+        self.jobs[owner].fio_mut().io_reaped();
         self.account_io(owner, rec, counted, elapsed);
     }
 
@@ -216,8 +216,7 @@ impl<O: Observer> Sim<'_, O> {
     fn count_reap_call(&mut self, owner: usize, counted: bool, got: u32) {
         if counted {
             let job = &mut self.jobs[owner];
-            job.fio_mut().complete_hist[calls_bucket(got)] += 1;
-            job.fio_mut().complete_calls += 1;
+            job.fio_mut().io_u_mark_complete(got);
         }
     }
 
@@ -237,11 +236,7 @@ impl<O: Observer> Sim<'_, O> {
         if counted {
             job.record_io(elapsed, ddir, bytes, (slat, clat, lat));
         }
-        if job.fio().ctl.lat.is_some()
-            || job.fio().ctl.max_latency_ns.is_some()
-            || job.fio().ctl.ss.is_some()
-            || job.fio().ctl.rate_min.is_some()
-        {
+        if job.fio().ctl().checks_completions() {
             self.latency_checks(j, ddir, bytes, clat, lat);
         }
     }
@@ -252,36 +247,9 @@ impl<O: Observer> Sim<'_, O> {
     #[inline(never)]
     fn latency_checks(&mut self, j: usize, ddir: usize, bytes: u64, clat: u64, lat: u64) {
         let now = self.now;
-        let job = &mut self.jobs[j];
-        let ctl = &mut job.fio_mut().ctl;
-        ctl.count_done(ddir, bytes, clat);
-        if let Some(max) = ctl.max_latency_ns
-            && lat > max
-            && ctl.error.is_none()
-        {
-            ctl.error = Some(JobError {
-                code: ETIMEDOUT,
-                msg: format!("fio: latency of {lat} nsec exceeds specified max ({max} nsec)"),
-            });
-        }
-        let ios: u64 = ctl.done_ios.iter().sum();
-        let Some(l) = &mut ctl.lat else {
-            return;
-        };
-        match l.io_done(lat, now, ios) {
-            LatStep::Quiesce => ctl.quiesce = Some(AfterQuiesce::LatTarget { final_run: false }),
-            LatStep::Fatal => {
-                let target = l.cfg.target_ns;
-                if ctl.error.is_none() {
-                    ctl.error = Some(JobError {
-                        code: ETIMEDOUT,
-                        msg: format!(
-                            "fio: latency of {lat} nsec exceeds specified max ({target} nsec)"
-                        ),
-                    });
-                }
-            }
-            _ => {}
-        }
+        self.jobs[j]
+            .fio_mut()
+            .ctl_mut()
+            .account_io_completion(ddir, bytes, clat, lat, now);
     }
 }

@@ -19,7 +19,7 @@ impl<O: Observer> Sim<'_, O> {
         for job in &mut self.jobs {
             job.reset_window(now);
         }
-        for d in &mut self.fio.disks {
+        for d in self.fio.disks_mut() {
             d.open(now);
         }
         for v in &mut self.vectors {
@@ -39,7 +39,7 @@ impl<O: Observer> Sim<'_, O> {
             self.account(c);
         }
         let now = self.now;
-        for d in &mut self.fio.disks {
+        for d in self.fio.disks_mut() {
             d.close(now);
         }
         self.measuring = false;
@@ -60,7 +60,7 @@ impl<O: Observer> Sim<'_, O> {
             seed: self.seed,
             duration_ns,
             end_ns: self.now,
-            global_options: self.fio.global_options.clone(),
+            global_options: self.fio.global_options().to_vec(),
             jobs,
             disks,
             cpus,
@@ -96,12 +96,12 @@ impl<O: Observer> Sim<'_, O> {
             .jobs
             .iter_mut()
             // Offload workers and SQPOLL threads are not jobs of the file.
-            .filter(|j| j.fio().ctl.role == super::fio_ctl::Role::Main)
+            .filter(|j| j.fio().ctl().role() == super::fio_ctl::Role::Main)
             .map(|j| {
                 let movable = !threads[j.thread().ix()].pinned();
                 // A job still running when the run was stopped (Ctrl-C, the time limit)
                 // ran until the window closed.
-                let end = if j.finished_at() == 0 && j.fio().started {
+                let end = if j.finished_at() == 0 && j.fio().started() {
                     window_end
                 } else {
                     j.finished_at()
@@ -118,19 +118,21 @@ impl<O: Observer> Sim<'_, O> {
                 let (read_rt, write_rt) = (rt(jr), rt(jw));
                 let mut read = dir(jr, read_rt);
                 let mut write = dir(jw, write_rt);
-                let trim_rt = rt(&f.ctl.trim);
-                let trim = dir(&mut f.ctl.trim, trim_rt);
-                read.bw_samples = f.samples.bw.stat[0];
-                read.iops_samples = f.samples.iops.stat[0];
-                write.bw_samples = f.samples.bw.stat[1];
-                write.iops_samples = f.samples.iops.stat[1];
+                let trim_rt = rt(f.ctl().trim_stats());
+                let trim = dir(f.ctl_mut().trim_stats_mut(), trim_rt);
+                (read.bw_samples, read.iops_samples) = f.rate_samples(0);
+                (write.bw_samples, write.iops_samples) = f.rate_samples(1);
+                let (iodepth_submit, iodepth_complete, submit_calls, complete_calls) =
+                    f.call_stats();
+                let logs = f.take_logs();
+                let ctl = f.ctl();
                 JobReport {
                     name,
                     groupid,
                     members: 1,
-                    thread_number: f.thread_number,
-                    group_reporting: f.group_reporting,
-                    description: f.description.clone(),
+                    thread_number: f.thread_number(),
+                    group_reporting: f.group_reporting(),
+                    description: f.description().map(str::to_owned),
                     options,
                     read,
                     write,
@@ -140,17 +142,17 @@ impl<O: Observer> Sim<'_, O> {
                     migrations,
                     runtime_ns,
                     iodepth_level,
-                    iodepth_submit: f.submit_hist,
-                    iodepth_complete: f.complete_hist,
-                    submit_calls: f.submit_calls,
-                    complete_calls: f.complete_calls,
-                    job_start_ns: f.started_at,
+                    iodepth_submit,
+                    iodepth_complete,
+                    submit_calls,
+                    complete_calls,
+                    job_start_ns: f.started_at(),
                     // stat.c: latency_qd, the depth a latency target found.
-                    latency_depth: f.ctl.lat.as_ref().map_or(f.iodepth, |l| l.qd),
-                    clat_percentiles: f.clat_percentiles,
-                    logs: f.take_logs(),
+                    latency_depth: ctl.lat().map_or(f.iodepth(), |l| l.qd()),
+                    clat_percentiles: f.clat_percentiles(),
+                    logs,
                     trim,
-                    error: f.ctl.error.as_ref().map(|e| irqlab_report::JobError {
+                    error: ctl.error().map(|e| irqlab_report::JobError {
                         code: e.code,
                         func: match e.code {
                             super::fio_ctl::EIO => "check_min_rate".into(),
@@ -158,16 +160,14 @@ impl<O: Observer> Sim<'_, O> {
                         },
                         msg: e.msg.clone(),
                     }),
-                    latency_target: f.ctl.lat.as_ref().map(|l| {
-                        irqlab_report::LatencyTargetReport {
-                            target_ns: l.cfg.target_ns,
-                            window_us: l.cfg.window_ns / 1_000,
-                            percentile: l.cfg.percentile,
-                        }
+                    latency_target: ctl.lat().map(|l| irqlab_report::LatencyTargetReport {
+                        target_ns: l.cfg().target_ns,
+                        window_us: l.cfg().window_ns / 1_000,
+                        percentile: l.cfg().percentile,
                     }),
-                    steadystate: f.ctl.ss.as_ref().map(super::steadystate::SsState::report),
+                    steadystate: ctl.ss().map(super::steadystate::SsState::report),
                     no_io,
-                    zone_resets: f.ctl.zones.as_ref().map(|z| z.resets),
+                    zone_resets: ctl.zones().map(|z| z.resets),
                 }
             })
             .collect();
@@ -243,10 +243,10 @@ impl<O: Observer> Sim<'_, O> {
     fn disk_utils(&self, duration_ns: u64) -> Vec<DiskUtil> {
         let window_ms = duration_ns / 1_000_000;
         self.fio
-            .disks
+            .disks()
             .iter()
             .zip(&self.devices)
-            .filter(|(d, _)| d.used)
+            .filter(|(d, _)| d.used())
             .map(|(d, dev)| DiskUtil {
                 // The block device fio names: nvme0 is nvme0n1.
                 name: if dev.name().starts_with("nvme") {
@@ -254,11 +254,11 @@ impl<O: Observer> Sim<'_, O> {
                 } else {
                     dev.name().to_string()
                 },
-                ios: d.ios,
-                sectors: d.bytes.map(|b| b / 512),
-                ticks_ms: d.ticks_ns.map(|t| t / 1_000_000),
-                in_queue_ms: (d.in_queue_ns / 1_000_000) as u64,
-                busy_ms: d.busy_ns / 1_000_000,
+                ios: d.ios(),
+                sectors: d.bytes().map(|b| b / 512),
+                ticks_ms: d.ticks_ns().map(|t| t / 1_000_000),
+                in_queue_ms: (d.in_queue_ns() / 1_000_000) as u64,
+                busy_ms: d.busy_ns() / 1_000_000,
                 window_ms,
             })
             .collect()

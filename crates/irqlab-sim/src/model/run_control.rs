@@ -3,7 +3,7 @@
 //! target's window (lat_target_check) and its final run, exitall (fio_terminate_threads
 //! with exit_what), wait_for, and what a job does once its I/O in flight is quiesced.
 
-use super::fio_ctl::{AfterQuiesce, EIO, JobError, LatStep};
+use super::fio_ctl::AfterQuiesce;
 use super::ids::JobId;
 use super::state::*;
 use crate::engine::Event;
@@ -16,44 +16,21 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn loop_checks(&mut self, j: usize) {
         let now = self.now;
         let job = &self.jobs[j];
-        let ctl = &job.fio().ctl;
-        if (ctl.rate_min.is_none() && ctl.lat.is_none()) || now < job.ramp_end() || ctl.stops() {
+        let ctl = job.fio().ctl();
+        if !ctl.checks_in_loop() || now < job.ramp_end() || ctl.stops() {
             return;
         }
-        let since = now.saturating_sub(job.fio().epoch);
+        let since = now.saturating_sub(job.fio().epoch());
         let name = job.name().to_owned();
-        let job = &mut self.jobs[j];
-        let ctl = &mut job.fio_mut().ctl;
-        let (bytes, blocks) = (ctl.done_bytes, ctl.done_ios);
-        if let Some(r) = &mut ctl.rate_min
-            && bytes.iter().any(|&b| b > 0)
-            && let Some(short) = r.check(&name, now, since, bytes, blocks)
-        {
-            ctl.error = Some(JobError {
-                code: EIO,
-                msg: short.msg,
-            });
+        let ctl = self.jobs[j].fio_mut().ctl_mut();
+        if let Some(end_others) = ctl.check_min_rate(&name, now, since) {
             // backend.c: exitall or exitall_on_error end the group at once.
-            if ctl.exit.exitall || ctl.exit.on_error {
+            if end_others {
                 self.terminate_others(j);
             }
             return;
         }
-        let ctl = &mut self.jobs[j].fio_mut().ctl;
-        let ios: u64 = ctl.done_ios.iter().sum();
-        if let Some(l) = &mut ctl.lat {
-            match l.check(now, ios) {
-                LatStep::Quiesce => {
-                    ctl.quiesce = Some(AfterQuiesce::LatTarget { final_run: false })
-                }
-                LatStep::FinalRun => {
-                    ctl.quiesce = Some(AfterQuiesce::LatTarget { final_run: true })
-                }
-                // td->done: the job ends as if its size were done.
-                LatStep::Done => ctl.terminated = true,
-                LatStep::Keep | LatStep::Fatal => {}
-            }
-        }
+        ctl.lat_target_check(now);
     }
 
     /// Nothing is in flight any more: what the job quiesced for happens.
@@ -70,9 +47,9 @@ impl<O: Observer> Sim<'_, O> {
                 }
             }
             AfterQuiesce::ZoneReset { device, zone } => {
-                if let (Some(jz), Some(Some(map))) = (
-                    &mut self.jobs[j].fio_mut().ctl.zones,
-                    self.fio.zone_maps.get_mut(device),
+                if let (Some(jz), Some(map)) = (
+                    self.jobs[j].fio_mut().ctl_mut().zones_mut(),
+                    self.fio.zone_map_mut(device),
                 ) {
                     map.reset(jz, zone);
                 }
@@ -84,11 +61,7 @@ impl<O: Observer> Sim<'_, O> {
                     let job = &mut self.jobs[j];
                     job.measure_from(now.max(self.window_start));
                 }
-                let job = &mut self.jobs[j];
-                let ios: u64 = job.fio().ctl.done_ios.iter().sum();
-                if let Some(l) = &mut job.fio_mut().ctl.lat {
-                    l.new_cycle(now, ios);
-                }
+                self.jobs[j].fio_mut().ctl_mut().lat_new_cycle(now);
             }
         }
         self.jobs[j].enter_phase(JobPhase::Start);
@@ -98,8 +71,8 @@ impl<O: Observer> Sim<'_, O> {
     /// backend.c thread_main's end: with exitall (or exitall_on_error and an error),
     /// fio_terminate_threads(groupid, exit_what).
     pub(crate) fn exit_terminates(&mut self, j: usize) {
-        let ctl = &self.jobs[j].fio().ctl;
-        if ctl.exit.exitall || (ctl.exit.on_error && ctl.error.is_some()) {
+        let ctl = self.jobs[j].fio().ctl();
+        if ctl.exit().exitall || (ctl.exit().on_error && ctl.error().is_some()) {
             self.terminate_others(j);
         }
     }
@@ -108,7 +81,7 @@ impl<O: Observer> Sim<'_, O> {
     /// jobs of its reporting group, `stonewall` every job running now, `all` every job.
     /// A job not started yet never starts.
     fn terminate_others(&mut self, j: usize) {
-        let what = self.jobs[j].fio().ctl.exit.what;
+        let what = self.jobs[j].fio().ctl().exit().what;
         let group = self.jobs[j].groupid();
         let now = self.now;
         for k in 0..self.jobs.len() {
@@ -116,7 +89,7 @@ impl<O: Observer> Sim<'_, O> {
                 continue;
             }
             let job = &self.jobs[k];
-            let running = job.fio().started && now >= job.ramp_end();
+            let running = job.fio().started() && now >= job.ramp_end();
             let hit = match what {
                 ExitWhat::Group => job.groupid() == group,
                 ExitWhat::Stonewall => running,
@@ -131,11 +104,11 @@ impl<O: Observer> Sim<'_, O> {
     /// fio_mark_td_terminate: the job's loop stops at its next pass (a spinning one at
     /// once); one that has not started exits without running.
     pub(crate) fn terminate_job(&mut self, k: usize) {
-        if self.jobs[k].phase() == JobPhase::Done || self.jobs[k].fio().ctl.terminated {
+        if self.jobs[k].phase() == JobPhase::Done || self.jobs[k].fio().ctl().terminated() {
             return;
         }
-        self.jobs[k].fio_mut().ctl.terminated = true;
-        if !self.jobs[k].fio().started {
+        self.jobs[k].fio_mut().ctl_mut().terminate();
+        if !self.jobs[k].fio().started() {
             self.exit_unstarted(k);
             return;
         }
@@ -152,13 +125,7 @@ impl<O: Observer> Sim<'_, O> {
         self.jobs_live -= 1;
         let t = self.jobs[j].thread().ix();
         self.threads[t].exit_unstarted();
-        let mut helpers: Vec<usize> = Vec::new();
-        if let Some(off) = &self.jobs[j].fio().ctl.offload {
-            helpers.extend(off.workers.iter().map(|w| w.ix()));
-        }
-        if let Some(h) = self.jobs[j].fio().ctl.ring.as_ref().and_then(|r| r.thread) {
-            helpers.push(h.ix());
-        }
+        let helpers: Vec<usize> = self.jobs[j].fio().ctl().helpers().map(|h| h.ix()).collect();
         for h in helpers {
             self.jobs[h].enter_phase(JobPhase::Done);
             let t = self.jobs[h].thread().ix();
@@ -173,8 +140,8 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn waits(&self, j: usize) -> bool {
         self.jobs[j]
             .fio()
-            .ctl
-            .wait_for
+            .ctl()
+            .wait_for()
             .iter()
             .any(|w| self.jobs[w.ix()].phase() != JobPhase::Done)
     }
@@ -186,14 +153,14 @@ impl<O: Observer> Sim<'_, O> {
         for k in 0..self.jobs.len() {
             let job = &self.jobs[k];
             if job.phase() == JobPhase::Done
-                || job.fio().started
-                || !job.fio().ctl.wait_for.iter().any(|w| w.ix() == exited)
-                || (job.fio().wave as usize) > self.fio.current_wave
+                || job.fio().started()
+                || !job.fio().ctl().wait_for().iter().any(|w| w.ix() == exited)
+                || (job.fio().wave() as usize) > self.fio.current_wave()
                 || self.waits(k)
             {
                 continue;
             }
-            let at = now.max(job.fio().startdelay_ns);
+            let at = now.max(job.fio().startdelay_ns());
             self.q.push(at, Event::JobStart { job: JobId::new(k) });
         }
     }
@@ -201,13 +168,12 @@ impl<O: Observer> Sim<'_, O> {
     /// A job's own timer: its SQ thread's idle time is up, or its flow spin reached the
     /// job's end.
     pub(crate) fn job_timer(&mut self, j: usize, epoch: u32) {
-        if let super::fio_ctl::Role::SqThread { owner } = self.jobs[j].fio().ctl.role {
+        if let super::fio_ctl::Role::SqThread { owner } = self.jobs[j].fio().ctl().role() {
             let current = self.jobs[owner.ix()]
                 .fio()
-                .ctl
-                .ring
-                .as_ref()
-                .is_some_and(|r| r.timer_epoch == epoch);
+                .ctl()
+                .ring()
+                .is_some_and(|r| r.timer_epoch() == epoch);
             if !current {
                 return;
             }

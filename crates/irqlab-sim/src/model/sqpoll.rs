@@ -9,7 +9,7 @@
 //! completions (or polls for them when the ring polls, io_do_iopoll), and spins while
 //! it had work within sq_thread_idle, burning its CPU; then it sleeps.
 
-use super::fio_ctl::{FioPhase, RingEntry, SQ_THREAD_IDLE_NS};
+use super::fio_ctl::{FioPhase, SQ_THREAD_IDLE_NS};
 use super::ids::{JobId, QueueId};
 use super::state::*;
 use crate::engine::Event;
@@ -21,23 +21,7 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn ring_commit(&mut self, j: usize, k: u32) -> Option<ThreadStep> {
         let now = self.now;
         let start = self.jobs[j].batch_start();
-        let batch = std::mem::take(&mut self.jobs[j].fio_mut().batch);
-        let ring = self.jobs[j]
-            .fio_mut()
-            .ctl
-            .ring
-            .as_mut()
-            .expect("a SQPOLL ring");
-        for &planned in &batch {
-            ring.pending.push_back(RingEntry {
-                planned,
-                start,
-                committed: now,
-            });
-        }
-        let wake = std::mem::replace(&mut ring.need_wakeup, false);
-        let thread = ring.thread.expect("the ring's SQ thread");
-        self.jobs[j].fio_mut().batch = batch;
+        let (wake, thread) = self.jobs[j].fio_mut().commit_to_ring(start, now);
         // io_u_mark_submit at commit; the issue time (clat's start) is now.
         self.count_submitted(j, k, true);
         self.jobs[j].enter_phase(JobPhase::Start);
@@ -92,13 +76,8 @@ impl<O: Observer> Sim<'_, O> {
             return Some(ThreadStep::Exit);
         }
         let uring = self.engine.io_uring.clone();
-        let ring = self.jobs[owner]
-            .fio()
-            .ctl
-            .ring
-            .as_ref()
-            .expect("a SQPOLL ring");
-        let (pending, iopoll, last_work) = (ring.pending.len() as u32, ring.iopoll, ring.last_work);
+        let ring = self.jobs[owner].fio().ctl().ring().expect("a SQPOLL ring");
+        let (pending, iopoll, last_work) = (ring.pending(), ring.iopoll(), ring.last_work());
         if pending > 0 {
             // io_submit_sqes: every SQE the ring holds (one ring per thread: no cap).
             self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SqSubmit { k: pending }));
@@ -121,19 +100,13 @@ impl<O: Observer> Sim<'_, O> {
         }
         if now >= last_work + SQ_THREAD_IDLE_NS {
             // Idle past sq_thread_idle: IORING_SQ_NEED_WAKEUP, then schedule().
-            if let Some(r) = self.jobs[owner].fio_mut().ctl.ring.as_mut() {
-                r.need_wakeup = true;
+            if let Some(r) = self.jobs[owner].fio_mut().ctl_mut().ring_mut() {
+                r.thread_sleeps();
             }
             return Some(ThreadStep::Block);
         }
-        let r = self.jobs[owner]
-            .fio_mut()
-            .ctl
-            .ring
-            .as_mut()
-            .expect("a SQPOLL ring");
-        r.timer_epoch = r.timer_epoch.wrapping_add(1);
-        let epoch = r.timer_epoch;
+        let r = self.jobs[owner].fio_mut().ctl_mut().ring_mut();
+        let epoch = r.expect("a SQPOLL ring").arm_idle_timer();
         let at = last_work + SQ_THREAD_IDLE_NS;
         // A timer past the run's bound would never fire, only outlive the run and read as
         // work still going (a cut-short run); the thread spins until the end instead.
@@ -154,13 +127,8 @@ impl<O: Observer> Sim<'_, O> {
     fn sq_submitted(&mut self, j: usize, owner: usize, k: u32) {
         let mut touched: Vec<(QueueId, u32)> = Vec::new();
         for i in 0..k {
-            let ring = self.jobs[owner]
-                .fio_mut()
-                .ctl
-                .ring
-                .as_mut()
-                .expect("a SQPOLL ring");
-            let Some(e) = ring.pending.pop_front() else {
+            let ring = self.jobs[owner].fio_mut().ctl_mut().ring_mut();
+            let Some(e) = ring.expect("a SQPOLL ring").pop_sqe() else {
                 break;
             };
             let job = &mut self.jobs[j];
@@ -197,22 +165,22 @@ impl<O: Observer> Sim<'_, O> {
 
     fn sq_work_done(&mut self, owner: usize) {
         let now = self.now;
-        if let Some(r) = self.jobs[owner].fio_mut().ctl.ring.as_mut() {
-            r.last_work = now;
+        if let Some(r) = self.jobs[owner].fio_mut().ctl_mut().ring_mut() {
+            r.worked(now);
         }
     }
 
     /// A spinning SQ thread looks at its ring: work, or its idle time is up.
     pub(crate) fn sq_found(&self, j: usize, owner: usize) -> bool {
         let o = &self.jobs[owner];
-        let Some(r) = o.fio().ctl.ring.as_ref() else {
+        let Some(r) = o.fio().ctl().ring() else {
             return true;
         };
         o.phase() == JobPhase::Done
-            || !r.pending.is_empty()
+            || r.pending() > 0
             || self.jobs[j].ready_len() > 0
-            || self.now >= r.last_work + SQ_THREAD_IDLE_NS
-            || (r.iopoll
+            || self.now >= r.last_work() + SQ_THREAD_IDLE_NS
+            || (r.iopoll()
                 && self.jobs[j]
                     .queues()
                     .iter()

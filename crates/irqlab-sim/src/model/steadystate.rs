@@ -214,7 +214,7 @@ impl<O: Observer> Sim<'_, O> {
     /// The helper thread's steadystate_check, every check interval from the start.
     pub(crate) fn steadystate_check(&mut self) {
         let now = self.now;
-        let Some(interval_ms) = self.fio.ss_interval_ms else {
+        let Some(interval_ms) = self.fio.ss_interval_ms() else {
             return;
         };
         let (mut group_bw, mut group_iops) = (0u64, 0u64);
@@ -224,31 +224,28 @@ impl<O: Observer> Sim<'_, O> {
         let mut live = false;
         for j in 0..self.jobs.len() {
             let job = &self.jobs[j];
-            let running = job.fio().started
+            let running = job.fio().started()
                 && job.phase() != JobPhase::Done
                 && now >= job.ramp_end()
-                && job.fio().ctl.ss.as_ref().is_some_and(|s| !s.attained());
+                && job.fio().ctl().ss().is_some_and(|s| !s.attained());
             if !running {
                 continue;
             }
             live = true;
             let groupid = job.groupid();
-            let grouped = job.fio().group_reporting;
+            let grouped = job.fio().group_reporting();
             if !grouped || prev_group != Some(groupid) {
                 (group_bw, group_iops, group_lat_sum, group_lat_samples) = (0, 0, 0.0, 0);
                 group_ramp_over = 0;
             }
             prev_group = Some(groupid);
             let f = job.fio();
-            let td_iops: u64 = f.ctl.done_ios.iter().sum();
-            let td_bytes: u64 = f.ctl.done_bytes.iter().sum();
-            let (lat_sum, lat_n) = (f.ctl.clat_sum, f.ctl.clat_n);
-            let epoch = f.epoch;
+            let (td_iops, td_bytes, lat_sum, lat_n) = f.ctl().ss_inputs();
+            let epoch = f.epoch();
             let ss = self.jobs[j]
                 .fio_mut()
-                .ctl
-                .ss
-                .as_mut()
+                .ctl_mut()
+                .ss_mut()
                 .expect("checked above");
             if ss.cfg.ramp_ns > 0
                 && ss.state & RAMP_OVER == 0
@@ -286,14 +283,15 @@ impl<O: Observer> Sim<'_, O> {
                 let members: Vec<usize> = if grouped {
                     (0..self.jobs.len())
                         .filter(|&k| {
-                            self.jobs[k].groupid() == groupid && self.jobs[k].fio().ctl.ss.is_some()
+                            self.jobs[k].groupid() == groupid
+                                && self.jobs[k].fio().ctl().ss().is_some()
                         })
                         .collect()
                 } else {
                     vec![j]
                 };
                 for k in members {
-                    if let Some(s) = self.jobs[k].fio_mut().ctl.ss.as_mut() {
+                    if let Some(s) = self.jobs[k].fio_mut().ctl_mut().ss_mut() {
                         s.state |= ATTAINED;
                     }
                     self.terminate_job(k);
@@ -301,7 +299,7 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         let pending = self.jobs.iter().any(|j| {
-            j.phase() != JobPhase::Done && j.fio().ctl.ss.as_ref().is_some_and(|s| !s.attained())
+            j.phase() != JobPhase::Done && j.fio().ctl().ss().is_some_and(|s| !s.attained())
         });
         // No job runs past the run's bound: a check after it would find none.
         let next = now + interval_ms * 1_000_000;
@@ -316,18 +314,18 @@ impl<O: Observer> Sim<'_, O> {
         let mut last_of_group: Option<usize> = None;
         let mut prev_group: Option<u32> = None;
         for j in 0..jobs.len() {
-            if jobs[j].fio().ctl.ss.is_none() {
+            if jobs[j].fio().ctl().ss().is_none() {
                 continue;
             }
-            if !jobs[j].fio().group_reporting {
-                if let Some(s) = jobs[j].fio_mut().ctl.ss.as_mut() {
+            if !jobs[j].fio().group_reporting() {
+                if let Some(s) = jobs[j].fio_mut().ctl_mut().ss_mut() {
                     s.alloc();
                 }
                 continue;
             }
             if prev_group != Some(jobs[j].groupid()) {
                 if let Some(p) = last_of_group
-                    && let Some(s) = jobs[p].fio_mut().ctl.ss.as_mut()
+                    && let Some(s) = jobs[p].fio_mut().ctl_mut().ss_mut()
                 {
                     s.alloc();
                 }
@@ -336,8 +334,8 @@ impl<O: Observer> Sim<'_, O> {
             last_of_group = Some(j);
         }
         if let Some(p) = last_of_group
-            && jobs[p].fio().group_reporting
-            && let Some(s) = jobs[p].fio_mut().ctl.ss.as_mut()
+            && jobs[p].fio().group_reporting()
+            && let Some(s) = jobs[p].fio_mut().ctl_mut().ss_mut()
         {
             s.alloc();
         }

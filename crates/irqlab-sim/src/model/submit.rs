@@ -5,7 +5,7 @@
 
 use super::commands::Cmd;
 use super::fio_ctl::{AfterQuiesce, FioPhase};
-use super::fio_job::{Planned, calls_bucket};
+use super::fio_job::Planned;
 use super::ids::{IoId, JobId, QueueId};
 use super::state::*;
 use super::zbd::ZoneChoice;
@@ -32,21 +32,21 @@ impl<O: Observer> Sim<'_, O> {
     /// Up to `k` I/Os the job issues now (directions, sizes), or when the rate clock lets
     /// the first one go.
     pub(crate) fn plan_batch(&mut self, j: usize, k: u32) -> Result<u32, u64> {
-        let c = &self.jobs[j].fio().ctl;
-        if c.flow.is_some() || c.zones.is_some() || c.sync_trims || c.held.is_some() {
+        let c = self.jobs[j].fio().ctl();
+        if c.flow().is_some() || c.zones().is_some() || c.sync_trims() || c.holds() {
             return self.plan_batch_held(j, k);
         }
         let now = self.now;
         let f = self.jobs[j].fio_mut();
-        f.batch.clear();
-        while (f.batch.len() as u32) < k && !f.bytes_done() {
+        f.clear_batch();
+        while (f.batch().len() as u32) < k && !f.bytes_done() {
             match f.next_io(now) {
-                Ok(p) => f.batch.push(p),
-                Err(due) if f.batch.is_empty() => return Err(due),
+                Ok(p) => f.queue_io(p),
+                Err(due) if f.batch().is_empty() => return Err(due),
                 Err(_) => break,
             }
         }
-        Ok(f.batch.len() as u32)
+        Ok(f.batch().len() as u32)
     }
 
     /// plan_batch for a job whose batch another mechanism may cut: flow control checks
@@ -55,59 +55,58 @@ impl<O: Observer> Sim<'_, O> {
     /// through an ioctl goes alone (its queue() returns FIO_Q_BUSY while others wait).
     fn plan_batch_held(&mut self, j: usize, k: u32) -> Result<u32, u64> {
         let now = self.now;
-        self.jobs[j].fio_mut().batch.clear();
+        self.jobs[j].fio_mut().clear_batch();
         loop {
             let f = self.jobs[j].fio_mut();
-            if f.batch.len() as u32 >= k || f.bytes_done() && f.ctl.held.is_none() {
+            if f.batch().len() as u32 >= k || f.bytes_done() && !f.ctl().holds() {
                 break;
             }
-            let fresh = f.ctl.held.is_none();
-            if fresh && !f.batch.is_empty() && self.flow_holds(j) {
+            let fresh = !f.ctl().holds();
+            if fresh && !f.batch().is_empty() && self.flow_holds(j) {
                 break;
             }
             let f = self.jobs[j].fio_mut();
-            let mut p = match f.ctl.held.take() {
+            let mut p = match f.ctl_mut().take_held() {
                 Some(p) => p,
                 None => match f.next_io(now) {
                     Ok(p) => p,
-                    Err(due) if f.batch.is_empty() => return Err(due),
+                    Err(due) if f.batch().is_empty() => return Err(due),
                     Err(_) => break,
                 },
             };
             if fresh {
                 self.flow_issue(j);
             }
-            if self.jobs[j].fio().ctl.zones.is_some() && !self.jobs[j].queues().is_empty() {
+            if self.jobs[j].fio().ctl().zones().is_some() && !self.jobs[j].queues().is_empty() {
                 let job = &self.jobs[j];
-                let q = job.queue_ahead(job.fio().batch.len());
+                let q = job.queue_ahead(job.fio().batch().len());
                 let device = self.queues[q.ix()].device().ix();
                 if !self.zoned_io(j, device, &mut p) {
                     break;
                 }
             }
             let f = self.jobs[j].fio_mut();
-            let sync_trim = f.ctl.sync_trims && p.ddir == 2 && !p.local;
-            if sync_trim && !f.batch.is_empty() {
-                f.ctl.held = Some(p);
+            let sync_trim = f.ctl().is_sync_trim(&p);
+            if sync_trim && !f.batch().is_empty() {
+                f.ctl_mut().hold(p);
                 break;
             }
-            f.batch.push(p);
+            f.queue_io(p);
             if sync_trim {
                 break;
             }
         }
-        Ok(self.jobs[j].fio().batch.len() as u32)
+        Ok(self.jobs[j].fio().batch().len() as u32)
     }
 
     /// A zoned job's I/O `p` on `device`: a write goes to a zone's write pointer (after a
     /// reset, at once when nothing is in flight, else after a quiesce: false, the I/O
     /// held), a trim resets a zone and completes without a command.
     fn zoned_io(&mut self, j: usize, device: usize, p: &mut Planned) -> bool {
-        let nothing_out = self.jobs[j].outstanding() == 0 && self.jobs[j].fio().batch.is_empty();
+        let nothing_out = self.jobs[j].outstanding() == 0 && self.jobs[j].fio().batch().is_empty();
         let f = self.jobs[j].fio_mut();
-        let (random, min_bs) = (f.random, f.min_bs(1));
-        let (Some(jz), Some(Some(map))) = (&mut f.ctl.zones, self.fio.zone_maps.get_mut(device))
-        else {
+        let (random, min_bs) = (f.random(), f.min_bs(1));
+        let (Some(jz), Some(map)) = (f.ctl_mut().zones_mut(), self.fio.zone_map_mut(device)) else {
             return true;
         };
         if p.ddir == 2 {
@@ -135,8 +134,9 @@ impl<O: Observer> Sim<'_, O> {
                 true
             }
             ZoneChoice::Reset { zone } => {
-                f.ctl.held = Some(*p);
-                f.ctl.quiesce = Some(AfterQuiesce::ZoneReset { device, zone });
+                let ctl = f.ctl_mut();
+                ctl.hold(*p);
+                ctl.quiesce_then(AfterQuiesce::ZoneReset { device, zone });
                 false
             }
         }
@@ -148,24 +148,24 @@ impl<O: Observer> Sim<'_, O> {
         if job.engine() == IoEngine::Null {
             return 0;
         }
-        if job.fio().ctl.zones.is_none() {
+        if job.fio().ctl().zones().is_none() {
             return k;
         }
-        job.fio().batch.iter().filter(|p| !p.local).count() as u32
+        job.fio().batch().iter().filter(|p| !p.local).count() as u32
     }
 
     /// Where a batch goes instead of the engine's submit call: to an offload worker, into
     /// a SQPOLL ring, or through a synchronous trim ioctl.
     pub(crate) fn special_submit(&self, j: usize, _k: u32) -> Option<FioPhase> {
-        let ctl = &self.jobs[j].fio().ctl;
-        if ctl.offload.is_some() {
+        let ctl = self.jobs[j].fio().ctl();
+        if ctl.offload().is_some() {
             return Some(FioPhase::Handoff);
         }
-        if ctl.ring.is_some() {
+        if ctl.ring().is_some() {
             return Some(FioPhase::RingCommit { k: _k });
         }
-        let first = self.jobs[j].fio().batch.first()?;
-        (ctl.sync_trims && first.ddir == 2 && !first.local).then_some(FioPhase::SyncSubmit)
+        let first = self.jobs[j].fio().batch().first()?;
+        ctl.is_sync_trim(first).then_some(FioPhase::SyncSubmit)
     }
 
     /// A trim through an ioctl (BLKDISCARD, engines' do_io_u_trim): the call's cost as
@@ -182,7 +182,7 @@ impl<O: Observer> Sim<'_, O> {
     /// a virtio kick's exit, when the request asked for one). With no tag free on its
     /// queue it sleeps for one and issues again (blk_mq_get_tag).
     pub(crate) fn sync_issue(&mut self, j: usize) -> Option<ThreadStep> {
-        self.jobs[j].fio_mut().ctl.sync_cmd.done = false;
+        self.jobs[j].fio_mut().ctl_mut().sync_issue();
         if self.submit_batch(j, 1) == 0 {
             return Some(ThreadStep::Block);
         }
@@ -199,7 +199,7 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn sync_kicked(&mut self, j: usize) -> Option<ThreadStep> {
         self.kick_done(j);
         self.jobs[j].enter_phase(JobPhase::Fio(FioPhase::SyncWait));
-        if self.jobs[j].fio().ctl.sync_cmd.done {
+        if self.jobs[j].fio().ctl().sync_done() {
             return None;
         }
         Some(ThreadStep::Block)
@@ -215,10 +215,10 @@ impl<O: Observer> Sim<'_, O> {
         }
         // The queues this batch rang, and how many SQEs each fetch brings.
         let mut touched: [(Option<QueueId>, u32); 4] = [(None, 0); 4];
-        let sync = self.jobs[j].fio().ctl.sync_trims;
+        let sync = self.jobs[j].fio().ctl().sync_trims();
         let mut sent = 0;
         for i in 0..k {
-            let planned = self.jobs[j].fio().batch[i as usize];
+            let planned = self.jobs[j].fio().batch()[i as usize];
             if planned.local {
                 self.complete_local(j, planned);
                 sent += 1;
@@ -248,7 +248,7 @@ impl<O: Observer> Sim<'_, O> {
                 continue;
             };
             if sync && planned.ddir == 2 {
-                self.jobs[j].fio_mut().ctl.sync_cmd.io = Some(io);
+                self.jobs[j].fio_mut().ctl_mut().sync_queued(io);
             }
             if let Some(slot) = touched.iter_mut().find(|s| s.0.is_none_or(|t| t == q)) {
                 slot.0 = Some(q);
@@ -264,7 +264,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         if sent < k {
             // What is left of the batch goes when a tag is free.
-            self.jobs[j].fio_mut().batch.drain(..sent as usize);
+            self.jobs[j].fio_mut().batch_sent(sent as usize);
         }
         self.count_submitted(j, sent, true);
         sent
@@ -286,15 +286,14 @@ impl<O: Observer> Sim<'_, O> {
             // io_u.c: io_u_mark_depth at commit, io_u_mark_submit per submit call.
             let o = &mut self.jobs[owner];
             o.mark_depth(depth, k);
-            o.fio_mut().submit_hist[calls_bucket(k)] += 1;
-            o.fio_mut().submit_calls += 1;
+            o.fio_mut().io_u_mark_submit(k);
         }
     }
 
     /// Whose statistics job `j`'s I/Os count in: its own, or an offload worker's job's.
     #[inline(always)]
     pub(crate) fn stats_owner(&self, j: usize) -> usize {
-        match self.jobs[j].fio().ctl.role {
+        match self.jobs[j].fio().ctl().role() {
             super::fio_ctl::Role::Worker { parent } => parent.ix(),
             _ => j,
         }
@@ -329,7 +328,7 @@ impl<O: Observer> Sim<'_, O> {
     /// no device and no interrupt; the job reaps it as it would a device's.
     fn complete_null(&mut self, j: usize, k: u32) {
         for i in 0..k {
-            let planned = self.jobs[j].fio().batch[i as usize];
+            let planned = self.jobs[j].fio().batch()[i as usize];
             let io = self.local_io(j, planned);
             self.jobs[j].io_completed(io);
         }
@@ -370,7 +369,7 @@ impl<O: Observer> Sim<'_, O> {
         }
         let queue = &mut self.queues[q.ix()];
         let d = queue.device().ix();
-        self.fio.disks[d].submit(now, self.measuring);
+        self.fio.disk_mut(d).submit(now, self.measuring);
         let _ = queue.submit(
             Sqe {
                 command_id: tag,
