@@ -751,7 +751,7 @@ impl FioCtl {
             l.reset(now, 0);
         }
         if let Some(ss) = &mut self.ss {
-            ss.prev_time = now;
+            ss.restart_clock(now);
         }
     }
 
@@ -925,7 +925,7 @@ impl FioCtl {
     /// The job starts at `now`: steady state's clock with it.
     pub fn started(&mut self, now: u64) {
         if let Some(ss) = &mut self.ss {
-            ss.prev_time = now;
+            ss.restart_clock(now);
         }
     }
 

@@ -50,13 +50,35 @@ pub(crate) enum JobPhase {
 /// Per-direction statistics of a job.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DirStats {
-    pub ios: u64,
-    pub bytes: u64,
+    ios: u64,
+    bytes: u64,
     /// slat, clat, lat; allocated at the first I/O of the direction.
-    pub lat: Option<Box<[Latency; 3]>>,
+    lat: Option<Box<[Latency; 3]>>,
 }
 
 impl DirStats {
+    /// I/Os completed in the direction.
+    pub fn ios(&self) -> u64 {
+        self.ios
+    }
+
+    /// The direction's report over `runtime_ns` (its latency histograms move into it).
+    pub fn report(&mut self, runtime_ns: u64) -> irqlab_report::DirReport {
+        let [slat, clat, lat] = match self.lat.take() {
+            Some(b) => *b,
+            None => [Latency::new(), Latency::new(), Latency::new()],
+        };
+        irqlab_report::DirReport {
+            total_ios: self.ios,
+            io_bytes: self.bytes,
+            runtime_ns,
+            slat,
+            clat,
+            lat,
+            ..irqlab_report::DirReport::default()
+        }
+    }
+
     #[inline(always)]
     pub fn record(&mut self, bytes: u64, slat: u64, clat: u64, lat: u64) {
         self.ios += 1;

@@ -56,7 +56,7 @@ struct LlcShared {
 /// Placement state of a run with movable threads.
 #[derive(Clone, Debug)]
 pub(crate) struct Placement {
-    pub rules: Rules,
+    rules: Rules,
     llc: Vec<LlcShared>,
 }
 

@@ -4,8 +4,8 @@ use super::state::*;
 use super::vector::Vector;
 use crate::observer::Observer;
 use irqlab_report::{
-    CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DirReport, DiskUtil, Engine,
-    JobReport, Latency, ModerationReport, RunReport, VectorReport, pci_address,
+    CHIP_INJECTED, CHIP_POLLED, CHIP_POSTED, CHIP_REMAPPED, CpuReport, DiskUtil, Engine, JobReport,
+    ModerationReport, RunReport, VectorReport, pci_address,
 };
 
 impl<O: Observer> Sim<'_, O> {
@@ -74,21 +74,7 @@ impl<O: Observer> Sim<'_, O> {
     /// Each job's statistics over its part of the window (its latency histograms and
     /// logs move into the report), then group_reporting.
     fn job_reports(&mut self) -> Vec<JobReport> {
-        let dir = |d: &mut DirStats, runtime_ns: u64| {
-            let [slat, clat, lat] = match d.lat.take() {
-                Some(b) => *b,
-                None => [Latency::new(), Latency::new(), Latency::new()],
-            };
-            DirReport {
-                total_ios: d.ios,
-                io_bytes: d.bytes,
-                runtime_ns,
-                slat,
-                clat,
-                lat,
-                ..DirReport::default()
-            }
-        };
+        let dir = |d: &mut DirStats, runtime_ns: u64| d.report(runtime_ns);
         let window_start = self.window_start;
         let window_end = self.window_end;
         let threads = &self.threads;
@@ -114,7 +100,7 @@ impl<O: Observer> Sim<'_, O> {
                 let (iodepth_level, no_io) =
                     (j.depth_level(), j.engine() == irqlab_fio::IoEngine::CpuIo);
                 let (jr, jw, f) = j.window_stats_mut();
-                let rt = |d: &DirStats| if d.ios > 0 { runtime_ns } else { 0 };
+                let rt = |d: &DirStats| if d.ios() > 0 { runtime_ns } else { 0 };
                 let (read_rt, write_rt) = (rt(jr), rt(jw));
                 let mut read = dir(jr, read_rt);
                 let mut write = dir(jw, write_rt);
@@ -167,7 +153,7 @@ impl<O: Observer> Sim<'_, O> {
                     }),
                     steadystate: ctl.ss().map(super::steadystate::SsState::report),
                     no_io,
-                    zone_resets: ctl.zones().map(|z| z.resets),
+                    zone_resets: ctl.zones().map(|z| z.resets()),
                 }
             })
             .collect();

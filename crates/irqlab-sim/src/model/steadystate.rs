@@ -19,7 +19,7 @@ const DATA: u32 = 8;
 /// struct steadystate_data of one job.
 #[derive(Clone, Debug)]
 pub(crate) struct SsState {
-    pub cfg: SteadyState,
+    cfg: SteadyState,
     state: u32,
     head: usize,
     tail: usize,
@@ -34,7 +34,7 @@ pub(crate) struct SsState {
     sum_x_sq: u64,
     sum_xy: u64,
     oldest_y: u64,
-    pub prev_time: u64,
+    prev_time: u64,
     prev_iops: u64,
     prev_bytes: u64,
     prev_lat_sum: f64,
@@ -42,6 +42,11 @@ pub(crate) struct SsState {
 }
 
 impl SsState {
+    /// The job started, or its window opened, at `now`: the first interval runs from there.
+    pub fn restart_clock(&mut self, now: u64) {
+        self.prev_time = now;
+    }
+
     /// td_steadystate_init.
     pub fn new(cfg: SteadyState) -> SsState {
         let n = cfg.intervals();

@@ -30,11 +30,43 @@ use irqlab_core::{DeviceCoalescing, HandlerStyle, ModeratorKind, Policy};
 /// requests themselves sit in the queue's `QueuePair`: its SQ is the avail ring in order,
 /// its CQ the used entries published to the guest.
 pub(crate) struct Vq {
-    pub ring: SplitRing,
+    ring: SplitRing,
     /// Served and written to the used ring, `used->idx` not yet moved (per_pass).
-    pub unpublished: Vec<IoId>,
+    unpublished: Vec<IoId>,
     /// Submitters whose batch asked for a kick: (job, the batch's submit time).
     kicking: Vec<(JobId, u64)>,
+}
+
+impl Vq {
+    /// The split ring's indices and flags (core's).
+    #[inline]
+    pub fn ring_mut(&mut self) -> &mut SplitRing {
+        &mut self.ring
+    }
+
+    /// The host finished `io`: its used entry, not visible to the guest yet.
+    pub fn add_used(&mut self, io: IoId) {
+        self.ring.add_used();
+        self.unpublished.push(io);
+    }
+
+    /// `used->idx` moves past the entries added: the requests they complete (lent out
+    /// while the guest's CQ fills) and whether the device interrupts; None when nothing
+    /// was added since the last publish.
+    pub fn publish(&mut self) -> Option<(Vec<IoId>, bool)> {
+        if self.unpublished.is_empty() {
+            return None;
+        }
+        self.ring.publish();
+        let notify = self.ring.should_notify();
+        Some((std::mem::take(&mut self.unpublished), notify))
+    }
+
+    /// The lent list comes back, its entries now the guest's.
+    pub fn published(&mut self, mut list: Vec<IoId>) {
+        list.clear();
+        self.unpublished = list;
+    }
 }
 
 /// `vda`, `vdb`, ..., `vdz`, `vdaa`: virtblk_name_format's letters for disk `n`.
@@ -199,8 +231,8 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn virtio_queue_rq(&mut self, j: usize, q: usize, last: bool) {
         let now = self.now;
         let vq = self.queues[q].virtio_mut().expect("a virtio queue");
-        vq.ring.add();
-        if last && vq.ring.kick_prepare() {
+        vq.ring_mut().add();
+        if last && vq.ring_mut().kick_prepare() {
             vq.kicking.push((JobId::new(j), now));
         }
         let d = self.queues[q].device().ix();
@@ -255,11 +287,11 @@ impl<O: Observer> Sim<'_, O> {
     pub(crate) fn virtblk_done(&mut self, c: usize, v: usize) {
         let q = self.vectors[v].queue().ix();
         let vq = self.queues[q].virtio_mut().expect("a virtio queue");
-        if !vq.ring.interrupt() {
+        if !vq.ring_mut().interrupt() {
             self.virtio_handler_returned(c, v);
             return;
         }
-        vq.ring.disable_cb();
+        vq.ring_mut().disable_cb();
         // virtblk_done holds the virtqueue's lock (spin_lock_irqsave) while it drains.
         self.queues[q].lock_cq();
         self.virtio_drain(c);
@@ -272,12 +304,12 @@ impl<O: Observer> Sim<'_, O> {
         let q = self.vectors[v].queue().ix();
         loop {
             let vq = self.queues[q].virtio_mut().expect("a virtio queue");
-            if vq.ring.more_used() {
+            if vq.ring_mut().more_used() {
                 let mut list = self.cpus[c].take_reaping();
                 let n = self.poll_queue(c, q, u32::MAX, &mut list);
                 let vq = self.queues[q].virtio_mut().expect("a virtio queue");
                 for _ in 0..n {
-                    let took = vq.ring.get_buf();
+                    let took = vq.ring_mut().get_buf();
                     debug_assert!(took, "the CQ and the used ring agree");
                 }
                 self.cpus[c].restore_reaping(list);
@@ -299,7 +331,7 @@ impl<O: Observer> Sim<'_, O> {
             if self.queues[q]
                 .virtio_mut()
                 .expect("a virtio queue")
-                .ring
+                .ring_mut()
                 .enable_cb()
             {
                 break;
@@ -308,7 +340,7 @@ impl<O: Observer> Sim<'_, O> {
             self.queues[q]
                 .virtio_mut()
                 .expect("a virtio queue")
-                .ring
+                .ring_mut()
                 .disable_cb();
         }
         self.queues[q].unlock_cq();

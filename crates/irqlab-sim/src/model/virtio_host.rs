@@ -188,10 +188,10 @@ impl<O: Observer> Sim<'_, O> {
             let h = self.devices[d].host_mut().expect("a virtio device");
             let q = h.queues[(h.next_q + k) % n].ix();
             let vq = self.queues[q].virtio_mut().expect("a virtio queue");
-            if !vq.ring.pop() {
+            if !vq.ring_mut().pop() {
                 continue;
             }
-            vq.ring.disable_notification();
+            vq.ring_mut().disable_notification();
             let h = self.devices[d].host_mut().expect("a virtio device");
             h.next_q = (h.next_q + k + 1) % n;
             let sqe = self.queues[q]
@@ -213,7 +213,7 @@ impl<O: Observer> Sim<'_, O> {
         for k in 0..n {
             let q = self.devices[d].host().expect("a virtio device").queues[k].ix();
             let vq = self.queues[q].virtio_mut().expect("a virtio queue");
-            empty &= vq.ring.enable_notification();
+            empty &= vq.ring_mut().enable_notification();
         }
         if empty {
             let h = self.devices[d].host_mut().expect("a virtio device");
@@ -228,8 +228,7 @@ impl<O: Observer> Sim<'_, O> {
     fn served(&mut self, d: usize, io: IoId) {
         let q = self.ios[io.ix()].queue().ix();
         let vq = self.queues[q].virtio_mut().expect("a virtio queue");
-        vq.ring.add_used();
-        vq.unpublished.push(io);
+        vq.add_used(io);
         let per_completion = self.devices[d]
             .host()
             .is_some_and(|h| h.publish == Publish::PerCompletionBatch);
@@ -257,20 +256,16 @@ impl<O: Observer> Sim<'_, O> {
     fn publish(&mut self, q: usize) -> bool {
         let (ios, queue) = (&self.ios, &mut self.queues[q]);
         let vq = queue.virtio_mut().expect("a virtio queue");
-        if vq.unpublished.is_empty() {
+        let Some((list, notify)) = vq.publish() else {
             return false;
-        }
-        vq.ring.publish();
-        let notify = vq.ring.should_notify();
+        };
         // The used entries become the guest's CQEs (the list is lent while the CQ fills).
-        let mut list = std::mem::take(&mut vq.unpublished);
         for &io in &list {
             let posted = queue.post_cqe(ios[io.ix()].tag(), 0);
             debug_assert!(posted.is_ok(), "used ring overflow: the depth check failed");
         }
         self.totals.cqes_posted(list.len() as u64);
-        list.clear();
-        queue.virtio_mut().expect("a virtio queue").unpublished = list;
+        queue.virtio_mut().expect("a virtio queue").published(list);
         if self.queues[q].has_spinners() {
             self.poke_spinners(q);
         }
@@ -325,8 +320,7 @@ impl<O: Observer> Sim<'_, O> {
         while let Some(io) = self.devices[d].host_mut().and_then(|h| h.done.pop_front()) {
             let q = self.ios[io.ix()].queue().ix();
             let vq = self.queues[q].virtio_mut().expect("a virtio queue");
-            vq.ring.add_used();
-            vq.unpublished.push(io);
+            vq.add_used(io);
             if !touched.contains(&q) {
                 touched.push(q);
             }

@@ -15,18 +15,18 @@ use irqlab_fio::Zbd;
 /// One device's emulated zones.
 #[derive(Clone, Debug)]
 pub(crate) struct ZoneMap {
-    pub capacity: u64,
+    capacity: u64,
     /// Bytes written in each zone (empty when the zones never run out: a job covers the
     /// whole device, whose capacity the platform does not give).
-    pub wp: Vec<u64>,
-    pub open: Vec<usize>,
+    wp: Vec<u64>,
+    open: Vec<usize>,
     /// max_open_zones (0: no limit).
-    pub max_open: usize,
+    max_open: usize,
     /// zbd_info->wp_valid_data_bytes and write_cnt.
-    pub valid_bytes: u64,
-    pub write_cnt: u64,
+    valid_bytes: u64,
+    write_cnt: u64,
     /// The zone range's bytes (fio's f->io_size, for the threshold).
-    pub io_size: u64,
+    io_size: u64,
     reset_threshold: f64,
     reset_frequency: f64,
 }
@@ -35,12 +35,17 @@ pub(crate) struct ZoneMap {
 /// (FIO_RAND_ZONE_OFF) and the resets it made.
 #[derive(Clone, Debug)]
 pub(crate) struct JobZones {
-    pub cursor: usize,
-    pub rng: Stream,
-    pub resets: u64,
+    cursor: usize,
+    rng: Stream,
+    resets: u64,
 }
 
 impl JobZones {
+    /// Zone resets this job made (the report's zone_resets).
+    pub fn resets(&self) -> u64 {
+        self.resets
+    }
+
     pub fn new(rng: Stream) -> JobZones {
         JobZones {
             cursor: 0,
