@@ -1,9 +1,12 @@
 //! The model: state of every CPU, thread, job, device, queue, vector and root port, and
 //! the event loop that moves them. The sibling files:
-//! - `state`: each component's state, one arena per kind in `Sim`; `ids`: their typed ids.
-//! - `cpu`: accounting, the local APIC, hardirq handlers, softirq, ticks; `sched`: the
-//!   per-CPU scheduler and the threads' steps; `thread`: a task's own scheduling state
-//!   (vruntime, PELT, record_wakee, its step), answering the scheduler's questions.
+//! - `state`: `Sim`, one arena per kind of component, and the cost table; `ids`: typed ids.
+//! - `percpu`: a CPU as parts owning their state (local APIC and delivery path, hardirq
+//!   frame, softirq and irq_poll, run queue, GSIM and flood detection, kworker, time
+//!   accounting); `cpu`: what the CPU does with them (interrupt entry, hardirq handlers,
+//!   softirq, ticks, accounting); `sched`: the per-CPU scheduler and the threads' steps;
+//!   `thread`: a task's own scheduling state (vruntime, PELT, record_wakee, its step),
+//!   answering the scheduler's questions.
 //! - `vector`: each device MSI-X vector, owning its route, its device side (core's
 //!   `MsixVector`), genirq's descriptor, its moderator and counters, and answering what
 //!   they decided; `genirq`: what the simulator carries out of its irq_desc flow
@@ -18,7 +21,8 @@
 //!   serves them; `guest`: vCPU wakes.
 //! - `io`: one I/O's request record (job, queue, command id, command, times, media unit).
 //! - `job`: the fio job loop; `job_life`: a job's record (its loop's phase, its I/Os in
-//!   flight, its statistics), owning its fields; `fio_job`: fio's per-job and run-wide state.
+//!   flight, its statistics), owning its fields; `fio_job` and `fio_ctl`: fio's per-job
+//!   and run-wide state, owning theirs.
 //! - `irq_move`: `--event`'s vector moves and CPUs going offline.
 //! - `build`: the machine from platform, jobs and policy; `report`: the measured window
 //!   and the report; `parts`: independent parts of a machine on threads.
