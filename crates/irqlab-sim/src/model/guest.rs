@@ -13,8 +13,8 @@ impl<O: Observer> Sim<'_, O> {
         if self.costs.vcpu_wake == 0 {
             return self.costs.idle_exit;
         }
-        // The CPU's slice kind changed to idle at `acct_from` (or the window opened
-        // there, which only shortens the first idle period after the ramp).
+        // The CPU's slice kind changed to idle when it was last charged (or the window
+        // opened there, which only shortens the first idle period after the ramp).
         let idle_for = self.now - self.cpus[c].acct.charged_until();
         if idle_for < self.costs.guest_halt_poll {
             self.costs.idle_exit

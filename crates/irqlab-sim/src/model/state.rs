@@ -127,7 +127,7 @@ pub(crate) enum IrqPhase {
 pub(crate) enum SoftPhase {
     /// Entry cost of handle_softirqs.
     Begin,
-    /// An irq_poll poll call is running on `vector` (CQEs in the `reaping` list).
+    /// An irq_poll poll call is running on `vector` (CQEs in the softirq's reap list).
     Poll {
         vector: VectorId,
         work: u32,
@@ -137,12 +137,13 @@ pub(crate) enum SoftPhase {
         vector: VectorId,
         work: u32,
     },
-    /// BLOCK_SOFTIRQ completes the CPU's list (in `soft_reaping`), then its wake-ups'
-    /// cost (model/virtio.rs).
+    /// BLOCK_SOFTIRQ completes the CPU's list (in the softirq's reap list), then its
+    /// wake-ups' cost (model/virtio.rs).
     Block,
     BlockWakeups,
-    /// The resend tasklet runs `vector`'s flow handler: its reap (CQEs in `soft_reaping`),
-    /// then the completions' wake-ups; or the mask of a vector found disabled again.
+    /// The resend tasklet runs `vector`'s flow handler: its reap (CQEs in the softirq's
+    /// reap list), then the completions' wake-ups; or the mask of a vector found disabled
+    /// again.
     Resend {
         vector: VectorId,
         reaped: u32,
