@@ -5,6 +5,42 @@
 //! write commands. The parser fills these in (`control_opts`); the simulator carries
 //! them out.
 
+/// The controls of one job after fio's defaults, and what its engine allows
+/// (init.c fixup_options, the engines' init): everything a job does besides its I/O
+/// pattern. Resolved once per job by the parser; `JobSpec::controls` carries it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Controls {
+    /// `io_submit_mode`.
+    pub submit_mode: SubmitMode,
+    /// `sqthread_poll`, `sqthread_poll_cpu`.
+    pub sqpoll: Option<SqPoll>,
+    /// `exitall` (process-wide), `exit_what`, `exitall_on_error`.
+    pub exit: ExitRule,
+    /// `flow_id`, `flow`, `flow_sleep`.
+    pub flow: Option<Flow>,
+    /// `rate_min`, `rate_iops_min`, `rate_cycle`.
+    pub rate_min: RateMin,
+    /// `latency_target`, `latency_window`, `latency_percentile`, `latency_run`.
+    pub latency_target: Option<LatencyTarget>,
+    /// `max_latency` in ns: an I/O slower than this ends the job with ETIMEDOUT.
+    pub max_latency_ns: Option<u64>,
+    /// `steadystate` and its duration, ramp and interval.
+    pub steadystate: Option<SteadyState>,
+    /// `steadystate_check_interval` in ms as written or fio's default (fio's helper
+    /// thread checks every job at one interval, so it must be the same for all).
+    pub ss_interval_ms: u64,
+    /// ioengine=cpuio's `cpuload`, `cpuchunks`, `cpumode`, `exit_on_io_done`.
+    pub cpuio: Option<CpuIo>,
+    /// `wait_for`: the job starts when every job of that name has finished.
+    pub wait_for: Option<String>,
+    /// `zonemode=zbd` with its zone size, capacity, open-zone limit and reset rules.
+    pub zbd: Option<Zbd>,
+    /// io_uring_cmd's `write_mode` mix (empty: plain writes).
+    pub write_mix: Vec<(WriteCmd, u32)>,
+    /// `num_range`: ranges per trim command.
+    pub num_range: u32,
+}
+
 /// `io_submit_mode`: who submits the job's I/O (rate-submit.c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum SubmitMode {

@@ -103,9 +103,9 @@ pub const CONTROL: &[OptDef] = &[
     ctl("num_range", &[], Ctl::NumRange),
 ];
 
-/// What the file says, before fio's defaults and checks (`finish`).
+/// What the file says, before fio's defaults and checks (`resolve` makes [`Controls`]).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Controls {
+pub(crate) struct WrittenControls {
     offload: bool,
     sqpoll: bool,
     sqpoll_cpu: Option<usize>,
@@ -270,7 +270,7 @@ fn write_mode(e: &Entry, text: &str) -> Result<(Vec<(WriteCmd, u32)>, bool), Job
     ))
 }
 
-impl Controls {
+impl WrittenControls {
     /// One option of [`CONTROL`] as written (`v` is None for a bare name).
     pub(crate) fn apply(
         &mut self,
@@ -452,26 +452,6 @@ impl Controls {
     }
 }
 
-/// The controls of one job after fio's defaults, and what its engine allows.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Resolved {
-    pub submit_mode: SubmitMode,
-    pub sqpoll: Option<SqPoll>,
-    pub exit: ExitRule,
-    pub flow: Option<Flow>,
-    pub rate_min: RateMin,
-    pub latency_target: Option<LatencyTarget>,
-    pub max_latency_ns: Option<u64>,
-    pub steadystate: Option<SteadyState>,
-    pub cpuio: Option<CpuIo>,
-    pub wait_for: Option<String>,
-    pub zbd: Option<Zbd>,
-    pub write_mix: Vec<(WriteCmd, u32)>,
-    pub num_range: u32,
-    /// `ss_check_interval` in ms as written or fio's default (it must be one for all jobs).
-    pub ss_interval_ms: u64,
-}
-
 /// Why a job's controls cannot run, with the option to blame and what was expected.
 pub(crate) struct Refusal {
     pub option: &'static str,
@@ -491,12 +471,12 @@ fn refuse(option: &'static str, what: impl Into<String>, expected: impl Into<Str
 /// fixup_options, the engines' init): `engine` is the engine as written, `size` the
 /// job's byte budget per pass, `files` how many files it has.
 pub(crate) fn resolve(
-    c: &Controls,
+    c: &WrittenControls,
     engine: &str,
     size: Option<u64>,
     size_zones: Option<u64>,
     files: u64,
-) -> Result<Resolved, Refusal> {
+) -> Result<Controls, Refusal> {
     let uring = matches!(engine, "io_uring" | "io_uring_cmd");
     if c.sqpoll && !uring {
         return Err(refuse(
@@ -667,7 +647,7 @@ pub(crate) fn resolve(
     } else {
         None
     };
-    Ok(Resolved {
+    Ok(Controls {
         submit_mode: if c.offload {
             SubmitMode::Offload
         } else {

@@ -1,8 +1,8 @@
 //! Turns one job's options (the globals above it, then its own) into a [`JobSpec`],
 //! applying fio's defaults and fix-ups.
 
-use crate::control::SubmitMode;
-use crate::control_opts::{Controls, Resolved};
+use crate::control::{Controls, SubmitMode};
+use crate::control_opts::WrittenControls;
 use crate::engines::{self, EngineRule};
 use crate::entry_value::{bad_value, bool01, flag, int, per_dir, shown, time_s, time_us};
 use crate::error::JobFileError;
@@ -91,7 +91,7 @@ struct Builder {
     trim_rate: Option<(PathBuf, usize)>,
     /// submission, exitall, flow, minimum rates, latency targets, steady state, cpuio,
     /// zones and write commands (control_opts).
-    ctl: Controls,
+    ctl: WrittenControls,
     libblkio_path: Option<String>,
     numa_nodes: Option<Vec<usize>>,
     /// The engine as written (libblkio needs its driver).
@@ -158,7 +158,7 @@ impl Builder {
             no_budget: false,
             size_zones: None,
             trim_rate: None,
-            ctl: Controls::default(),
+            ctl: WrittenControls::default(),
             libblkio_path: None,
             numa_nodes: None,
             engine_name: "psync".to_string(),
@@ -850,20 +850,7 @@ fn finish(b: Builder, section: &Section) -> Result<JobSpec, JobFileError> {
         iops_avg_set: b.iops_avg_ms.is_some(),
         clat_percentiles: b.clat_percentiles,
         trim_sizes,
-        submit_mode: ctl.submit_mode,
-        sqpoll: ctl.sqpoll,
-        exit: ctl.exit,
-        flow: ctl.flow,
-        rate_min: ctl.rate_min,
-        latency_target: ctl.latency_target,
-        max_latency_ns: ctl.max_latency_ns,
-        steadystate: ctl.steadystate,
-        ss_interval_ms: ctl.ss_interval_ms,
-        cpuio: ctl.cpuio,
-        wait_for: ctl.wait_for,
-        zbd: ctl.zbd,
-        write_mix: ctl.write_mix,
-        num_range: ctl.num_range,
+        controls: ctl,
         options: b.options,
     })
 }
@@ -876,7 +863,7 @@ fn control(
     pass: Option<u64>,
     files: u64,
     rw: RwMode,
-) -> Result<Resolved, JobFileError> {
+) -> Result<Controls, JobFileError> {
     let at = |option: &str, what: String, expected: String| {
         let (file, line) = where_set(b, section, option);
         JobFileError::at(

@@ -29,7 +29,7 @@ mod spec;
 mod values;
 
 pub use control::{
-    CpuIo, CpuMode, ExitRule, ExitWhat, Flow, LatencyTarget, RateMin, SqPoll, SsMetric,
+    Controls, CpuIo, CpuMode, ExitRule, ExitWhat, Flow, LatencyTarget, RateMin, SqPoll, SsMetric,
     SteadyState, SubmitMode, WriteCmd, Zbd,
 };
 pub use error::{JobFileError, escape_controls};
@@ -157,7 +157,7 @@ fn parse_with_env(text: &str, path: &Path, env: &ini::Env) -> Result<Vec<JobSpec
     }
     // options.c str_exitall_cb sets a process-wide flag: any section's exitall is every
     // job's.
-    if jobs.iter().any(|j| j.exit.exitall)
+    if jobs.iter().any(|j| j.controls.exit.exitall)
         || sections.iter().any(|s| {
             s.global
                 && s.entries
@@ -166,7 +166,7 @@ fn parse_with_env(text: &str, path: &Path, env: &ini::Env) -> Result<Vec<JobSpec
         })
     {
         for j in &mut jobs {
-            j.exit.exitall = true;
+            j.controls.exit.exitall = true;
         }
     }
     check_ss_intervals(&jobs)?;
@@ -177,7 +177,7 @@ fn parse_with_env(text: &str, path: &Path, env: &ini::Env) -> Result<Vec<JobSpec
 /// init.c wait_for_ok: a job waits for one job defined above it, not for itself.
 fn check_wait_for(jobs: &[JobSpec]) -> Result<(), JobFileError> {
     for (i, j) in jobs.iter().enumerate() {
-        let Some(name) = &j.wait_for else {
+        let Some(name) = &j.controls.wait_for else {
             continue;
         };
         let above = jobs[..i].iter().filter(|o| o.name == *name).count();
@@ -213,7 +213,7 @@ fn check_ss_intervals(jobs: &[JobSpec]) -> Result<(), JobFileError> {
     };
     if let Some(j) = jobs
         .iter()
-        .find(|j| j.ss_interval_ms != first.ss_interval_ms)
+        .find(|j| j.controls.ss_interval_ms != first.controls.ss_interval_ms)
     {
         let odd = [j, first]
             .into_iter()
@@ -227,7 +227,7 @@ fn check_ss_intervals(jobs: &[JobSpec]) -> Result<(), JobFileError> {
             line,
             format!(
                 "conflicting ss_check_interval: {} ms in job '{}' and {} ms in job '{}' (fio checks steady state at one interval for all jobs)",
-                first.ss_interval_ms, first.name, j.ss_interval_ms, j.name
+                first.controls.ss_interval_ms, first.name, j.controls.ss_interval_ms, j.name
             ),
             "the same steadystate_check_interval in every job (put it in [global])",
         ));

@@ -86,7 +86,7 @@ impl RunPlan {
                     cpus: s.clone_cpus(k),
                 });
             }
-            let start = match &s.wait_for {
+            let start = match &s.controls.wait_for {
                 None => Start::Wave,
                 Some(name) => specs[..si]
                     .iter()

@@ -3,9 +3,7 @@
 //! Both engines read jobs only through this type, so a job file means the same thing to
 //! `irqlab run` and `irqlab rt`.
 
-use crate::control::{
-    CpuIo, ExitRule, Flow, LatencyTarget, RateMin, SqPoll, SteadyState, SubmitMode, WriteCmd, Zbd,
-};
+use crate::control::{Controls, SubmitMode};
 use std::path::PathBuf;
 
 /// fio's `ioengine=`: how the job submits and reaps.
@@ -289,35 +287,9 @@ pub struct JobSpec {
     pub clat_percentiles: bool,
     /// Block sizes of trims (`bs=R,W,T`, one value for all).
     pub trim_sizes: BlockSizes,
-    /// `io_submit_mode`.
-    pub submit_mode: SubmitMode,
-    /// `sqthread_poll`, `sqthread_poll_cpu`.
-    pub sqpoll: Option<SqPoll>,
-    /// `exitall` (process-wide), `exit_what`, `exitall_on_error`.
-    pub exit: ExitRule,
-    /// `flow_id`, `flow`, `flow_sleep`.
-    pub flow: Option<Flow>,
-    /// `rate_min`, `rate_iops_min`, `rate_cycle`.
-    pub rate_min: RateMin,
-    /// `latency_target`, `latency_window`, `latency_percentile`, `latency_run`.
-    pub latency_target: Option<LatencyTarget>,
-    /// `max_latency` in ns: an I/O slower than this ends the job with ETIMEDOUT.
-    pub max_latency_ns: Option<u64>,
-    /// `steadystate` and its duration, ramp and interval.
-    pub steadystate: Option<SteadyState>,
-    /// `steadystate_check_interval` in ms as resolved (fio's helper thread checks every
-    /// job at one interval, so it must be the same for all).
-    pub ss_interval_ms: u64,
-    /// ioengine=cpuio's `cpuload`, `cpuchunks`, `cpumode`, `exit_on_io_done`.
-    pub cpuio: Option<CpuIo>,
-    /// `wait_for`: the job starts when every job of that name has finished.
-    pub wait_for: Option<String>,
-    /// `zonemode=zbd` with its zone size, capacity, open-zone limit and reset rules.
-    pub zbd: Option<Zbd>,
-    /// io_uring_cmd's `write_mode` mix (empty: plain writes).
-    pub write_mix: Vec<(WriteCmd, u32)>,
-    /// `num_range`: ranges per trim command.
-    pub num_range: u32,
+    /// What the job does besides its I/O pattern (submission, exits, flow, minimum
+    /// rates, latency targets, steady state, cpuio, zones, write commands), resolved.
+    pub controls: Controls,
     /// Every option as written (globals first, then the job's own), values as strings,
     /// bare flags with an empty value; fio's JSON "job options" and "global options" are
     /// made from this.
@@ -344,7 +316,7 @@ impl JobSpec {
 
     /// The I/Os really kept in flight: 1 for synchronous engines submitting inline.
     pub fn effective_iodepth(&self) -> u32 {
-        if self.ioengine.is_sync() && self.submit_mode == SubmitMode::Inline {
+        if self.ioengine.is_sync() && self.controls.submit_mode == SubmitMode::Inline {
             1
         } else {
             self.iodepth

@@ -718,22 +718,29 @@ fn control_options_are_read_as_fio_reads_them() {
     let j = &parse(
         "[j]\nfilename=f\nioengine=io_uring\nsqthread_poll\nsqthread_poll_cpu=3\nflow_id=2\nflow=5\nflow_sleep=100\nrate_iops_min=10,20\nratecycle=500\nlatency_target=2ms\nlatency_window=1s\nlatency_percentile=99.9\nsteadystate=bw_slope:1%\nss_dur=30s\nss_ramp=5\nss_interval=2s\nexit_what=stonewall\nmax_latency=300\n",
     )[0];
-    assert_eq!(j.sqpoll, Some(SqPoll { cpu: Some(3) }));
-    let f = j.flow.unwrap();
+    assert_eq!(j.controls.sqpoll, Some(SqPoll { cpu: Some(3) }));
+    let f = j.controls.flow.unwrap();
     assert_eq!(
         (f.id, f.weight, f.sleep_ns),
         (2, 5, 100_000),
         "flow_sleep is µs"
     );
     // Two values: reads, then writes and trims.
-    assert_eq!((j.rate_min.iops, j.rate_min.cycle_ms), ([10, 20, 20], 500));
-    let t = j.latency_target.unwrap();
+    assert_eq!(
+        (j.controls.rate_min.iops, j.controls.rate_min.cycle_ms),
+        ([10, 20, 20], 500)
+    );
+    let t = j.controls.latency_target.unwrap();
     assert_eq!(
         (t.target_ns, t.window_ns, t.percentile),
         (2_000_000, 1_000_000_000, 99.9)
     );
-    assert_eq!(j.max_latency_ns, Some(300_000), "a bare max_latency is µs");
-    let ss = j.steadystate.unwrap();
+    assert_eq!(
+        j.controls.max_latency_ns,
+        Some(300_000),
+        "a bare max_latency is µs"
+    );
+    let ss = j.controls.steadystate.unwrap();
     assert_eq!(
         (ss.metric, ss.slope, ss.pct, ss.limit),
         (SsMetric::Bw, true, true, 1.0)
@@ -744,11 +751,11 @@ fn control_options_are_read_as_fio_reads_them() {
     );
     assert_eq!(ss.intervals(), 15);
     assert_eq!(ss.describe(), "bw_slope:1.000000%");
-    assert_eq!(j.exit.what, ExitWhat::Stonewall);
-    assert!(!j.exit.exitall);
+    assert_eq!(j.controls.exit.what, ExitWhat::Stonewall);
+    assert!(!j.controls.exit.exitall);
     // exitall is process-wide: a [global] after every job still sets it for all.
     let all = parse("[a]\nfilename=f\n[b]\nfilename=f\n[global]\nexitall\n");
-    assert!(all.iter().all(|j| j.exit.exitall));
+    assert!(all.iter().all(|j| j.controls.exit.exitall));
     // Trims take the third block size; two values give them the writes'.
     let tr = &parse("[j]\nfilename=f\nrw=randtrim\nbs=4k,8k,16k\n")[0];
     assert_eq!(tr.trim_sizes, BlockSizes::Fixed(16384));
@@ -760,7 +767,7 @@ fn control_options_are_read_as_fio_reads_them() {
     let wm =
         &parse("[j]\nfilename=f\nioengine=io_uring_cmd\nwrite_mode=write/50:zeroes/:uncor/\n")[0];
     assert_eq!(
-        wm.write_mix,
+        wm.controls.write_mix,
         vec![
             (WriteCmd::Write, 50),
             (WriteCmd::Zeroes, 25),
@@ -770,10 +777,12 @@ fn control_options_are_read_as_fio_reads_them() {
     let z = parse(
         "[j]\nfilename=f\nrw=randwrite\nzonemode=zbd\nzonesize=1m\nsize=8z\nmax_open_zones=4\n",
     )[0]
+    .controls
     .zbd
     .unwrap();
     assert_eq!((z.zones, z.capacity, z.max_open), (Some(8), 1 << 20, 4));
     let c = parse("[j]\nioengine=cpuio\ncpuload=130\n")[0]
+        .controls
         .cpuio
         .unwrap();
     assert_eq!(
@@ -783,7 +792,7 @@ fn control_options_are_read_as_fio_reads_them() {
     // Offloaded, a sync engine keeps iodepth calls in flight.
     let off = &parse("[j]\nfilename=f\nioengine=psync\niodepth=8\nio_submit_mode=offload\n")[0];
     assert_eq!(
-        (off.submit_mode, off.effective_iodepth()),
+        (off.controls.submit_mode, off.effective_iodepth()),
         (SubmitMode::Offload, 8)
     );
     assert_eq!(

@@ -37,58 +37,58 @@ const NOT_IN_RT: &[(&str, &str)] = &[
 fn control(job: &JobSpec) -> Option<(&'static [&'static str], &'static str)> {
     let lacks: [(bool, &'static [&'static str], &'static str); 12] = [
         (
-            job.submit_mode == irqlab_fio::SubmitMode::Offload,
+            job.controls.submit_mode == irqlab_fio::SubmitMode::Offload,
             &["io_submit_mode"],
             "the runtime's job loop submits inline",
         ),
         (
-            job.sqpoll.is_some(),
+            job.controls.sqpoll.is_some(),
             &["sqthread_poll", "sqthread_poll_cpu"],
             "the runtime's io_uring rings have no SQPOLL thread",
         ),
         (
-            job.exit.exitall,
+            job.controls.exit.exitall,
             &["exitall", "exit_what"],
             "the runtime runs every job to its own end",
         ),
         (
-            job.flow.is_some(),
+            job.controls.flow.is_some(),
             &["flow", "flow_id", "flow_sleep"],
             "the runtime has no flow control between jobs",
         ),
         (
-            job.rate_min.is_set(),
+            job.controls.rate_min.is_set(),
             &["rate_min", "rate_iops_min"],
             "the runtime has no rate clock",
         ),
         (
-            job.latency_target.is_some(),
+            job.controls.latency_target.is_some(),
             &["latency_target"],
             "the runtime keeps the job's iodepth",
         ),
         (
-            job.max_latency_ns.is_some(),
+            job.controls.max_latency_ns.is_some(),
             &["max_latency"],
             "the runtime does not end jobs on a latency",
         ),
         (
-            job.steadystate.is_some(),
+            job.controls.steadystate.is_some(),
             &["steadystate_duration", "steadystate"],
             "the runtime does not detect steady state",
         ),
         (
-            job.wait_for.is_some(),
+            job.controls.wait_for.is_some(),
             &["wait_for"],
             "the runtime starts every job at once",
         ),
         (job.rw.trims(), &["rw"], "the runtime reads and writes only"),
         (
-            job.zbd.is_some() && job.rw.writes(),
+            job.controls.zbd.is_some() && job.rw.writes(),
             &["zonemode"],
             "the runtime keeps no zone write pointers",
         ),
         (
-            !job.write_mix.is_empty(),
+            !job.controls.write_mix.is_empty(),
             &["write_mode"],
             "the runtime issues plain writes",
         ),

@@ -178,7 +178,7 @@ fn wait_for_set_by_hand_to_no_job_above_is_refused() {
     // the plan's Start::Unresolved, which the build names at the section.
     let mut specs =
         jobs("[a]\nfilename=nvme0n1\nruntime=1ms\n[b]\nfilename=nvme0n1\nruntime=1ms\n");
-    specs[1].wait_for = Some("c".into());
+    specs[1].controls.wait_for = Some("c".into());
     let e = simulate(
         &specs,
         &platform(&[]),

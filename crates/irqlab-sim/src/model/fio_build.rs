@@ -43,13 +43,13 @@ pub(crate) fn complete(
     for j in 0..main {
         let (si, k) = (plan.instances[j].spec, plan.instances[j].clone);
         check(&specs[si], p, names, &jobs[j], m)?;
-        if specs[si].submit_mode == SubmitMode::Offload {
+        if specs[si].controls.submit_mode == SubmitMode::Offload {
             add_workers(&specs[si], k, j, p, jobs, m);
         }
-        if let Some(sq) = specs[si].sqpoll {
+        if let Some(sq) = specs[si].controls.sqpoll {
             add_sq_thread(&specs[si], sq.cpu, j, p, jobs, m);
         }
-        if let Some(cfg) = specs[si].cpuio
+        if let Some(cfg) = specs[si].controls.cpuio
             && cfg.mode == irqlab_fio::CpuMode::Qsort
         {
             let ns = p.engine.cpuio_qsort_ns.ok_or_else(|| {
@@ -68,8 +68,8 @@ pub(crate) fn complete(
     flows(specs, plan, jobs, fio);
     zone_maps(specs, plan, jobs, m, fio)?;
     wait_for(specs, plan, jobs, m)?;
-    if let Some(s) = specs.iter().find(|s| s.steadystate.is_some()) {
-        fio.set_ss_interval_ms(Some(s.ss_interval_ms));
+    if let Some(s) = specs.iter().find(|s| s.controls.steadystate.is_some()) {
+        fio.set_ss_interval_ms(Some(s.controls.ss_interval_ms));
         Sim::<crate::observer::NoObserver>::steadystate_setup(&mut jobs[..main]);
     }
     Ok(())
@@ -90,10 +90,10 @@ fn check(
         .map(|q| m.queues[q.ix()].device().ix())
         .collect();
     let mut cmds: Vec<(Cmd, &[&str])> = Vec::new();
-    if s.rw.trims() && s.zbd.is_none() && s.ioengine.has_device() {
+    if s.rw.trims() && s.controls.zbd.is_none() && s.ioengine.has_device() {
         cmds.push((Cmd::Trim { ranges: 1 }, &["rw"]));
     }
-    for &(w, _) in &s.write_mix {
+    for &(w, _) in &s.controls.write_mix {
         cmds.push((Cmd::of_write(w), &["write_mode"]));
     }
     for (cmd, opt) in cmds {
@@ -116,7 +116,7 @@ fn check(
             ));
         }
     }
-    if let Some(sq) = s.sqpoll
+    if let Some(sq) = s.controls.sqpoll
         && let Some(c) = sq.cpu
         && c >= p.cpu.count
     {
@@ -130,7 +130,7 @@ fn check(
             ),
         ));
     }
-    if let Some(z) = s.zbd {
+    if let Some(z) = s.controls.zbd {
         if z.zones.is_some_and(|n| n > MAX_ZONES) {
             return Err(option_err(
                 s,
@@ -302,7 +302,7 @@ fn zone_maps(
         let mut cfgs: Vec<(usize, irqlab_fio::Zbd)> = Vec::new();
         for (j, i) in plan.instances.iter().enumerate() {
             let si = i.spec;
-            let Some(z) = specs[si].zbd else {
+            let Some(z) = specs[si].controls.zbd else {
                 continue;
             };
             if jobs[j]
@@ -334,7 +334,7 @@ fn zone_maps(
 /// counted from the start, as fio counts it when the job is added).
 fn flows(specs: &[JobSpec], plan: &RunPlan, jobs: &mut [Job], fio: &mut FioRun) {
     for (j, i) in plan.instances.iter().enumerate() {
-        let Some(f) = specs[i.spec].flow else {
+        let Some(f) = specs[i.spec].controls.flow else {
             continue;
         };
         let g = fio.join_flow(f.id, JobId::new(j), f.weight);
@@ -358,7 +358,11 @@ fn wait_for(
             Start::After(above) => above,
             // The parser checked it names one job above (init.c wait_for_ok).
             Start::Unresolved => {
-                let name = specs[i.spec].wait_for.as_deref().unwrap_or_default();
+                let name = specs[i.spec]
+                    .controls
+                    .wait_for
+                    .as_deref()
+                    .unwrap_or_default();
                 return Err(option_err(
                     &specs[i.spec],
                     &["wait_for"],

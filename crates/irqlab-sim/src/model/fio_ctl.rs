@@ -688,6 +688,7 @@ impl FioCtl {
             _ => TrimMode::None,
         };
         let zones = spec
+            .controls
             .zbd
             .map(|_| super::zbd::JobZones::new(stream(RAND_ZONE)));
         FioCtl {
@@ -695,30 +696,36 @@ impl FioCtl {
             offload: None,
             worker: None,
             ring: None,
-            exit: spec.exit,
+            exit: spec.controls.exit,
             flow: None,
             rate_min: spec
+                .controls
                 .rate_min
                 .is_set()
-                .then(|| RateMinCheck::new(spec.rate_min)),
+                .then(|| RateMinCheck::new(spec.controls.rate_min)),
             lat: spec
+                .controls
                 .latency_target
                 .map(|t| LatSearch::new(t, spec.effective_iodepth())),
-            max_latency_ns: spec.max_latency_ns,
-            ss: spec.steadystate.map(super::steadystate::SsState::new),
-            cpuio: spec.cpuio,
-            cpuio_cycle_ns: spec.cpuio.map_or(0, |c| c.chunk_ns),
+            max_latency_ns: spec.controls.max_latency_ns,
+            ss: spec
+                .controls
+                .steadystate
+                .map(super::steadystate::SsState::new),
+            cpuio: spec.controls.cpuio,
+            cpuio_cycle_ns: spec.controls.cpuio.map_or(0, |c| c.chunk_ns),
             wait_for: Vec::new(),
             zones,
             write_mix: spec
+                .controls
                 .write_mix
                 .iter()
                 .map(|&(w, p)| (Cmd::of_write(w), p))
                 .collect(),
-            wmode_rng: (spec.write_mix.len() > 1).then(|| stream(RAND_WMODE)),
+            wmode_rng: (spec.controls.write_mix.len() > 1).then(|| stream(RAND_WMODE)),
             trim_sizes: spec.trim_sizes.clone(),
             trim_rng: stream(RAND_BS_TRIM),
-            num_range: spec.num_range,
+            num_range: spec.controls.num_range,
             trim_mode,
             trimwrite_write: None,
             sync_trims: matches!(spec.ioengine, IoEngine::Libaio | IoEngine::PosixAio),
@@ -732,7 +739,7 @@ impl FioCtl {
             clat_sum: 0.0,
             clat_n: 0,
             trim: super::state::DirStats::default(),
-            disable_slat: spec.sqpoll.is_some(),
+            disable_slat: spec.controls.sqpoll.is_some(),
         }
     }
 
