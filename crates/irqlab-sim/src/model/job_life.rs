@@ -106,28 +106,16 @@ impl DirStats {
 
 pub(crate) struct Job {
     name: String,
-    groupid: u32,
-    options: Vec<(String, String)>,
+    /// What its section and clone made it (build.rs): some of it changes as it runs
+    /// (its ramp's end and end time, polling handed to an SQPOLL thread).
+    shape: JobShape,
     thread: ThreadId,
     engine: irqlab_fio::IoEngine,
-    /// The device's submitter costs, replacing the engine's (DSA), and fio's user-space
-    /// work per I/O (0 with a device submitter).
-    submitter: Option<crate::platform::SyscallCosts>,
-    usr_io: u64,
     /// Queues the job's files map to from its CPU (round robin per I/O).
     queues: Vec<QueueId>,
     /// The devices its files name, in order (a moved job's queues are remapped).
     devices: Vec<DeviceId>,
     next_file: usize,
-    iodepth: u32,
-    batch_submit: u32,
-    complete_min: u32,
-    complete_max: u32,
-    polled: bool,
-    hybrid: bool,
-    ramp_end: u64,
-    end: Option<u64>,
-    io_limit: Option<u64>,
     issued: u64,
     /// Submitted and not yet reaped by the job.
     outstanding: u32,
@@ -153,11 +141,13 @@ pub(crate) struct Job {
     fio: Box<super::fio_job::FioJob>,
 }
 
-/// What a job of the file differs in from `Job::new`'s, from its section and clone
-/// (build.rs new_job).
+/// What a job is made of by its section and clone (build.rs new_job): its reporting
+/// group and options, its costs, depth and batch sizes, polling, and its time bounds.
 pub(crate) struct JobShape {
     pub groupid: u32,
     pub options: Vec<(String, String)>,
+    /// The device's submitter costs, replacing the engine's (DSA), and fio's user-space
+    /// work per I/O (0 with a device submitter).
     pub submitter: Option<crate::platform::SyscallCosts>,
     pub usr_io: u64,
     pub iodepth: u32,
@@ -171,9 +161,30 @@ pub(crate) struct JobShape {
     pub io_limit: Option<u64>,
 }
 
-impl Job {
+impl Default for JobShape {
     /// A job that has issued nothing: iodepth 1, batches of one, no limit and no end,
     /// not polling, in no reporting group but 0.
+    fn default() -> Self {
+        JobShape {
+            groupid: 0,
+            options: Vec::new(),
+            submitter: None,
+            usr_io: 0,
+            iodepth: 1,
+            batch_submit: 1,
+            complete_min: 1,
+            complete_max: 1,
+            polled: false,
+            hybrid: false,
+            ramp_end: 0,
+            end: None,
+            io_limit: None,
+        }
+    }
+}
+
+impl Job {
+    /// A job that has issued nothing, of the default shape.
     fn new(
         name: String,
         thread: ThreadId,
@@ -184,24 +195,12 @@ impl Job {
     ) -> Job {
         Job {
             name,
-            groupid: 0,
-            options: Vec::new(),
+            shape: JobShape::default(),
             thread,
             engine,
-            submitter: None,
-            usr_io: 0,
             queues,
             devices,
             next_file: 0,
-            iodepth: 1,
-            batch_submit: 1,
-            complete_min: 1,
-            complete_max: 1,
-            polled: false,
-            hybrid: false,
-            ramp_end: 0,
-            end: None,
-            io_limit: None,
             issued: 0,
             outstanding: 0,
             ready: VecDeque::new(),
@@ -232,36 +231,9 @@ impl Job {
         fio: FioJob,
         shape: JobShape,
     ) -> Job {
-        let JobShape {
-            groupid,
-            options,
-            submitter,
-            usr_io,
-            iodepth,
-            batch_submit,
-            complete_min,
-            complete_max,
-            polled,
-            hybrid,
-            ramp_end,
-            end,
-            io_limit,
-        } = shape;
         Job {
-            groupid,
-            options,
-            submitter,
-            usr_io,
-            iodepth,
-            batch_submit,
-            complete_min,
-            complete_max,
-            polled,
-            hybrid,
-            ramp_end,
-            end,
-            io_limit,
-            ready: VecDeque::with_capacity(iodepth.min(4096) as usize),
+            ready: VecDeque::with_capacity(shape.iodepth.min(4096) as usize),
+            shape,
             ..Job::new(name, thread, engine, queues, devices, fio)
         }
     }
@@ -277,9 +249,12 @@ impl Job {
         phase: JobPhase,
     ) -> Job {
         Job {
-            groupid: parent.groupid,
-            polled: parent.polled,
-            hybrid: parent.hybrid,
+            shape: JobShape {
+                groupid: parent.shape.groupid,
+                polled: parent.shape.polled,
+                hybrid: parent.shape.hybrid,
+                ..JobShape::default()
+            },
             phase,
             ..Job::new(
                 name,
@@ -312,12 +287,12 @@ impl Job {
 
     #[inline]
     pub(crate) fn groupid(&self) -> u32 {
-        self.groupid
+        self.shape.groupid
     }
 
     #[inline]
     pub(crate) fn options(&self) -> &[(String, String)] {
-        &self.options
+        &self.shape.options
     }
 
     #[inline]
@@ -333,13 +308,13 @@ impl Job {
     /// The device's submitter costs, replacing the engine's (DSA).
     #[inline]
     pub(crate) fn submitter(&self) -> Option<&crate::platform::SyscallCosts> {
-        self.submitter.as_ref()
+        self.shape.submitter.as_ref()
     }
 
     /// fio's user-space work per I/O (0 with a device submitter), ns.
     #[inline]
     pub(crate) fn usr_io(&self) -> u64 {
-        self.usr_io
+        self.shape.usr_io
     }
 
     /// Queues the job's files map to from its CPU (round robin per I/O).
@@ -356,49 +331,49 @@ impl Job {
 
     #[inline]
     pub(crate) fn iodepth(&self) -> u32 {
-        self.iodepth
+        self.shape.iodepth
     }
 
     #[inline]
     pub(crate) fn batch_submit(&self) -> u32 {
-        self.batch_submit
+        self.shape.batch_submit
     }
 
     #[inline]
     pub(crate) fn complete_min(&self) -> u32 {
-        self.complete_min
+        self.shape.complete_min
     }
 
     #[inline]
     pub(crate) fn complete_max(&self) -> u32 {
-        self.complete_max
+        self.shape.complete_max
     }
 
     #[inline]
     pub(crate) fn polled(&self) -> bool {
-        self.polled
+        self.shape.polled
     }
 
     #[inline]
     pub(crate) fn hybrid(&self) -> bool {
-        self.hybrid
+        self.shape.hybrid
     }
 
     /// When its ramp_time ends and its statistics count, ns.
     #[inline]
     pub(crate) fn ramp_end(&self) -> u64 {
-        self.ramp_end
+        self.shape.ramp_end
     }
 
     /// When its runtime ends (None: no time bound, or not started).
     #[inline]
     pub(crate) fn end(&self) -> Option<u64> {
-        self.end
+        self.shape.end
     }
 
     #[inline]
     pub(crate) fn io_limit(&self) -> Option<u64> {
-        self.io_limit
+        self.shape.io_limit
     }
 
     #[inline]
@@ -617,13 +592,13 @@ impl Job {
     /// It starts at `now` (backend.c thread_main): its ramp_time and runtime run from here.
     pub(crate) fn start(&mut self, now: u64, window_start: u64) {
         self.fio.start(now, window_start);
-        self.ramp_end = self.fio.measure_from();
-        self.end = self.fio.total_ns().map(|t| now + t);
+        self.shape.ramp_end = self.fio.measure_from();
+        self.shape.end = self.fio.total_ns().map(|t| now + t);
     }
 
     /// Its statistics count from `at` (a latency target's final run, reset_all_stats).
     pub(crate) fn measure_from(&mut self, at: u64) {
-        self.ramp_end = at;
+        self.shape.ramp_end = at;
     }
 
     /// It exited at `now`.
@@ -653,13 +628,13 @@ impl Job {
     /// Its ring's SQPOLL thread polls the device's queues: it spins on its CQ ring
     /// instead, and sleeps no hybrid sleep.
     pub(crate) fn hand_polling_to_sqpoll(&mut self) {
-        self.polled = false;
-        self.hybrid = false;
+        self.shape.polled = false;
+        self.shape.hybrid = false;
     }
 
     /// A SQPOLL thread polls without hybrid sleeps.
     pub(crate) fn poll_without_sleep(&mut self) {
-        self.hybrid = false;
+        self.shape.hybrid = false;
     }
 
     /// wait_for: it starts when its waitees have exited, not with its wave. Returns
@@ -668,7 +643,7 @@ impl Job {
         if !self.fio.defer_start() {
             return false;
         }
-        self.end = None;
+        self.shape.end = None;
         true
     }
 
