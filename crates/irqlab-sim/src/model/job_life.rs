@@ -81,11 +81,7 @@ impl DirStats {
 
     #[inline(always)]
     pub fn record(&mut self, bytes: u64, slat: u64, clat: u64, lat: u64) {
-        self.ios += 1;
-        self.bytes += bytes;
-        let l = self
-            .lat
-            .get_or_insert_with(|| Box::new([Latency::new(), Latency::new(), Latency::new()]));
+        let l = self.count(bytes);
         l[0].record(slat);
         l[1].record_clat(clat);
         l[2].record(lat);
@@ -94,13 +90,18 @@ impl DirStats {
     /// `record` without a slat sample: fio's disable_slat (SQPOLL rings).
     #[inline(always)]
     pub fn record_without_slat(&mut self, bytes: u64, clat: u64, lat: u64) {
-        self.ios += 1;
-        self.bytes += bytes;
-        let l = self
-            .lat
-            .get_or_insert_with(|| Box::new([Latency::new(), Latency::new(), Latency::new()]));
+        let l = self.count(bytes);
         l[1].record_clat(clat);
         l[2].record(lat);
+    }
+
+    /// One I/O of `bytes` done: its histograms (slat, clat, lat) for the samples.
+    #[inline(always)]
+    fn count(&mut self, bytes: u64) -> &mut [Latency; 3] {
+        self.ios += 1;
+        self.bytes += bytes;
+        self.lat
+            .get_or_insert_with(|| Box::new([Latency::new(), Latency::new(), Latency::new()]))
     }
 }
 
