@@ -279,7 +279,7 @@ impl<O: Observer> Sim<'_, O> {
         if from.ix() == to {
             return false;
         }
-        let Some(idt) = self.cpus[to].apic.allocate_free(VectorId::new(v)) else {
+        let Some(idt) = self.cpus[to].apic.allocate(VectorId::new(v)) else {
             return false;
         };
         self.vectors[v].retarget(CpuId::new(to), idt);

@@ -185,18 +185,21 @@ impl Default for JobShape {
 }
 
 impl Job {
-    /// A job that has issued nothing, of the default shape.
-    fn new(
+    /// A job that has issued nothing, of `shape` (build.rs makes the file's jobs from
+    /// their section and clone).
+    pub(crate) fn of_file(
         name: String,
         thread: ThreadId,
         engine: IoEngine,
         queues: Vec<QueueId>,
         devices: Vec<DeviceId>,
         fio: FioJob,
+        shape: JobShape,
     ) -> Job {
         Job {
             name,
-            shape: JobShape::default(),
+            ready: VecDeque::with_capacity(shape.iodepth.min(4096) as usize),
+            shape,
             thread,
             engine,
             queues,
@@ -204,7 +207,6 @@ impl Job {
             next_file: 0,
             issued: 0,
             outstanding: 0,
-            ready: VecDeque::new(),
             waiting_for: 0,
             phase: JobPhase::Start,
             batch_start: 0,
@@ -222,23 +224,6 @@ impl Job {
         }
     }
 
-    /// A job of the file, shaped by its section and clone (build.rs).
-    pub(crate) fn of_file(
-        name: String,
-        thread: ThreadId,
-        engine: IoEngine,
-        queues: Vec<QueueId>,
-        devices: Vec<DeviceId>,
-        fio: FioJob,
-        shape: JobShape,
-    ) -> Job {
-        Job {
-            ready: VecDeque::with_capacity(shape.iodepth.min(4096) as usize),
-            shape,
-            ..Job::new(name, thread, engine, queues, devices, fio)
-        }
-    }
-
     /// A helper thread of job `parent` (an offload worker, a SQPOLL thread; fio_build.rs),
     /// in its group, polling as it does, starting in `phase`.
     pub(crate) fn helper(
@@ -249,22 +234,17 @@ impl Job {
         fio: FioJob,
         phase: JobPhase,
     ) -> Job {
+        let shape = JobShape {
+            groupid: parent.shape.groupid,
+            polled: parent.shape.polled,
+            hybrid: parent.shape.hybrid,
+            ..JobShape::default()
+        };
+        let engine = parent.engine;
+        let devices = parent.devices.clone();
         Job {
-            shape: JobShape {
-                groupid: parent.shape.groupid,
-                polled: parent.shape.polled,
-                hybrid: parent.shape.hybrid,
-                ..JobShape::default()
-            },
             phase,
-            ..Job::new(
-                name,
-                thread,
-                parent.engine,
-                queues,
-                parent.devices.clone(),
-                fio,
-            )
+            ..Job::of_file(name, thread, engine, queues, devices, fio, shape)
         }
     }
 
@@ -671,13 +651,14 @@ mod tests {
         let specs = irqlab_fio::parse_str(text, std::path::Path::new("t.fio")).expect("job file");
         let fio = FioJob::new(&specs[0], 1, 0, None, 1);
         let queues = (0..queues).map(QueueId::new).collect();
-        Job::new(
+        Job::of_file(
             "j".into(),
             ThreadId::new(0),
             IoEngine::Libaio,
             queues,
             vec![DeviceId::new(0)],
             fio,
+            JobShape::default(),
         )
     }
 

@@ -22,8 +22,6 @@ pub(crate) struct LocalApic {
     irr: Irr,
     /// The device vector behind each IDT vector of this CPU.
     vec_of_idt: Vec<Option<VectorId>>,
-    /// The next device vector the build hands out (arch/x86/kernel/apic/vector.c).
-    next_idt: u16,
     /// How MSIs reach this CPU (irqlab-core delivery::DeliveryPath).
     path: DeliveryPath,
     /// PIR bits posted and not yet harvested, for the merge count (what the IOMMU merged).
@@ -42,7 +40,6 @@ impl LocalApic {
         LocalApic {
             irr: Irr::default(),
             vec_of_idt: vec![None; 256],
-            next_idt: FIRST_DEVICE_VECTOR,
             path,
             pir_shadow: [0; NR_PIR_WORDS],
             pid_dirty: false,
@@ -107,25 +104,15 @@ impl LocalApic {
         self.vec_of_idt[usize::from(idt)]
     }
 
-    /// The build gives device vector `v` the next free IDT vector, or None when the
-    /// device range is full (it ends below the system vectors of the delivery mode).
-    pub fn allocate(&mut self, v: VectorId) -> Option<u16> {
-        let idt = self.next_idt;
-        if idt >= u16::from(self.path.first_system_vector()) {
-            return None;
-        }
-        self.next_idt += 1;
-        self.vec_of_idt[usize::from(idt)] = Some(v);
-        Some(idt)
-    }
-
     /// How many device vectors this CPU can hold.
     pub fn device_vectors(&self) -> usize {
         usize::from(self.path.first_system_vector()) - usize::from(FIRST_DEVICE_VECTOR)
     }
 
-    /// The lowest device vector free here (in no table, pending nowhere), bound to `v`.
-    pub fn allocate_free(&mut self, v: VectorId) -> Option<u16> {
+    /// The lowest device vector free here (in no table, pending nowhere), bound to `v`;
+    /// None when the device range (below the delivery mode's system vectors) is full.
+    /// The build's vectors therefore take the range in order.
+    pub fn allocate(&mut self, v: VectorId) -> Option<u16> {
         let idt = (FIRST_DEVICE_VECTOR..u16::from(self.path.first_system_vector())).find(|&x| {
             self.vec_of_idt[usize::from(x)].is_none()
                 && !self.irr.is_set(x as u8)
@@ -251,17 +238,17 @@ mod tests {
         let mut c = apic(Delivery::Remapped);
         let a = c.allocate(VectorId::new(0)).expect("room");
         assert_eq!(a, FIRST_DEVICE_VECTOR);
-        let b = c.allocate_free(VectorId::new(1)).expect("room");
+        let b = c.allocate(VectorId::new(1)).expect("room");
         assert_eq!(b, a + 1);
         c.free(a);
         assert!(c.accept(a), "a message for the old vector arrives late");
         assert_eq!(
-            c.allocate_free(VectorId::new(2)),
+            c.allocate(VectorId::new(2)),
             Some(a + 2),
             "still in the IRR"
         );
         assert!(c.clear(a));
-        assert_eq!(c.allocate_free(VectorId::new(3)), Some(a));
+        assert_eq!(c.allocate(VectorId::new(3)), Some(a));
         assert_eq!(c.vector_at(a), Some(VectorId::new(3)));
     }
 
